@@ -1,0 +1,33 @@
+"""Every setting of the package with its default, declared once.
+
+The add-on writes these at ``"addon"`` priority; components read settings
+through :func:`setting` so that enabling a middleware by hand (without the
+add-on) sees the same defaults.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DEFAULTS: dict[str, Any] = {
+    "ROBOTS_CACHE_LIFETIME": 86_400,
+    "ROBOTS_CONTENT_SIGNALS": {},
+    "ROBOTS_CRAWL_DELAY": True,
+    "ROBOTS_CRAWL_DELAY_MAX": 30,
+    "ROBOTS_CRAWL_DELAY_OVER_MAX": "clamp",
+    "ROBOTS_DIRECTIVES": "drop",
+    "ROBOTS_ENABLED": True,
+    "ROBOTS_MAX_BYTES": 512_000,
+    "ROBOTS_MAX_REDIRECTS": 5,
+    "ROBOTS_MEMORY_MAX_ORIGINS": 100_000,
+    "ROBOTS_PROFILE": "rfc9309",
+    "ROBOTS_SITEMAPS": False,
+    "ROBOTS_SSRF_GUARD": False,
+    "ROBOTS_STORE": "memory",
+    "ROBOTS_STORE_URL": None,
+    "ROBOTS_UNREACHABLE_GRACE": 2_592_000,
+    "ROBOTS_UNREACHABLE_LIFETIME": 600,
+    # ROBOTS_USER_AGENT has no fixed default: it falls back to
+    # ROBOTSTXT_USER_AGENT, then USER_AGENT (see middleware.agent_for).
+    "ROBOTS_USER_AGENT": None,
+}

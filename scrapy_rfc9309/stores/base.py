@@ -1,0 +1,59 @@
+"""The interface every outcome store implements.
+
+A store maps an origin's robots.txt URL (``scrapy_rfc9309.robots_url``) to
+the last :class:`~scrapy_rfc9309.outcome.Outcome` obtained for it.  Stores
+hold entries past their ``expires_at``: a stale outcome is still needed for
+the 30-day rule (the last parsed copy of an origin that has become
+unreachable), so an entry is kept until ``outcome.retain_until``, and the
+middleware, not the store, decides whether an entry is fresh.
+
+Single flight across processes uses a lease: the worker that gets the lease
+fetches robots.txt and puts the outcome; the others poll ``get`` until a
+fresh outcome appears, or until their bounded wait ends and they fetch
+themselves.  A lease expires on its own after ``ttl`` seconds, so a holder
+that dies never stalls the others for longer than that.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..outcome import Outcome
+
+
+class OutcomeStore(ABC):
+    """Where ``RobotsMiddleware`` keeps outcomes.
+
+    Methods are coroutines and must not block the event loop.  A store
+    raises :class:`StoreError` when its backend fails; the middleware then
+    degrades to the memory store.
+    """
+
+    #: Whether several processes can share this store (and the lease means
+    #: anything beyond this process).
+    shared: bool = False
+
+    @abstractmethod
+    async def get(self, origin: str) -> Outcome | None:
+        """The outcome stored for ``origin``, fresh or stale, or ``None``."""
+
+    @abstractmethod
+    async def put(self, origin: str, outcome: Outcome) -> None:
+        """Store ``outcome``, kept until ``outcome.retain_until``."""
+
+    @abstractmethod
+    async def acquire(self, origin: str, ttl: float) -> bool:
+        """Try to take the fetch lease of ``origin`` for ``ttl`` seconds."""
+
+    @abstractmethod
+    async def release(self, origin: str) -> None:
+        """Give the lease back (a no-op when it is not held)."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources; called when the spider closes."""
+
+
+class StoreError(Exception):
+    """The store's backend failed (connection lost, file unwritable, ...)."""

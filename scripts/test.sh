@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Set up (virtualenv, package, test tools, redis-server) and run every check:
+# ruff, ruff format, mypy --strict, then the whole pytest suite.
+set -euo pipefail
+source "$(dirname "$0")/_venv.sh"
+
+if ! command -v redis-server >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing redis-server from the system packages" >&2
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+    else
+        echo "error: redis-server is required by the tests (apt-get install redis-server)" >&2
+        exit 1
+    fi
+fi
+
+.venv/bin/ruff check scrapy_rfc9309 tests benchmarks
+.venv/bin/ruff format --check scrapy_rfc9309 tests benchmarks
+.venv/bin/mypy --strict scrapy_rfc9309
+.venv/bin/python -m pytest -q "$@"

@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.server import Route, Server
+
+# The conformance vectors live in the shared folder beside the repository
+# (../shared/conformance when checked out as main/).
+CONFORMANCE = Path(__file__).resolve().parent.parent.parent / "shared" / "conformance"
+
+
+def load_vectors(name: str) -> list[dict[str, Any]]:
+    path = CONFORMANCE / name
+    if not path.exists():
+        pytest.fail(f"conformance file missing: {path}")
+    return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+# Each server gets its own loopback address, so hosts (and downloader slots)
+# differ between servers. 127.0.0.1 is left to anything else on the machine.
+_hosts = (f"127.0.{i // 250}.{i % 250 + 2}" for i in itertools.count())
+
+
+@pytest.fixture
+def make_server() -> Iterator[Callable[..., Server]]:
+    """Start servers on distinct 127.0.x.y addresses; all closed at the end."""
+    servers: list[Server] = []
+
+    def factory(default: Route | None = None) -> Server:
+        server = Server(next(_hosts), default=default)
+        servers.append(server)
+        return server
+
+    yield factory
+    for server in servers:
+        server.close()
+
+
+@pytest.fixture
+def server(make_server: Callable[..., Server]) -> Server:
+    return make_server()

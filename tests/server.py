@@ -1,0 +1,115 @@
+"""A tiny HTTP server for real crawls in tests.
+
+It runs the standard library's ``ThreadingHTTPServer`` in a thread, so it
+works with any reactor and in reactor-less mode alike, and records every hit
+with its arrival time (``time.monotonic()``) so that delays can be measured at
+the server.  Distinct loopback addresses (127.0.0.2, 127.0.0.3, ...) give
+distinct hosts, hence distinct downloader slots.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Handler = Callable[[BaseHTTPRequestHandler], None]
+
+
+@dataclass
+class Route:
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds to wait before sending anything
+    handler: Handler | None = None  # takes over the whole response
+
+
+@dataclass
+class Hit:
+    path: str
+    time: float
+    headers: dict[str, str]
+
+
+class Server:
+    """An HTTP server on ``host`` (port chosen by the OS) with a route table.
+
+    Unknown paths answer 200 with a small HTML page that links nowhere, unless
+    ``default`` is given.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", default: Route | None = None):
+        self.routes: dict[str, Route] = {}
+        self.default = default or Route(
+            body=b"<html><body>page</body></html>",
+            headers={"Content-Type": "text/html"},
+        )
+        self.hits: list[Hit] = []
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        server = self
+
+        class _Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def do_GET(self) -> None:
+                with server._lock:
+                    server.hits.append(
+                        Hit(self.path, time.monotonic(), dict(self.headers.items()))
+                    )
+                route = server.routes.get(self.path)
+                if route is None:
+                    route = server.routes.get(self.path.split("?", 1)[0], server.default)
+                if route.delay:
+                    server._closing.wait(route.delay)
+                if route.handler is not None:
+                    route.handler(self)
+                    return
+                self.send_response(route.status)
+                headers = {"Content-Length": str(len(route.body)), **route.headers}
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                try:
+                    self.wfile.write(route.body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer((host, 0), _Handler)
+        self.httpd.daemon_threads = True
+        self.host = host
+        self.port = self.httpd.server_address[1]
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def origin(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def url(self, path: str = "/") -> str:
+        return self.origin + path
+
+    def route(self, path: str, body: bytes | str = b"", **kwargs: Any) -> None:
+        if isinstance(body, str):
+            body = body.encode()
+        self.routes[path] = Route(body=body, **kwargs)
+
+    def count(self, path: str) -> int:
+        with self._lock:
+            return sum(1 for hit in self.hits if hit.path == path)
+
+    def times(self, path_prefix: str = "/") -> list[float]:
+        with self._lock:
+            return [hit.time for hit in self.hits if hit.path.startswith(path_prefix)]
+
+    def close(self) -> None:
+        self._closing.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
