@@ -1,0 +1,138 @@
+"""``DirectivesMiddleware``: X-Robots-Tag and robots meta in a Scrapy crawl."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
+
+from itemadapter import ItemAdapter
+from scrapy import Request
+from scrapy.exceptions import NotConfigured
+
+from ._defaults import DEFAULTS
+from ._settings import robots_user_agent, setting
+from .directives import DirectiveSet, directives_for
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from typing_extensions import Self
+
+__all__ = ["DirectivesMiddleware"]
+
+logger = logging.getLogger(__name__)
+
+#: Where the merged directives of a response are kept, and the item field
+#: that ``annotate`` mode fills.
+META_KEY = FIELD = "robots_directives"
+MODES = ("drop", "annotate", "off")
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class DirectivesMiddleware:
+    """Obey the page directives (``X-Robots-Tag``, ``<meta name="robots">``).
+
+    Every response reaching the spider gets its merged :class:`DirectiveSet`
+    in ``response.meta["robots_directives"]``.  With ``ROBOTS_DIRECTIVES =
+    "drop"`` the items of a noindex page (or one past its
+    ``unavailable_after``) and the requests of a nofollow page are dropped;
+    with ``"annotate"`` items get a ``robots_directives`` field instead.
+    """
+
+    #: What "now" is for ``unavailable_after``; replaceable in tests.
+    clock: Callable[[], datetime] = staticmethod(_utcnow)
+
+    def __init__(self, crawler: Crawler):
+        settings = crawler.settings
+        if not settings.getbool("ROBOTS_ENABLED", DEFAULTS["ROBOTS_ENABLED"]):
+            raise NotConfigured("ROBOTS_ENABLED is off")
+        mode = str(setting(settings, "ROBOTS_DIRECTIVES")).strip().lower()
+        if mode not in MODES:
+            # Silently disabling on a typo would crawl noindex pages unnoticed.
+            raise ValueError(
+                f"ROBOTS_DIRECTIVES must be one of {', '.join(map(repr, MODES))},"
+                f" not {settings.get('ROBOTS_DIRECTIVES')!r}"
+            )
+        if mode == "off":
+            raise NotConfigured("ROBOTS_DIRECTIVES is off")
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.drop = mode == "drop"
+        self.user_agent = robots_user_agent(settings, crawler.spider)
+        self._read: WeakKeyDictionary[Response, DirectiveSet] = WeakKeyDictionary()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def directives(self, response: Response) -> DirectiveSet:
+        """The directives of ``response`` for the crawl's agent, read once."""
+        # Keyed by the response itself, not read back from its meta: spiders
+        # often pass ``meta=response.meta`` on, which would hand a page's
+        # directives to the pages it links to.
+        found = self._read.get(response)
+        if found is None:
+            found = self._read[response] = directives_for(response, self.user_agent)
+            response.meta[META_KEY] = found
+        return found
+
+    def process_spider_input(self, response: Response) -> None:
+        self.directives(response)
+
+    async def process_spider_output(
+        self, response: Response | None, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        if response is None:
+            async for output in result:
+                yield output
+            return
+        directives = self.directives(response)
+        if not self.drop:
+            async for output in result:
+                if not isinstance(output, Request) and ItemAdapter.is_item(output):
+                    self._annotate(output, directives)
+                yield output
+            return
+        drop_items = directives.noindex or directives.is_expired(self.clock())
+        if not (drop_items or directives.nofollow):
+            async for output in result:
+                yield output
+            return
+        async for output in result:
+            if isinstance(output, Request):
+                if directives.nofollow and not output.meta.get("dont_obey_robotstxt"):
+                    self._dropped("requests", output, response, "nofollow")
+                    continue
+            elif drop_items and ItemAdapter.is_item(output):
+                reason = (
+                    "noindex"
+                    if directives.noindex
+                    else f"unavailable_after: {directives.unavailable_after}"
+                )
+                self._dropped("items", output, response, reason)
+                continue
+            yield output
+
+    def _annotate(self, item: Any, directives: DirectiveSet) -> None:
+        adapter = ItemAdapter(item)
+        # Item classes (Scrapy Item, dataclass, attrs, pydantic) reject fields
+        # they do not declare; only dicts take any key.  A value the spider
+        # set itself is left alone.
+        if adapter.get(FIELD) is None and (
+            isinstance(item, dict) or FIELD in adapter.field_names()
+        ):
+            adapter[FIELD] = directives
+
+    def _dropped(self, kind: str, output: Any, response: Response, reason: str) -> None:
+        self.stats.inc_value(f"robots/directives/{kind}_dropped")
+        logger.debug(
+            "Dropped %(output)r of %(url)s: the page says %(reason)s",
+            {"output": output, "url": response.url, "reason": reason},
+            extra={"spider": self.crawler.spider},
+        )
