@@ -10,6 +10,8 @@ import pytest
 
 from tests.server import Route, Server
 
+pytest_plugins = ["tests.redis_server"]
+
 # The conformance vectors live in the shared folder beside the repository
 # (../shared/conformance when checked out as main/).
 CONFORMANCE = Path(__file__).resolve().parent.parent.parent / "shared" / "conformance"

@@ -1,0 +1,194 @@
+"""``ROBOTS_STORE = "redis"``: outcomes in Redis, shared by a fleet of workers.
+
+Workers of one crawl (the scrapy-redis way: one Redis, many workers) then
+fetch each origin's robots.txt once between them.  Entries expire by Redis
+TTL at the outcome's ``retain_until``; the fetch lease is a key set with
+``NX`` and a TTL, holding a random token, and is released by a script that
+deletes it only while it still holds that token, so a worker whose lease
+expired and was taken over cannot release its successor's lease.
+
+Needs redis-py (``pip install scrapy-rfc9309[redis]``) and an asyncio event
+loop: the asyncio reactor (Scrapy's default) or reactor-less mode.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from scrapy.utils.asyncio import is_asyncio_available
+
+try:
+    from redis.asyncio import Redis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import ExponentialBackoff
+    from redis.exceptions import RedisError
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "ROBOTS_STORE='redis' needs redis-py: pip install scrapy-rfc9309[redis]"
+    ) from exc
+
+from .._settings import setting
+from ._codec import decode, encode
+from .base import OutcomeStore, StoreError
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+    from typing_extensions import Self
+
+    from ..outcome import Outcome
+
+_T = TypeVar("_T")
+
+#: Key prefix when ``ROBOTS_STORE_PREFIX`` is not set.
+DEFAULT_PREFIX = "robots:"
+
+# Delete the lease only while it holds our token, in one step on the server.
+_RELEASE = """
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+    return redis.call("DEL", KEYS[1])
+end
+return 0
+"""
+
+_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def redis_url(settings: BaseSettings) -> str:
+    """The Redis the store connects to.
+
+    ``ROBOTS_STORE_URL``, else scrapy-redis's ``REDIS_URL``, else its
+    ``REDIS_HOST`` / ``REDIS_PORT`` (``localhost`` / ``6379``, scrapy-redis's
+    defaults, which also apply when none of these is set).
+    """
+    url = setting(settings, "ROBOTS_STORE_URL") or settings.get("REDIS_URL")
+    if url:
+        url = str(url)
+        if not url.startswith(_SCHEMES):
+            raise ValueError(
+                f"{url!r} is not a Redis URL (redis://, rediss:// or unix://) "
+                "for ROBOTS_STORE='redis'"
+            )
+        return url
+    host = settings.get("REDIS_HOST") or "localhost"
+    port = settings.getint("REDIS_PORT", 6379)
+    return f"redis://{host}:{port}"
+
+
+def _asyncio_loop_in_use() -> bool:
+    try:
+        return is_asyncio_available()
+    except RuntimeError:
+        # No reactor and no loop running yet: whatever runs the crawl will
+        # be an asyncio loop.
+        return True
+
+
+def _redacted(url: str) -> str:
+    """``url`` without its password, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")[2]
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    return urlunsplit(parts._replace(netloc=user + netloc))
+
+
+class RedisStore(OutcomeStore):
+    """Outcomes in Redis under ``prefix``, shared by every worker using it.
+
+    Connection failures and timeouts raise :class:`StoreError` after a short
+    retry, so a lost Redis costs a crawl seconds, not minutes.
+    """
+
+    shared = True
+
+    def __init__(
+        self,
+        url: str = "redis://localhost:6379",
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        timeout: float = 5.0,
+        crawler: Crawler | None = None,
+    ) -> None:
+        self.url = url
+        self.prefix = prefix
+        self._crawler = crawler
+        # redis-py's default retries ten times with backoff: several seconds
+        # per call once Redis is gone, for every request of the crawl.
+        self._client = Redis.from_url(
+            url,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2),
+        )
+        self._release_script = self._client.register_script(_RELEASE)
+        # The token of each lease this store holds.
+        self._tokens: dict[str, str] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        if not _asyncio_loop_in_use():
+            raise StoreError(
+                "the Redis store needs an asyncio event loop: the asyncio "
+                "reactor (Scrapy's default TWISTED_REACTOR) or reactor-less mode"
+            )
+        settings = crawler.settings
+        return cls(
+            redis_url(settings),
+            prefix=str(settings.get("ROBOTS_STORE_PREFIX") or DEFAULT_PREFIX),
+            crawler=crawler,
+        )
+
+    def _key(self, kind: str, origin: str) -> str:
+        return f"{self.prefix}{kind}:{origin}"
+
+    async def get(self, origin: str) -> Outcome | None:
+        data = await self._call(self._client.get(self._key("outcome", origin)))
+        return None if data is None else decode(data, origin, self._crawler)
+
+    async def put(self, origin: str, outcome: Outcome) -> None:
+        key = self._key("outcome", origin)
+        # A TTL relative to this worker's clock, so a Redis server whose
+        # clock differs still drops the entry at the right moment.
+        ttl_ms = int((outcome.retain_until - time.time()) * 1000)
+        if ttl_ms <= 0:
+            await self._call(self._client.delete(key))
+        else:
+            await self._call(self._client.set(key, encode(outcome), px=ttl_ms))
+
+    async def acquire(self, origin: str, ttl: float) -> bool:
+        token = uuid.uuid4().hex
+        taken = await self._call(
+            self._client.set(
+                self._key("lease", origin),
+                token,
+                nx=True,
+                px=max(1, int(ttl * 1000)),
+            )
+        )
+        if not taken:
+            return False
+        self._tokens[origin] = token
+        return True
+
+    async def release(self, origin: str) -> None:
+        token = self._tokens.pop(origin, None)
+        if token is not None:
+            await self._call(
+                self._release_script(keys=[self._key("lease", origin)], args=[token])
+            )
+
+    async def close(self) -> None:
+        await self._call(self._client.aclose())
+
+    async def _call(self, call: Awaitable[_T]) -> _T:
+        try:
+            return await call
+        except (RedisError, OSError) as exc:
+            raise StoreError(f"Redis store {_redacted(self.url)}: {exc}") from exc

@@ -1,0 +1,252 @@
+"""``ROBOTS_STORE = "sqlite"``: outcomes in a SQLite file.
+
+The file outlives the crawl, so a crawl resumed with the same ``JOBDIR``
+does not fetch robots.txt again while the stored outcomes are fresh, and
+several processes on one machine may share it: the database runs in WAL
+mode with a busy timeout, and the fetch lease is a row whose expiry is
+checked and taken in one statement.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
+from scrapy.utils.job import job_dir
+from scrapy.utils.project import data_path
+
+from .._settings import setting
+from ._codec import decode, encode
+from .base import OutcomeStore, StoreError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scrapy.crawler import Crawler
+    from typing_extensions import Self
+
+    from ..outcome import Outcome
+
+_T = TypeVar("_T")
+
+#: File name of the store inside ``JOBDIR`` or the project data directory.
+FILE_NAME = "robots.sqlite3"
+
+#: Bumped when the tables change; a file from a newer version is refused.
+SCHEMA_VERSION = 1
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS outcomes ("
+    " origin TEXT PRIMARY KEY, outcome TEXT NOT NULL, retain_until REAL NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS outcomes_retain_until ON outcomes (retain_until)",
+    "CREATE TABLE IF NOT EXISTS leases ("
+    " origin TEXT PRIMARY KEY, token TEXT NOT NULL, expires_at REAL NOT NULL)",
+    f"PRAGMA user_version = {SCHEMA_VERSION}",
+)
+
+# Expired rows are deleted when the file is opened and then every this many
+# writes, so a long crawl over many origins keeps the file bounded without
+# a purge on each write.
+_PURGE_EVERY = 1000
+
+
+def sqlite_path(crawler: Crawler) -> Path:
+    """Where the store of this crawl lives.
+
+    ``ROBOTS_STORE_URL`` as a path or a ``sqlite:///path`` URL (relative;
+    ``sqlite:////abs/path`` for an absolute path), else ``robots.sqlite3``
+    inside ``JOBDIR`` when it is set, else inside the project data directory
+    (``.scrapy/``).
+    """
+    url = setting(crawler.settings, "ROBOTS_STORE_URL")
+    if url:
+        url = str(url)
+        if url.startswith("sqlite:///"):
+            return Path(url[len("sqlite:///") :]).expanduser()
+        if "://" in url:
+            raise ValueError(
+                f"ROBOTS_STORE_URL={url!r} is not a SQLite path: give a file "
+                "path or a sqlite:///path URL with ROBOTS_STORE='sqlite'"
+            )
+        return Path(url).expanduser()
+    jobdir = job_dir(crawler.settings)
+    if jobdir:
+        return Path(jobdir, FILE_NAME)
+    return Path(data_path(FILE_NAME))
+
+
+class SQLiteStore(OutcomeStore):
+    """Outcomes in a SQLite file, shared by the processes that open it.
+
+    Every database call runs on one thread of the store's own, so the event
+    loop never waits on the disk or on another process's lock.  The file is
+    opened on first use; any failure of SQLite or of the file system raises
+    :class:`StoreError`.
+    """
+
+    shared = True
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout: float = 5.0,
+        crawler: Crawler | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.busy_timeout = busy_timeout
+        self._crawler = crawler
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="robots-sqlite")
+        self._connection: sqlite3.Connection | None = None
+        self._closed = False
+        self._writes = 0
+        # The token of each lease this store holds, so that releasing a lease
+        # that expired and was taken by another process deletes nothing.
+        self._tokens: dict[str, str] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(sqlite_path(crawler), crawler=crawler)
+
+    async def get(self, origin: str) -> Outcome | None:
+        data = await self._run(self._get, origin)
+        return None if data is None else decode(data, origin, self._crawler)
+
+    async def put(self, origin: str, outcome: Outcome) -> None:
+        await self._run(self._put, origin, encode(outcome), outcome.retain_until)
+
+    async def acquire(self, origin: str, ttl: float) -> bool:
+        token = uuid.uuid4().hex
+        if not await self._run(self._acquire, origin, token, ttl):
+            return False
+        self._tokens[origin] = token
+        return True
+
+    async def release(self, origin: str) -> None:
+        token = self._tokens.pop(origin, None)
+        if token is not None:
+            await self._run(self._release, origin, token)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._run(self._close)
+        finally:
+            self._executor.shutdown(wait=False)
+
+    async def _run(self, func: Callable[..., _T], *args: object) -> _T:
+        future = self._executor.submit(self._guarded, func, *args)
+        if is_asyncio_available():
+            return await asyncio.wrap_future(future)
+        # Under a reactor without asyncio the future cannot be awaited;
+        # a reactor thread waits for the store's thread instead.
+        return await run_in_thread(future.result)
+
+    def _guarded(self, func: Callable[..., _T], *args: object) -> _T:
+        try:
+            return func(*args)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"SQLite store {self.path}: {exc}") from exc
+
+    def _db(self) -> sqlite3.Connection:
+        if self._connection is None:
+            self._connection = self._connect()
+        return self._connection
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Autocommit: every statement below is a transaction of its own,
+        # which is all the atomicity the store needs.
+        connection = sqlite3.connect(
+            self.path, timeout=self.busy_timeout, isolation_level=None
+        )
+        # Text comes back undecoded: an entry that is not UTF-8 is then a
+        # decoding failure of that entry, not an error of the store.
+        connection.text_factory = bytes
+        try:
+            (version,) = connection.execute("PRAGMA user_version").fetchone()
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"SQLite store {self.path}: written by a newer version of "
+                    f"scrapy-rfc9309 (schema {version}, this one reads "
+                    f"{SCHEMA_VERSION})"
+                )
+            connection.execute("PRAGMA journal_mode = WAL")
+            # WAL makes NORMAL safe against corruption; a power cut may lose
+            # the last outcomes, which are then fetched again.
+            connection.execute("PRAGMA synchronous = NORMAL")
+            for statement in _SCHEMA:
+                connection.execute(statement)
+            self._purge(connection)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    @staticmethod
+    def _purge(connection: sqlite3.Connection) -> None:
+        now = time.time()
+        connection.execute("DELETE FROM outcomes WHERE retain_until <= ?", (now,))
+        connection.execute("DELETE FROM leases WHERE expires_at <= ?", (now,))
+
+    def _get(self, origin: str) -> bytes | None:
+        row = (
+            self._db()
+            .execute(
+                "SELECT outcome FROM outcomes WHERE origin = ? AND retain_until > ?",
+                (origin, time.time()),
+            )
+            .fetchone()
+        )
+        if row is None:
+            return None
+        # A value of another type, put there by hand, still decodes (to
+        # nothing) instead of failing the lookup.
+        value = row[0]
+        return value if isinstance(value, bytes) else str(value).encode()
+
+    def _put(self, origin: str, data: str, retain_until: float) -> None:
+        db = self._db()
+        if retain_until <= time.time():
+            # Nothing to keep; an older entry must not outlive its successor.
+            db.execute("DELETE FROM outcomes WHERE origin = ?", (origin,))
+            return
+        db.execute(
+            "INSERT OR REPLACE INTO outcomes (origin, outcome, retain_until)"
+            " VALUES (?, ?, ?)",
+            (origin, data, retain_until),
+        )
+        self._writes += 1
+        if self._writes % _PURGE_EVERY == 0:
+            self._purge(db)
+
+    def _acquire(self, origin: str, token: str, ttl: float) -> bool:
+        now = time.time()
+        # One statement takes a free or expired lease and leaves a live one
+        # alone, so two processes can never both see themselves as holder.
+        cursor = self._db().execute(
+            "INSERT INTO leases (origin, token, expires_at) VALUES (?, ?, ?)"
+            " ON CONFLICT (origin) DO UPDATE"
+            " SET token = excluded.token, expires_at = excluded.expires_at"
+            " WHERE leases.expires_at <= ?",
+            (origin, token, now + ttl, now),
+        )
+        return cursor.rowcount == 1
+
+    def _release(self, origin: str, token: str) -> None:
+        self._db().execute(
+            "DELETE FROM leases WHERE origin = ? AND token = ?", (origin, token)
+        )
+
+    def _close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None

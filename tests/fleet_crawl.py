@@ -1,0 +1,72 @@
+"""One worker of a crawl fleet, run as its own OS process by the store tests.
+
+    python -m tests.fleet_crawl CONFIG_JSON
+
+``CONFIG_JSON`` holds ``urls`` (the pages to crawl), ``settings`` (added to
+the add-on's), ``stats`` (a file to write the final stats to, as JSON) and
+optionally ``reactorless`` (run without a Twisted reactor).  The crawl uses
+the package's add-on, so the worker reads and writes robots.txt outcomes
+through whatever ``ROBOTS_STORE`` the settings name.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from scrapy import Request, Spider
+from scrapy.crawler import AsyncCrawlerProcess
+from scrapy.http import Response
+
+
+class FleetSpider(Spider):
+    name = "fleet"
+
+    def __init__(self, urls: list[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.urls = urls
+
+    async def start(self) -> AsyncIterator[Any]:
+        for url in self.urls:
+            yield Request(url)
+
+    def parse(self, response: Response) -> None:
+        pass
+
+
+def settings_for(config: dict[str, Any]) -> dict[str, Any]:
+    settings: dict[str, Any] = {
+        "ADDONS": {"scrapy_rfc9309.Addon": 100},
+        "LOG_LEVEL": "INFO",
+        "TELNETCONSOLE_ENABLED": False,
+        "RETRY_ENABLED": False,
+        "CONCURRENT_REQUESTS": 64,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
+    }
+    if config.get("reactorless"):
+        settings["TWISTED_REACTOR_ENABLED"] = False
+        settings["DOWNLOAD_HANDLERS"] = {
+            "ftp": None,
+            "http": "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler",
+            "https": "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler",
+        }
+    settings.update(config.get("settings", {}))
+    return settings
+
+
+def main(argv: list[str]) -> int:
+    config = json.loads(argv[1])
+    process = AsyncCrawlerProcess(settings_for(config))
+    crawler = process.create_crawler(FleetSpider)
+    process.crawl(crawler, urls=config["urls"])
+    process.start()
+    stats = crawler.stats.get_stats() if crawler.stats else {}
+    Path(config["stats"]).write_text(json.dumps(stats, default=str), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

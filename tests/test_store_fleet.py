@@ -1,0 +1,330 @@
+"""Real crawls sharing a store: separate OS processes over one Redis or one
+SQLite file, a crawl resumed in its JOBDIR, a worker killed while it holds a
+lease, and Redis lost in the middle of a crawl.
+
+Each worker is ``python -m tests.fleet_crawl`` (a real Scrapy crawl with the
+add-on); robots.txt fetches are counted at the servers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from scrapy.utils.test import get_crawler
+
+from tests.fleet_crawl import FleetSpider
+from tests.redis_server import RedisServer
+from tests.server import Route, Server
+from tests.utils import coroutine_test
+
+REPO = Path(__file__).resolve().parent.parent
+ROBOTS = b"User-agent: *\nDisallow: /private\n"
+ORIGINS = 20
+# Every worker crawls these pages of every origin; /private is disallowed.
+PAGES = ("/a", "/b", "/private")
+WORKER_TIMEOUT = 120
+
+
+@dataclass
+class Worker:
+    process: subprocess.Popen[bytes]
+    stats_path: Path
+    log_path: Path
+
+    def wait(self, timeout: float = WORKER_TIMEOUT) -> dict[str, Any]:
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            pytest.fail(f"worker still running after {timeout} s:\n{self.log()}")
+        assert code == 0, f"worker exited with {code}:\n{self.log()}"
+        stats: dict[str, Any] = json.loads(self.stats_path.read_text())
+        return stats
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-5000:]
+
+
+@pytest.fixture
+def start_worker(tmp_path: Path) -> Any:
+    """Start ``python -m tests.fleet_crawl``; workers left running are killed."""
+    workers: list[Worker] = []
+
+    def start(
+        urls: list[str], settings: dict[str, Any], *, reactorless: bool = False
+    ) -> Worker:
+        n = len(workers)
+        stats_path = tmp_path / f"stats-{n}.json"
+        log_path = tmp_path / f"worker-{n}.log"
+        config = {
+            "urls": urls,
+            "settings": settings,
+            "stats": str(stats_path),
+            "reactorless": reactorless,
+        }
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "tests.fleet_crawl", json.dumps(config)],
+                cwd=REPO,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        worker = Worker(process, stats_path, log_path)
+        workers.append(worker)
+        return worker
+
+    yield start
+    for worker in workers:
+        if worker.process.poll() is None:
+            worker.process.kill()
+            worker.process.wait()
+
+
+def robots_servers(
+    make_server: Callable[..., Server], count: int = ORIGINS, delay: float = 0.0
+) -> list[Server]:
+    servers = []
+    for _ in range(count):
+        server = make_server()
+        server.route("/robots.txt", ROBOTS, delay=delay)
+        servers.append(server)
+    return servers
+
+
+def urls(servers: list[Server], pages: tuple[str, ...] = PAGES) -> list[str]:
+    return [server.url(page) for server in servers for page in pages]
+
+
+def robots_fetches(servers: list[Server]) -> int:
+    return sum(server.count("/robots.txt") for server in servers)
+
+
+def redis_settings(url: str, prefix: str) -> dict[str, Any]:
+    return {
+        "ROBOTS_STORE": "redis",
+        "ROBOTS_STORE_URL": url,
+        "ROBOTS_STORE_PREFIX": prefix,
+    }
+
+
+def assert_pages_crawled(
+    stats: dict[str, Any], servers: list[Server], times: int = 1
+) -> None:
+    """Every allowed page fetched ``times`` in all, every /private dropped."""
+    for server in servers:
+        assert server.count("/a") == times
+        assert server.count("/b") == times
+        assert server.count("/private") == 0
+    assert stats["finish_reason"] == "finished"
+    assert stats["robots/forbidden"] == stats["robots/forbidden/rule"] == len(servers)
+    assert "robots/store/errors" not in stats
+
+
+def test_two_workers_sharing_redis_fetch_each_robots_txt_once(
+    make_server: Callable[..., Server],
+    start_worker: Any,
+    redis_server: RedisServer,
+    redis_prefix: str,
+) -> None:
+    # A slow robots.txt keeps the fetches of one worker in flight while the
+    # other asks for the same origins, so the second one waits on the lease.
+    servers = robots_servers(make_server, delay=1.0)
+    settings = redis_settings(redis_server.url, redis_prefix)
+    workers = [
+        start_worker(urls(servers), settings),
+        start_worker(urls(servers), settings, reactorless=True),
+    ]
+    stats = [worker.wait() for worker in workers]
+    assert robots_fetches(servers) == ORIGINS
+    assert sum(s.get("robots/fetch_count", 0) for s in stats) == ORIGINS
+    for server in servers:
+        assert server.count("/a") == server.count("/b") == 2
+        assert server.count("/private") == 0
+    for s in stats:
+        assert s["finish_reason"] == "finished"
+        assert s["robots/forbidden/rule"] == ORIGINS
+        assert s["robots/outcome/parsed"] == ORIGINS
+        assert "robots/store/errors" not in s
+    client = redis.Redis.from_url(redis_server.url)
+    assert len(list(client.scan_iter(match=f"{redis_prefix}outcome:*"))) == ORIGINS
+    assert not list(client.scan_iter(match=f"{redis_prefix}lease:*"))
+    client.close()
+
+
+def test_racing_workers_fetch_each_robots_txt_once(
+    make_server: Callable[..., Server],
+    start_worker: Any,
+    redis_server: RedisServer,
+    redis_prefix: str,
+) -> None:
+    """Fast robots.txt answers and four workers: a lease can be freed between
+    a worker's lookup and its acquire, and the outcome it missed must then be
+    found, not fetched again."""
+    servers = robots_servers(make_server, count=2 * ORIGINS)
+    settings = redis_settings(redis_server.url, redis_prefix)
+    workers = [
+        start_worker(urls(servers), settings, reactorless=bool(i % 2)) for i in range(4)
+    ]
+    stats = [worker.wait() for worker in workers]
+    assert robots_fetches(servers) == 2 * ORIGINS
+    assert sum(s.get("robots/fetch_count", 0) for s in stats) == 2 * ORIGINS
+    for s in stats:
+        assert s["robots/forbidden/rule"] == 2 * ORIGINS
+
+
+def test_two_workers_sharing_a_sqlite_file_fetch_each_robots_txt_once(
+    make_server: Callable[..., Server], start_worker: Any, tmp_path: Path
+) -> None:
+    servers = robots_servers(make_server, delay=1.0)
+    settings = {"ROBOTS_STORE": "sqlite", "ROBOTS_STORE_URL": str(tmp_path / "r.db")}
+    workers = [
+        start_worker(urls(servers), settings),
+        start_worker(urls(servers), settings, reactorless=True),
+    ]
+    stats = [worker.wait() for worker in workers]
+    assert robots_fetches(servers) == ORIGINS
+    assert sum(s.get("robots/fetch_count", 0) for s in stats) == ORIGINS
+    for s in stats:
+        assert s["finish_reason"] == "finished"
+        assert s["robots/forbidden/rule"] == ORIGINS
+        assert "robots/store/errors" not in s
+
+
+def test_resumed_crawl_in_jobdir_fetches_no_robots_txt(
+    make_server: Callable[..., Server], start_worker: Any, tmp_path: Path
+) -> None:
+    servers = robots_servers(make_server)
+    settings = {"ROBOTS_STORE": "sqlite", "JOBDIR": str(tmp_path / "job")}
+    first = start_worker(urls(servers, ("/a",)), settings).wait()
+    assert first["robots/fetch_count"] == robots_fetches(servers) == ORIGINS
+    assert (tmp_path / "job" / "robots.sqlite3").exists()
+
+    second = start_worker(urls(servers, ("/b", "/private")), settings).wait()
+    assert robots_fetches(servers) == ORIGINS
+    assert "robots/fetch_count" not in second
+    assert_pages_crawled(second, servers)
+
+
+def test_expired_outcomes_are_fetched_again(
+    make_server: Callable[..., Server], start_worker: Any, tmp_path: Path
+) -> None:
+    servers = robots_servers(make_server)
+    settings = {
+        "ROBOTS_STORE": "sqlite",
+        "JOBDIR": str(tmp_path / "job"),
+        "ROBOTS_CACHE_LIFETIME": 1,
+    }
+    start_worker(urls(servers, ("/a",)), settings).wait()
+    assert robots_fetches(servers) == ORIGINS
+    time.sleep(1.2)
+    second = start_worker(urls(servers, ("/b", "/private")), settings).wait()
+    assert second["robots/fetch_count"] == ORIGINS
+    assert robots_fetches(servers) == 2 * ORIGINS
+    assert_pages_crawled(second, servers)
+
+
+def test_killed_lease_holder_does_not_stall_the_fleet(
+    make_server: Callable[..., Server],
+    start_worker: Any,
+    redis_server: RedisServer,
+    redis_prefix: str,
+) -> None:
+    hung = threading.Event()
+    release = threading.Event()
+
+    def robots(handler: BaseHTTPRequestHandler) -> None:
+        # The first fetch never answers (its worker is killed meanwhile); the
+        # next one, by the surviving worker, answers at once.
+        if not hung.is_set():
+            hung.set()
+            release.wait(60)
+            return
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(len(ROBOTS)))
+        handler.end_headers()
+        handler.wfile.write(ROBOTS)
+
+    server = make_server()
+    server.routes["/robots.txt"] = Route(handler=robots)
+    # DOWNLOAD_TIMEOUT sets the lease: held at most twice as long, 8 s.
+    settings = {**redis_settings(redis_server.url, redis_prefix), "DOWNLOAD_TIMEOUT": 4}
+    try:
+        doomed = start_worker(urls([server]), settings)
+        assert hung.wait(60), doomed.log()
+        os.kill(doomed.process.pid, signal.SIGKILL)
+        doomed.process.wait(10)
+        client = redis.Redis.from_url(redis_server.url)
+        lease = client.pttl(f"{redis_prefix}lease:{server.origin}/robots.txt")
+        client.close()
+        assert 0 < lease <= 8000  # still held by the dead worker
+
+        stats = start_worker(urls([server]), settings).wait(timeout=60)
+    finally:
+        release.set()
+    assert server.count("/robots.txt") == 2
+    assert stats["robots/fetch_count"] == 1
+    assert_pages_crawled(stats, [server])
+
+
+@coroutine_test
+async def test_redis_lost_mid_crawl_degrades_and_finishes(
+    make_server: Callable[..., Server],
+    make_redis_server: Callable[[], RedisServer],
+) -> None:
+    store = make_redis_server()
+    fetched = 0
+    lock = threading.Lock()
+
+    def robots(handler: BaseHTTPRequestHandler) -> None:
+        nonlocal fetched
+        with lock:
+            fetched += 1
+            if fetched == ORIGINS // 4:
+                store.stop()
+        time.sleep(0.05)
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(len(ROBOTS)))
+        handler.end_headers()
+        handler.wfile.write(ROBOTS)
+
+    servers = [make_server() for _ in range(ORIGINS)]
+    for server in servers:
+        server.routes["/robots.txt"] = Route(handler=robots)
+    crawler = get_crawler(
+        FleetSpider,
+        {
+            **redis_settings(store.url, "lost:"),
+            "ADDONS": {"scrapy_rfc9309.Addon": 100},
+            "RETRY_ENABLED": False,
+            "CONCURRENT_REQUESTS": 8,
+            "LOG_LEVEL": "INFO",
+        },
+    )
+    await crawler.crawl_async(urls=urls(servers))
+    assert crawler.stats is not None
+    stats = crawler.stats.get_stats()
+    assert not store.running
+    assert stats["robots/store/errors"] >= 1
+    assert robots_fetches(servers) == stats["robots/fetch_count"] == ORIGINS
+    # Every request accounted for: each allowed page fetched once, each
+    # disallowed one dropped, nothing lost on the way.
+    for server in servers:
+        assert server.count("/a") == server.count("/b") == 1
+        assert server.count("/private") == 0
+    assert stats["robots/forbidden/rule"] == ORIGINS
+    assert stats["finish_reason"] == "finished"
+    assert stats.get("log_count/ERROR", 0) == 0

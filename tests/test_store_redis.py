@@ -1,0 +1,364 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+
+import pytest
+import redis
+from scrapy.utils.test import get_crawler
+
+from scrapy_rfc9309.outcome import FORMAT, Lifetimes, Outcome, parsed
+from scrapy_rfc9309.parse import parse
+from scrapy_rfc9309.stores import StoreError
+from scrapy_rfc9309.stores._codec import encode
+from scrapy_rfc9309.stores.redis import DEFAULT_PREFIX, RedisStore, redis_url
+from tests.redis_server import RedisServer
+from tests.utils import coroutine_test
+
+ORIGIN = "http://example.com/robots.txt"
+
+
+def outcome(retain: float = 3600.0) -> Outcome:
+    now = time.time()
+    return Outcome(
+        kind="parsed",
+        fetched_at=now,
+        expires_at=now + min(retain, 60.0),
+        retain_until=now + retain,
+        http_status=200,
+        document=parse("User-agent: *\nDisallow: /private\nSitemap: /s.xml\n"),
+        detail="HTTP 200",
+    )
+
+
+@pytest.fixture
+def client(redis_server: RedisServer) -> redis.Redis:
+    return redis.Redis.from_url(redis_server.url)
+
+
+@pytest.fixture
+def new_store(redis_server: RedisServer, redis_prefix: str) -> Callable[[], RedisStore]:
+    """Stores on the session's Redis, under this test's prefix."""
+    return lambda: RedisStore(redis_server.url, prefix=redis_prefix)
+
+
+async def closing(*stores: RedisStore) -> None:
+    for store in stores:
+        await store.close()
+
+
+@coroutine_test
+async def test_put_then_get_round_trips(new_store: Callable[[], RedisStore]) -> None:
+    store = new_store()
+    value = outcome()
+    assert await store.get(ORIGIN) is None
+    await store.put(ORIGIN, value)
+    assert await store.get(ORIGIN) == value
+    assert await store.get("http://other.example/robots.txt") is None
+    # Another worker sees it.
+    other = new_store()
+    assert await other.get(ORIGIN) == value
+    await closing(store, other)
+
+
+@coroutine_test
+async def test_stored_as_outcome_json_under_the_prefix(
+    new_store: Callable[[], RedisStore], client: redis.Redis, redis_prefix: str
+) -> None:
+    store = new_store()
+    value = outcome(1000)
+    await store.put(ORIGIN, value)
+    key = f"{redis_prefix}outcome:{ORIGIN}"
+    assert client.get(key) == encode(value).encode()
+    # Expires with the entry's retain_until, by Redis TTL.
+    assert 998_000 < client.pttl(key) <= 1_000_000
+    await closing(store)
+
+
+@coroutine_test
+async def test_prefixes_keep_stores_apart(
+    new_store: Callable[[], RedisStore], redis_server: RedisServer, redis_prefix: str
+) -> None:
+    store = new_store()
+    elsewhere = RedisStore(redis_server.url, prefix=redis_prefix + "elsewhere:")
+    await store.put(ORIGIN, outcome())
+    assert await elsewhere.get(ORIGIN) is None
+    assert await store.acquire(ORIGIN, 30)
+    assert await elsewhere.acquire(ORIGIN, 30)
+    await closing(store, elsewhere)
+
+
+@coroutine_test
+async def test_entry_gone_after_retain_until(
+    new_store: Callable[[], RedisStore], client: redis.Redis, redis_prefix: str
+) -> None:
+    store = new_store()
+    await store.put(ORIGIN, outcome(0.3))
+    assert await store.get(ORIGIN) is not None
+    await asyncio.sleep(0.4)
+    assert await store.get(ORIGIN) is None
+    assert not client.exists(f"{redis_prefix}outcome:{ORIGIN}")
+    await closing(store)
+
+
+@coroutine_test
+async def test_stale_but_retained_is_returned(
+    new_store: Callable[[], RedisStore],
+) -> None:
+    now = time.time()
+    value = Outcome(
+        kind="unreachable",
+        fetched_at=now - 100,
+        expires_at=now - 50,
+        retain_until=now + 3600,
+        http_status=503,
+        unreachable_since=now - 1000,
+        grace_ends_at=now + 1000,
+        fallback=parse("User-agent: *\nDisallow: /x\n"),
+    )
+    store = new_store()
+    await store.put(ORIGIN, value)
+    assert await store.get(ORIGIN) == value
+    await closing(store)
+
+
+@coroutine_test
+async def test_put_of_an_outcome_past_retention_removes_the_entry(
+    new_store: Callable[[], RedisStore],
+) -> None:
+    store = new_store()
+    await store.put(ORIGIN, outcome())
+    await store.put(ORIGIN, outcome(-1))
+    assert await store.get(ORIGIN) is None
+    await closing(store)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"null",
+        b"[]",
+        b'{"format": 1, "kind": "par',
+        b'{"format": 1}',
+        b'{"format": 1, "kind": "other", "fetched_at": 0, "expires_at": 0,'
+        b' "retain_until": 0}',
+        b"{\xff}",
+        b"[" * 100_000 + b"]" * 100_000,
+    ],
+)
+@coroutine_test
+async def test_undecodable_entries_are_missing(
+    new_store: Callable[[], RedisStore],
+    client: redis.Redis,
+    redis_prefix: str,
+    data: bytes,
+) -> None:
+    store = new_store()
+    client.set(f"{redis_prefix}outcome:{ORIGIN}", data)
+    assert await store.get(ORIGIN) is None
+    await closing(store)
+
+
+@coroutine_test
+async def test_unknown_format_version_is_missing(
+    new_store: Callable[[], RedisStore],
+    client: redis.Redis,
+    redis_prefix: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    future = outcome().to_dict()
+    future["format"] = FORMAT + 1
+    client.set(f"{redis_prefix}outcome:{ORIGIN}", json.dumps(future))
+    store = new_store()
+    with caplog.at_level(logging.DEBUG, logger="scrapy_rfc9309"):
+        assert await store.get(ORIGIN) is None
+    assert "unsupported outcome format" in caplog.text
+    await closing(store)
+
+
+@coroutine_test
+async def test_robots_txt_that_is_not_utf8_round_trips(
+    new_store: Callable[[], RedisStore],
+) -> None:
+    # The parser keeps bytes that are not UTF-8 as lone surrogates.
+    document = parse(b"User-agent: *\nDisallow: /caf\xe9\xa0\nAllow: /\xe2\x82\xac\n")
+    value = parsed(document, now=time.time(), lifetimes=Lifetimes())
+    store = new_store()
+    await store.put(ORIGIN, value)
+    assert await store.get(ORIGIN) == value
+    await closing(store)
+
+
+# Leases
+
+
+@coroutine_test
+async def test_lease_is_exclusive(new_store: Callable[[], RedisStore]) -> None:
+    a, b = new_store(), new_store()
+    assert await a.acquire(ORIGIN, 30)
+    assert not await b.acquire(ORIGIN, 30)
+    assert not await a.acquire(ORIGIN, 30)
+    assert await b.acquire("http://other.example/robots.txt", 30)
+    await a.release(ORIGIN)
+    assert await b.acquire(ORIGIN, 30)
+    await closing(a, b)
+
+
+@coroutine_test
+async def test_lease_expires_by_ttl(
+    new_store: Callable[[], RedisStore], client: redis.Redis, redis_prefix: str
+) -> None:
+    a, b = new_store(), new_store()
+    assert await a.acquire(ORIGIN, 0.2)
+    assert 0 < client.pttl(f"{redis_prefix}lease:{ORIGIN}") <= 200
+    assert not await b.acquire(ORIGIN, 30)
+    await asyncio.sleep(0.3)
+    assert await b.acquire(ORIGIN, 30)
+    await closing(a, b)
+
+
+@coroutine_test
+async def test_release_after_expiry_keeps_the_new_holder(
+    new_store: Callable[[], RedisStore],
+) -> None:
+    a, b, c = new_store(), new_store(), new_store()
+    assert await a.acquire(ORIGIN, 0.2)
+    await asyncio.sleep(0.3)
+    assert await b.acquire(ORIGIN, 30)
+    await a.release(ORIGIN)
+    assert not await c.acquire(ORIGIN, 30)
+    await b.release(ORIGIN)
+    assert await c.acquire(ORIGIN, 30)
+    await closing(a, b, c)
+
+
+@coroutine_test
+async def test_release_without_lease_is_a_no_op(
+    new_store: Callable[[], RedisStore],
+) -> None:
+    a, b = new_store(), new_store()
+    await a.release(ORIGIN)
+    assert await b.acquire(ORIGIN, 30)
+    await a.release(ORIGIN)
+    assert not await a.acquire(ORIGIN, 30)
+    await closing(a, b)
+
+
+@coroutine_test
+async def test_concurrent_acquires_have_one_winner(
+    new_store: Callable[[], RedisStore],
+) -> None:
+    stores = [new_store() for _ in range(8)]
+    won = await asyncio.gather(*(store.acquire(ORIGIN, 30) for store in stores))
+    assert sorted(won) == [False] * 7 + [True]
+    await closing(*stores)
+
+
+# Failures and configuration
+
+
+@coroutine_test
+async def test_redis_down_raises_store_error_quickly(
+    make_redis_server: Callable[[], RedisServer],
+) -> None:
+    server = make_redis_server()
+    store = RedisStore(server.url, prefix="down:")
+    await store.put(ORIGIN, outcome())
+    server.stop()
+    started = time.monotonic()
+    for call in (
+        store.get(ORIGIN),
+        store.put(ORIGIN, outcome()),
+        store.acquire(ORIGIN, 30),
+    ):
+        with pytest.raises(StoreError, match="Redis store"):
+            await call
+    # Bounded by the short retry, not redis-py's default ten retries.
+    assert time.monotonic() - started < 10
+    await store.close()
+
+
+@coroutine_test
+async def test_nothing_listening_raises_store_error() -> None:
+    store = RedisStore("redis://127.0.0.1:1/0")
+    with pytest.raises(StoreError, match=r"127\.0\.0\.1:1"):
+        await store.get(ORIGIN)
+    await store.close()
+
+
+@coroutine_test
+async def test_error_messages_hide_the_password() -> None:
+    store = RedisStore("redis://user:s3cret@127.0.0.1:1/0")
+    with pytest.raises(StoreError) as info:
+        await store.get(ORIGIN)
+    assert "s3cret" not in str(info.value)
+    assert "user:***@127.0.0.1:1" in str(info.value)
+    await store.close()
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({}, "redis://localhost:6379"),
+        ({"REDIS_HOST": "10.0.0.5"}, "redis://10.0.0.5:6379"),
+        ({"REDIS_HOST": "r", "REDIS_PORT": "6380"}, "redis://r:6380"),
+        ({"REDIS_URL": "redis://r:1/2", "REDIS_HOST": "x"}, "redis://r:1/2"),
+        (
+            {"ROBOTS_STORE_URL": "rediss://s:1/0", "REDIS_URL": "redis://r:1/2"},
+            "rediss://s:1/0",
+        ),
+        ({"ROBOTS_STORE_URL": "unix:///tmp/r.sock"}, "unix:///tmp/r.sock"),
+    ],
+)
+def test_url_from_settings(settings: dict[str, str], expected: str) -> None:
+    assert redis_url(get_crawler(settings_dict=settings).settings) == expected
+
+
+def test_url_of_another_kind_is_refused() -> None:
+    crawler = get_crawler(settings_dict={"ROBOTS_STORE_URL": "/tmp/robots.db"})
+    with pytest.raises(ValueError, match="not a Redis URL"):
+        RedisStore.from_crawler(crawler)
+
+
+def test_from_crawler() -> None:
+    crawler = get_crawler(
+        settings_dict={
+            "REDIS_URL": "redis://127.0.0.1:7/0",
+            "ROBOTS_STORE_PREFIX": "crawl-1:robots:",
+        }
+    )
+    store = RedisStore.from_crawler(crawler)
+    assert store.shared
+    assert store.url == "redis://127.0.0.1:7/0"
+    assert store.prefix == "crawl-1:robots:"
+    assert RedisStore.from_crawler(get_crawler()).prefix == DEFAULT_PREFIX
+
+
+def test_missing_redis_py_names_the_extra() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['redis'] = None\nimport scrapy_rfc9309.stores.redis\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode != 0
+    assert "pip install scrapy-rfc9309[redis]" in result.stderr
+
+
+def test_without_asyncio_the_store_fails_at_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under a reactor without asyncio the middleware gets a StoreError (and
+    goes on with the memory store) instead of failing on every call."""
+    from scrapy_rfc9309.stores import redis as module
+
+    monkeypatch.setattr(module, "is_asyncio_available", lambda: False)
+    with pytest.raises(StoreError, match="asyncio"):
+        RedisStore.from_crawler(get_crawler())

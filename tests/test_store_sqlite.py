@@ -1,0 +1,475 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from scrapy.utils.asyncio import is_asyncio_available, sleep
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.test import get_crawler
+from twisted.internet.defer import DeferredList
+
+from scrapy_rfc9309.outcome import (
+    FORMAT,
+    Lifetimes,
+    Outcome,
+    parsed,
+    unavailable,
+    unreachable,
+)
+from scrapy_rfc9309.parse import parse
+from scrapy_rfc9309.stores import StoreError
+from scrapy_rfc9309.stores._codec import encode
+from scrapy_rfc9309.stores.sqlite import FILE_NAME, SQLiteStore, sqlite_path
+from tests.utils import coroutine_test
+
+ORIGIN = "http://example.com/robots.txt"
+
+_T = TypeVar("_T")
+
+
+def outcome(retain: float = 3600.0) -> Outcome:
+    now = time.time()
+    return Outcome(
+        kind="parsed",
+        fetched_at=now,
+        expires_at=now + min(retain, 60.0),
+        retain_until=now + retain,
+        http_status=200,
+        document=parse("User-agent: *\nDisallow: /private\nSitemap: /s.xml\n"),
+        detail="HTTP 200",
+    )
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "store" / FILE_NAME
+
+
+async def gather(*coros: Coroutine[Any, Any, _T]) -> list[_T]:
+    """``asyncio.gather`` that also runs under a reactor without asyncio,
+    where the store hands its calls to the reactor's threads."""
+    if is_asyncio_available():
+        return await asyncio.gather(*coros)
+    results = await maybe_deferred_to_future(
+        DeferredList(
+            [deferred_from_coro(coro) for coro in coros], fireOnOneErrback=True
+        )
+    )
+    return [result for _, result in results]
+
+
+def raw(db: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
+    connection = sqlite3.connect(db, isolation_level=None)
+    try:
+        return connection.execute(sql, params).fetchall()
+    finally:
+        connection.close()
+
+
+@coroutine_test
+async def test_put_then_get_round_trips(db: Path) -> None:
+    store = SQLiteStore(db)
+    value = outcome()
+    assert await store.get(ORIGIN) is None
+    await store.put(ORIGIN, value)
+    assert await store.get(ORIGIN) == value
+    assert await store.get("http://other.example/robots.txt") is None
+    await store.close()
+
+
+@coroutine_test
+async def test_put_replaces(db: Path) -> None:
+    store = SQLiteStore(db)
+    await store.put(ORIGIN, outcome(100))
+    newer = outcome(200)
+    await store.put(ORIGIN, newer)
+    assert await store.get(ORIGIN) == newer
+    assert raw(db, "SELECT count(*) FROM outcomes") == [(1,)]
+    await store.close()
+
+
+@coroutine_test
+async def test_survives_a_restart(db: Path) -> None:
+    first = SQLiteStore(db)
+    value = outcome()
+    await first.put(ORIGIN, value)
+    await first.close()
+    second = SQLiteStore(db)
+    assert await second.get(ORIGIN) == value
+    await second.close()
+
+
+@coroutine_test
+async def test_kept_until_retain_until_then_gone(db: Path) -> None:
+    store = SQLiteStore(db)
+    await store.put(ORIGIN, outcome(0.3))
+    assert await store.get(ORIGIN) is not None
+    await sleep(0.4)
+    assert await store.get(ORIGIN) is None
+    await store.close()
+    # Reopening purges what is past its retain_until.
+    assert raw(db, "SELECT count(*) FROM outcomes") == [(1,)]
+    reopened = SQLiteStore(db)
+    assert await reopened.get(ORIGIN) is None
+    assert raw(db, "SELECT count(*) FROM outcomes") == [(0,)]
+    await reopened.close()
+
+
+@coroutine_test
+async def test_stale_but_retained_is_returned(db: Path) -> None:
+    """Past expires_at, before retain_until: the middleware needs it."""
+    now = time.time()
+    value = Outcome(
+        kind="parsed",
+        fetched_at=now - 100,
+        expires_at=now - 50,
+        retain_until=now + 3600,
+        document=parse("User-agent: *\nDisallow: /\n"),
+    )
+    store = SQLiteStore(db)
+    await store.put(ORIGIN, value)
+    assert await store.get(ORIGIN) == value
+    await store.close()
+
+
+@coroutine_test
+async def test_put_of_an_outcome_past_retention_removes_the_entry(db: Path) -> None:
+    store = SQLiteStore(db)
+    await store.put(ORIGIN, outcome())
+    await store.put(ORIGIN, outcome(-1))
+    assert await store.get(ORIGIN) is None
+    await store.close()
+
+
+@coroutine_test
+async def test_every_kind_round_trips(db: Path) -> None:
+    now = time.time()
+    lifetimes = Lifetimes()
+    document = parse("User-agent: a\nAllow: /\nCrawl-delay: 2\n")
+    values = {
+        "http://a/robots.txt": parsed(document, now=now, lifetimes=lifetimes),
+        "http://b/robots.txt": unavailable(
+            now=now, lifetimes=lifetimes, http_status=404
+        ),
+        "http://c/robots.txt": unreachable(
+            now=now,
+            lifetimes=lifetimes,
+            previous=parsed(document, now=now - 10, lifetimes=lifetimes),
+            http_status=503,
+        ),
+    }
+    store = SQLiteStore(db)
+    for origin, value in values.items():
+        await store.put(origin, value)
+    for origin, value in values.items():
+        assert await store.get(origin) == value
+    await store.close()
+
+
+@coroutine_test
+async def test_corrupt_entry_is_missing(
+    db: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = SQLiteStore(db)
+    await store.put(ORIGIN, outcome())
+    raw(db, "UPDATE outcomes SET outcome = ?", '{"format": 1, "kind": "par')
+    with caplog.at_level(logging.DEBUG, logger="scrapy_rfc9309"):
+        assert await store.get(ORIGIN) is None
+    assert "Ignoring the stored outcome of http://example.com/robots.txt" in caplog.text
+    # The origin can be stored again.
+    value = outcome()
+    await store.put(ORIGIN, value)
+    assert await store.get(ORIGIN) == value
+    await store.close()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "null",
+        "[]",
+        '"text"',
+        '{"format": 1, "kind": "par',
+        "{}",
+        '{"format": 1}',
+        '{"format": 1, "kind": "parsed", "fetched_at": 0, "expires_at": 0,'
+        ' "retain_until": 0}',
+        '{"format": 1, "kind": "other", "fetched_at": 0, "expires_at": 0,'
+        ' "retain_until": 0}',
+        '{"format": 1, "kind": "unavailable", "fetched_at": "x", "expires_at": 0,'
+        ' "retain_until": 0}',
+        '{"format": 1, "kind": "parsed", "fetched_at": 0, "expires_at": 0,'
+        ' "retain_until": 0, "document": 7}',
+        "[" * 100_000 + "]" * 100_000,
+        b"{\xff}",
+        b"",
+        42,
+    ],
+)
+@coroutine_test
+async def test_undecodable_entries_are_missing(db: Path, data: object) -> None:
+    store = SQLiteStore(db)
+    await store.put(ORIGIN, outcome())
+    raw(db, "UPDATE outcomes SET outcome = ?", data)
+    assert await store.get(ORIGIN) is None
+    await store.close()
+
+
+@coroutine_test
+async def test_text_that_is_not_utf8_is_missing(db: Path) -> None:
+    store = SQLiteStore(db)
+    await store.put(ORIGIN, outcome())
+    raw(db, "UPDATE outcomes SET outcome = CAST(x'7bff7d' AS TEXT)")
+    assert await store.get(ORIGIN) is None
+    await store.close()
+
+
+@coroutine_test
+async def test_unknown_format_version_is_missing(
+    db: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = SQLiteStore(db)
+    future = outcome().to_dict()
+    future["format"] = FORMAT + 1
+    await store.put(ORIGIN, outcome())
+    raw(db, "UPDATE outcomes SET outcome = ?", json.dumps(future))
+    with caplog.at_level(logging.DEBUG, logger="scrapy_rfc9309"):
+        assert await store.get(ORIGIN) is None
+    assert "unsupported outcome format" in caplog.text
+    await store.close()
+
+
+@coroutine_test
+async def test_stored_as_the_outcome_json(db: Path) -> None:
+    store = SQLiteStore(db)
+    value = outcome()
+    await store.put(ORIGIN, value)
+    await store.close()
+    [(data, retain_until)] = raw(db, "SELECT outcome, retain_until FROM outcomes")
+    assert data == encode(value)
+    assert retain_until == value.retain_until
+
+
+# Leases
+
+
+@coroutine_test
+async def test_lease_is_exclusive_between_stores(db: Path) -> None:
+    a, b = SQLiteStore(db), SQLiteStore(db)
+    assert await a.acquire(ORIGIN, 30)
+    assert not await b.acquire(ORIGIN, 30)
+    assert not await a.acquire(ORIGIN, 30)
+    assert await b.acquire("http://other.example/robots.txt", 30)
+    await a.release(ORIGIN)
+    assert await b.acquire(ORIGIN, 30)
+    await a.close()
+    await b.close()
+
+
+@coroutine_test
+async def test_lease_expires(db: Path) -> None:
+    a, b = SQLiteStore(db), SQLiteStore(db)
+    assert await a.acquire(ORIGIN, 0.2)
+    assert not await b.acquire(ORIGIN, 30)
+    await sleep(0.3)
+    assert await b.acquire(ORIGIN, 30)
+    await a.close()
+    await b.close()
+
+
+@coroutine_test
+async def test_release_after_expiry_keeps_the_new_holder(db: Path) -> None:
+    a, b, c = SQLiteStore(db), SQLiteStore(db), SQLiteStore(db)
+    assert await a.acquire(ORIGIN, 0.2)
+    await sleep(0.3)
+    assert await b.acquire(ORIGIN, 30)
+    await a.release(ORIGIN)
+    assert not await c.acquire(ORIGIN, 30)
+    await b.release(ORIGIN)
+    assert await c.acquire(ORIGIN, 30)
+    for store in (a, b, c):
+        await store.close()
+
+
+@coroutine_test
+async def test_release_without_lease_is_a_no_op(db: Path) -> None:
+    a, b = SQLiteStore(db), SQLiteStore(db)
+    await a.release(ORIGIN)
+    assert await b.acquire(ORIGIN, 30)
+    await a.release(ORIGIN)
+    assert not await a.acquire(ORIGIN, 30)
+    await a.close()
+    await b.close()
+
+
+@coroutine_test
+async def test_concurrent_acquires_have_one_winner(db: Path) -> None:
+    stores = [SQLiteStore(db) for _ in range(8)]
+    won = await gather(*(store.acquire(ORIGIN, 30) for store in stores))
+    assert sorted(won) == [False] * 7 + [True]
+    for store in stores:
+        await store.close()
+
+
+# Failures and configuration
+
+
+@coroutine_test
+async def test_unwritable_location_raises_store_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    store = SQLiteStore(blocker / FILE_NAME)
+    with pytest.raises(StoreError, match="SQLite store"):
+        await store.get(ORIGIN)
+    with pytest.raises(StoreError):
+        await store.put(ORIGIN, outcome())
+    with pytest.raises(StoreError):
+        await store.acquire(ORIGIN, 30)
+    await store.close()
+
+
+@coroutine_test
+async def test_not_a_database_raises_store_error(db: Path) -> None:
+    db.parent.mkdir(parents=True)
+    db.write_bytes(b"this is not a SQLite database, just some text" * 100)
+    store = SQLiteStore(db)
+    with pytest.raises(StoreError, match="not a database"):
+        await store.get(ORIGIN)
+    await store.close()
+
+
+@coroutine_test
+async def test_read_only_database_raises_store_error(db: Path) -> None:
+    store = SQLiteStore(db)
+    await store.put(ORIGIN, outcome())
+    # File modes do not stop root, who may run the tests: make the store's
+    # connection itself read-only, on the store's own thread.
+    await store._run(lambda: store._db().execute("PRAGMA query_only = ON"))
+    with pytest.raises(StoreError, match="readonly"):
+        await store.put(ORIGIN, outcome())
+    assert await store.get(ORIGIN) is not None
+    await store.close()
+
+
+@coroutine_test
+async def test_newer_schema_is_refused(db: Path) -> None:
+    store = SQLiteStore(db)
+    await store.get(ORIGIN)
+    await store.close()
+    raw(db, "PRAGMA user_version = 99")
+    store = SQLiteStore(db)
+    with pytest.raises(StoreError, match="newer version"):
+        await store.get(ORIGIN)
+    await store.close()
+
+
+@coroutine_test
+async def test_wal_mode(db: Path) -> None:
+    store = SQLiteStore(db)
+    await store.get(ORIGIN)
+    assert raw(db, "PRAGMA journal_mode") == [("wal",)]
+    await store.close()
+
+
+def test_path_defaults_to_jobdir(tmp_path: Path) -> None:
+    crawler = get_crawler(settings_dict={"JOBDIR": str(tmp_path / "job")})
+    assert sqlite_path(crawler) == tmp_path / "job" / FILE_NAME
+
+
+def test_path_without_jobdir_is_in_the_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SCRAPY_SETTINGS_MODULE", raising=False)
+    assert sqlite_path(get_crawler()) == Path(".scrapy", FILE_NAME)
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("/var/lib/robots.db", Path("/var/lib/robots.db")),
+        ("robots.db", Path("robots.db")),
+        ("sqlite:///robots.db", Path("robots.db")),
+        ("sqlite:////var/lib/robots.db", Path("/var/lib/robots.db")),
+    ],
+)
+def test_path_from_store_url(tmp_path: Path, url: str, expected: Path) -> None:
+    crawler = get_crawler(
+        settings_dict={"ROBOTS_STORE_URL": url, "JOBDIR": str(tmp_path / "job")}
+    )
+    assert sqlite_path(crawler) == expected
+
+
+def test_store_url_of_another_kind_is_refused() -> None:
+    crawler = get_crawler(settings_dict={"ROBOTS_STORE_URL": "redis://localhost"})
+    with pytest.raises(ValueError, match="not a SQLite path"):
+        sqlite_path(crawler)
+
+
+def test_from_crawler(tmp_path: Path) -> None:
+    crawler = get_crawler(settings_dict={"JOBDIR": str(tmp_path)})
+    store = SQLiteStore.from_crawler(crawler)
+    assert store.shared
+    assert store.path == tmp_path / FILE_NAME
+
+
+_RACER = """
+import asyncio, sys, time
+from scrapy_rfc9309.stores.sqlite import SQLiteStore
+
+async def main():
+    store = SQLiteStore(sys.argv[1])
+    start = float(sys.argv[2])
+    await asyncio.sleep(max(0.0, start - time.time()))
+    won = await store.acquire("http://example.com/robots.txt", 60)
+    await store.close()
+    print("won" if won else "lost")
+
+asyncio.run(main())
+"""
+
+
+def test_processes_opening_a_new_file_at_once_agree_on_one_holder(db: Path) -> None:
+    """Several processes create the file and race for one lease: one wins."""
+    import subprocess
+    import sys
+
+    start = time.time() + 2
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _RACER, str(db), str(start)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    results = [racer.communicate(timeout=60) for racer in racers]
+    assert all(racer.returncode == 0 for racer in racers), results
+    assert sorted(out.strip() for out, _ in results) == ["lost"] * 5 + ["won"]
+
+
+@coroutine_test
+async def test_close_twice(db: Path) -> None:
+    store = SQLiteStore(db)
+    await store.put(ORIGIN, outcome())
+    await store.close()
+    await store.close()
+
+
+@coroutine_test
+async def test_robots_txt_that_is_not_utf8_round_trips(db: Path) -> None:
+    # The parser keeps bytes that are not UTF-8 as lone surrogates.
+    document = parse(b"User-agent: *\nDisallow: /caf\xe9\xa0\nAllow: /\xe2\x82\xac\n")
+    value = parsed(document, now=time.time(), lifetimes=Lifetimes())
+    store = SQLiteStore(db)
+    await store.put(ORIGIN, value)
+    assert await store.get(ORIGIN) == value
+    await store.close()
