@@ -28,9 +28,21 @@ if TYPE_CHECKING:
         is_allowed,
         product_token,
     )
-    from .middleware import RobotsDisallowed, RobotsMiddleware
-    from .outcome import Outcome, explain_by, is_allowed_by
-    from .parse import Document, Group, Rule, parse
+    from .middleware import (
+        RobotsDisallowed,
+        RobotsMiddleware,
+    )
+    from .outcome import (
+        Outcome,
+        explain_by,
+        is_allowed_by,
+    )
+    from .parse import (
+        Document,
+        Group,
+        Rule,
+        parse,
+    )
     from .spidermiddleware import DirectivesMiddleware
     from .stringify import stringify
     from .urls import robots_url
@@ -67,7 +79,33 @@ _EXPORTS = {
     "stringify_directives": "directives",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Addon",
+    "Decision",
+    "Diagnostic",
+    "DirectiveSet",
+    "DirectivesMiddleware",
+    "Document",
+    "Group",
+    "Outcome",
+    "RobotsDisallowed",
+    "RobotsMiddleware",
+    "Rule",
+    "content_signals",
+    "crawl_delay",
+    "directives_for",
+    "explain",
+    "explain_by",
+    "is_allowed",
+    "is_allowed_by",
+    "lint",
+    "parse",
+    "parse_directives",
+    "product_token",
+    "robots_url",
+    "stringify",
+    "stringify_directives",
+]
 
 
 def __getattr__(name: str) -> Any:
