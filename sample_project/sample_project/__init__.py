@@ -1,0 +1,1 @@
+"""The sample project of scrapy-rfc9309."""

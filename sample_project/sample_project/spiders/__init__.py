@@ -1,0 +1,1 @@
+"""The sample spiders; each crawls part of the demo site."""

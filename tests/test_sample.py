@@ -1,0 +1,194 @@
+"""The sample project, run end to end: the demo site and three spiders.
+
+``sample_project/run_sample.py`` runs in a subprocess (its own reactor,
+bounded in time) and writes each spider's summary as JSON; these tests read
+the summaries: what was crawled and dropped on each demo host, and why.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_project"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    output = tmp_path_factory.mktemp("sample")
+    done = subprocess.run(
+        [sys.executable, str(SAMPLE / "run_sample.py"), "--output", str(output)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    summaries = {
+        name: json.loads((output / f"{name}.summary.json").read_text(encoding="utf-8"))
+        for name in ("sample", "news", "trainer")
+    }
+    return {"stdout": done.stdout, "output": output, "summaries": summaries}
+
+
+def hosts(run: dict[str, Any], spider: str) -> dict[str, dict[str, Any]]:
+    return {host["name"]: host for host in run["summaries"][spider]["hosts"]}
+
+
+def drops(host: dict[str, Any]) -> list[tuple[str, str, int | None, str | None]]:
+    return sorted(
+        (drop["path"], drop["cause"], drop["line"], drop["rule"])
+        for drop in host["dropped"]
+    )
+
+
+def test_every_crawl_finished(run: dict[str, Any]) -> None:
+    for name, summary in run["summaries"].items():
+        assert summary["finish_reason"] == "finished", name
+    assert run["summaries"]["sample"]["agent"].startswith("SampleBot/")
+    assert run["summaries"]["news"]["agent"] == "SampleNewsBot/1.0"
+
+
+def test_summary_printed(run: dict[str, Any]) -> None:
+    stdout = run["stdout"]
+    for name in ("sample", "news", "trainer"):
+        assert f"== {name} (agent " in stdout
+    assert "line 3: Disallow: /private/" in stdout
+    assert "robots.txt unreachable (HTTP 503)" in stdout
+
+
+def test_disallow_rules_with_their_lines(run: dict[str, Any]) -> None:
+    rules = hosts(run, "sample")["rules"]
+    assert rules["robots"] == "parsed"
+    assert sorted(rules["crawled"]) == [
+        "/",
+        "/about",
+        "/news/",
+        "/news/archive",
+        "/news/launch",
+    ]
+    assert drops(rules) == [
+        ("/drafts/next", "rule", 4, "Disallow: /drafts/"),
+        ("/private/", "rule", 3, "Disallow: /private/"),
+        ("/private/salaries", "rule", 3, "Disallow: /private/"),
+    ]
+    assert rules["items"] == 5
+
+
+def test_each_spider_gets_its_own_group(run: dict[str, Any]) -> None:
+    assert list(hosts(run, "news")) == ["rules"]
+    rules = hosts(run, "news")["rules"]
+    assert sorted(rules["crawled"]) == ["/news/", "/news/archive", "/news/launch"]
+    assert drops(rules) == [
+        ("/", "rule", 8, "Disallow: /"),
+        ("/about", "rule", 8, "Disallow: /"),
+    ]
+
+
+def test_crawl_delay(run: dict[str, Any]) -> None:
+    slow = hosts(run, "sample")["slow"]
+    assert slow["crawl_delay"] == 1
+    assert sorted(slow["crawled"]) == ["/", "/a", "/b", "/c"]
+    assert slow["items"] == 4
+    # Measured gaps are reported (their size is a benchmark's business).
+    assert slow["gaps"]["count"] == 3
+    assert run["summaries"]["sample"]["stats"]["robots/crawl_delay/origins"] == 1
+
+
+def test_unreachable_robots_txt_crawls_nothing(run: dict[str, Any]) -> None:
+    down = hosts(run, "sample")["down"]
+    assert (down["robots"], down["robots_status"]) == ("unreachable", 503)
+    assert down["crawled"] == []
+    assert drops(down) == [("/", "unreachable", None, None)]
+
+
+def test_unavailable_robots_txt_crawls_everything(run: dict[str, Any]) -> None:
+    gone = hosts(run, "sample")["gone"]
+    assert (gone["robots"], gone["robots_status"]) == ("unavailable", 404)
+    assert sorted(gone["crawled"]) == ["/", "/a", "/b"]
+    assert gone["dropped"] == []
+    assert gone["items"] == 3
+
+
+def test_redirected_robots_txt_applies_to_the_original_host(
+    run: dict[str, Any],
+) -> None:
+    moved = hosts(run, "sample")["moved"]
+    assert moved["robots"] == "parsed"
+    assert sorted(moved["crawled"]) == ["/", "/current"]
+    assert drops(moved) == [
+        ("/archive/2019", "rule", 4, "Disallow: /archive/"),
+        ("/archive/2020", "rule", 4, "Disallow: /archive/"),
+    ]
+    assert moved["items"] == 2
+
+
+def test_sitemaps_from_robots_txt(run: dict[str, Any]) -> None:
+    summary = run["summaries"]["sample"]
+    maps = hosts(run, "sample")["maps"]
+    assert maps["robots"] == "parsed"
+    assert summary["sitemaps"] == [maps["origin"] + "/sitemap_index.xml"]
+    assert "/" in maps["crawled"]
+    assert (
+        "sitemaps discovered in robots.txt: " + summary["sitemaps"][0] in run["stdout"]
+    )
+
+
+def test_page_directives(run: dict[str, Any]) -> None:
+    tags = hosts(run, "sample")["tags"]
+    assert sorted(tags["crawled"]) == [
+        "/",
+        "/header-noindex",
+        "/meta-nofollow",
+        "/meta-noindex",
+        "/normal",
+    ]
+    assert tags["noindex"] == {"/header-noindex": 1, "/meta-noindex": 1}
+    assert tags["nofollow"] == {"/meta-nofollow": 1}
+    assert tags["items"] == 3
+    stats = run["summaries"]["sample"]["stats"]
+    assert stats["robots/directives/items_dropped"] == 2
+    assert stats["robots/directives/requests_dropped"] == 1
+
+
+def test_content_signal(run: dict[str, Any]) -> None:
+    searcher = hosts(run, "sample")["signals"]
+    assert searcher["content_signals"] == {"search": True, "ai-train": False}
+    assert sorted(searcher["crawled"]) == ["/", "/recipes/1", "/recipes/2"]
+    assert searcher["items"] == 3
+    trainer = hosts(run, "trainer")
+    assert trainer["signals"]["crawled"] == []
+    assert drops(trainer["signals"]) == [("/", "content_signal", None, None)]
+    assert sorted(trainer["gone"]["crawled"]) == ["/", "/a", "/b"]
+
+
+def test_stats_add_up(run: dict[str, Any]) -> None:
+    stats = run["summaries"]["sample"]["stats"]
+    assert stats["robots/forbidden/rule"] == 5
+    assert stats["robots/forbidden/unreachable"] == 1
+    assert stats["robots/forbidden"] == 6
+    assert stats["robots/outcome/parsed"] == 6
+    assert stats["robots/outcome/unavailable"] == 1
+    assert stats["robots/outcome/unreachable"] == 1
+    assert stats["robots/fetch_count"] == 8
+    assert run["summaries"]["news"]["stats"]["robots/forbidden/rule"] == 2
+    assert run["summaries"]["trainer"]["stats"]["robots/forbidden/content_signal"] == 1
+
+
+def test_items_written(run: dict[str, Any]) -> None:
+    for name, summary in run["summaries"].items():
+        lines = (
+            (run["output"] / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
+        )
+        items = [json.loads(line) for line in lines]
+        assert all(item["spider"] == name and item["title"] for item in items)
+        assert len({item["url"] for item in items}) == len(items)
+        assert len(items) == sum(host["items"] for host in summary["hosts"])
+        assert len(items) == summary["stats"]["item_scraped_count"]
+        [feed] = summary["feeds"]
+        assert feed["items"] == len(items)
