@@ -1,0 +1,555 @@
+"""``scrapy robots``: may my bot fetch this URL, and why; what is wrong with
+this robots.txt.
+
+``scrapy robots check URL...`` asks :class:`~scrapy_rfc9309.RobotsMiddleware`
+itself, inside a small crawl with the project's settings, so the answer is
+the one a crawl of the project would get: same downloader middlewares
+(proxy, auth, retries, cache), same store, same outcome rules.
+``scrapy robots lint FILE|URL`` prints :func:`~scrapy_rfc9309.lint`'s
+diagnostics.  Exit status: 0 all allowed / no errors, 1 otherwise, 2 on a
+usage error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from urllib.parse import urlsplit
+
+from scrapy import Request, Spider
+from scrapy.commands import ScrapyCommand
+from scrapy.crawler import Crawler
+from scrapy.exceptions import UsageError
+from scrapy.http.request import NO_CALLBACK
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from twisted.internet.defer import Deferred, DeferredList
+
+from ._settings import robots_user_agent, setting
+from .addon import Addon
+from .lint import Diagnostic, lint
+from .match import Decision, content_signals, crawl_delay, product_token
+from .middleware import RobotsDisallowed, RobotsMiddleware
+from .outcome import Outcome, explain_by
+from .parse import PROFILES, Rule
+from .urls import robots_url
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import AsyncIterator, Awaitable, Callable
+
+    from scrapy.settings import Settings
+    from twisted.python.failure import Failure
+
+__all__ = ["JSON_VERSION", "RobotsCommand"]
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+#: The ``version`` of the ``--json`` documents; bumped only when a key
+#: changes meaning or goes away (new keys may appear within a version).
+JSON_VERSION = 1
+
+_SUBCOMMANDS = ("check", "lint")
+_SEVERITIES = ("error", "warning", "info")
+#: The reason of URLs that have no robots.txt (``data:``, ``file:``, ...).
+_NO_ROBOTS_TXT = "no_robots_txt"
+
+
+class _Failure(Exception):
+    """Something the command cannot do, said in one line (exit status 2)."""
+
+
+# -- running a coroutine inside a crawl -----------------------------------------
+
+
+class _Job(Generic[_T]):
+    """A coroutine run inside a crawl: what it gave, or why it did not."""
+
+    def __init__(self, work: Callable[[Crawler], Awaitable[_T]]) -> None:
+        self.work = work
+        #: ``(result,)`` once the work is done.
+        self.result: tuple[_T] | None = None
+        self.error: str | None = None
+
+    async def run(self, crawler: Crawler) -> None:
+        try:
+            self.result = (await self.work(crawler),)
+        except Exception as exc:
+            self.fail(exc)
+
+    def crawl_done(self, task: asyncio.Future[None]) -> None:
+        """The done callback of an asyncio crawl."""
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            self.fail(error)
+
+    def crawl_failed(self, failure: Failure) -> None:
+        """The errback of a Twisted crawl."""
+        self.fail(failure.value or Exception(failure.getErrorMessage()))
+
+    def fail(self, exc: BaseException) -> None:
+        # The traceback is only for whoever asks for it (-L DEBUG): the user
+        # gets one line.
+        logger.debug("scrapy robots failed", exc_info=exc)
+        if self.error is None:
+            self.error = str(exc) if isinstance(exc, _Failure) else _describe(exc)
+
+
+_NO_REQUESTS: tuple[Request, ...] = ()
+
+
+class _JobSpider(Spider):
+    """Runs the command's job from ``start()``; it schedules nothing, so the
+    crawl closes as soon as the job is over."""
+
+    name = "scrapy_robots"
+    job: _Job[Any]
+
+    async def start(self) -> AsyncIterator[Request]:
+        await self.job.run(self.crawler)
+        # Nothing to schedule (the job downloads through the engine itself),
+        # but start() must be an async generator.
+        for request in _NO_REQUESTS:
+            yield request
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    name = type(exc).__name__
+    return f"{name}: {text[0]}" if text else name
+
+
+# -- check ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Row:
+    """The answer for one URL of ``scrapy robots check``."""
+
+    url: str
+    allowed: bool
+    #: A reason of :func:`~scrapy_rfc9309.explain_by`, ``content_signal`` or
+    #: ``crawl_delay`` (the crawl's policies), or ``no_robots_txt``.
+    reason: str
+    robots_txt: str | None
+    outcome: Outcome | None
+    rule: Rule | None = None
+    #: Why, beyond the rule: the Content-Signal or Crawl-delay that drops it.
+    note: str = ""
+    crawl_delay: float | None = None
+    content_signals: dict[str, bool | str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        rule = self.rule
+        outcome = self.outcome
+        return {
+            "url": self.url,
+            "allowed": self.allowed,
+            "reason": self.reason,
+            "rule": None
+            if rule is None
+            else {
+                "line": rule.line,
+                "allow": rule.allow,
+                "pattern": rule.pattern,
+                "text": _rule_text(rule),
+            },
+            "note": self.note or None,
+            "robots_txt": self.robots_txt,
+            "outcome": None
+            if outcome is None
+            else {
+                "kind": outcome.kind,
+                "http_status": outcome.http_status,
+                "detail": outcome.detail,
+                "fetched_at": outcome.fetched_at,
+                "expires_at": outcome.expires_at,
+            },
+            "crawl_delay": self.crawl_delay,
+            "content_signals": self.content_signals,
+        }
+
+    def to_text(self) -> str:
+        parts = ["allowed   " if self.allowed else "DISALLOWED", self.url]
+        why = self.reason
+        if self.rule is not None:
+            why += f" (line {self.rule.line}: {_rule_text(self.rule)})"
+        elif self.note:
+            why += f" ({self.note})"
+        parts.append(why)
+        outcome = self.outcome
+        if outcome is None:
+            parts.append("no robots.txt for this scheme")
+        else:
+            detail = f" ({outcome.detail})" if outcome.detail else ""
+            parts.append(f"{outcome.kind}{detail} {self.robots_txt}")
+        if self.crawl_delay is not None:
+            parts.append(f"crawl-delay {self.crawl_delay:g}s")
+        if self.content_signals:
+            parts.append(
+                "content-signal "
+                + ", ".join(
+                    f"{key}={_signal_text(value)}"
+                    for key, value in self.content_signals.items()
+                )
+            )
+        return "  ".join(parts)
+
+
+def _rule_text(rule: Rule) -> str:
+    return f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}"
+
+
+def _signal_text(value: bool | str) -> str:
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    return value
+
+
+async def _check(crawler: Crawler, urls: list[str]) -> list[_Row]:
+    middleware = crawler.get_downloader_middleware(RobotsMiddleware)
+    if middleware is None:
+        raise _Failure(
+            "RobotsMiddleware is disabled in this project's DOWNLOADER_MIDDLEWARES"
+        )
+    requests = [Request(url, callback=NO_CALLBACK, dont_filter=True) for url in urls]
+    # Every origin asked for at once, each fetched once: the rows below then
+    # find their outcome in the middleware's memory, in the order given.
+    first_of_origin = {robots_url(request.url): request for request in requests[::-1]}
+    await maybe_deferred_to_future(
+        DeferredList(
+            [
+                deferred_from_coro(middleware.outcome_for(request.url, request))
+                for request in first_of_origin.values()
+            ],
+            consumeErrors=True,
+        )
+    )
+    return [
+        await _check_one(middleware, url, request)
+        for url, request in zip(urls, requests, strict=True)
+    ]
+
+
+async def _check_one(middleware: RobotsMiddleware, url: str, request: Request) -> _Row:
+    """The row of ``url``, judged as ``request.url``: the URL as a crawl
+    requests it (escaped, IDN host encoded)."""
+    outcome = await middleware.outcome_for(request.url, request)
+    if outcome is None:
+        return _Row(url, True, _NO_ROBOTS_TXT, None, None)
+    agent = middleware.user_agent
+    now = middleware.clock()
+    # The middleware's own verdict, so the crawl's policies (Content-Signal
+    # purposes, a Crawl-delay over the cap set to skip) count as they would.
+    try:
+        await middleware.process_request(request)
+    except RobotsDisallowed as exc:
+        decision: Decision = exc.decision
+    else:
+        decision = explain_by(outcome, agent, request.url, now=now)
+    rules = None if outcome.disallows_all(now) else outcome.rules
+    delay = None if rules is None else crawl_delay(rules, agent)
+    signals = {} if rules is None else content_signals(rules, agent)
+    note = ""
+    if decision.reason == "content_signal":
+        note = ", ".join(
+            f"Content-Signal {purpose}=no"
+            for purpose in middleware.purposes
+            if signals.get(purpose) is False
+        )
+    elif decision.reason == "crawl_delay" and delay is not None:
+        note = (
+            f"Crawl-delay {delay:g} over ROBOTS_CRAWL_DELAY_MAX"
+            f" {middleware.crawl_delay_max:g}"
+        )
+    return _Row(
+        url,
+        decision.allowed,
+        decision.reason,
+        robots_url(request.url),
+        outcome,
+        decision.rule,
+        note,
+        delay,
+        signals,
+    )
+
+
+# -- lint -----------------------------------------------------------------------
+
+
+async def _download(crawler: Crawler, url: str) -> bytes:
+    request = Request(
+        url,
+        callback=NO_CALLBACK,
+        dont_filter=True,
+        # The file is what is looked at, not something robots.txt governs.
+        meta={"dont_obey_robotstxt": True},
+    )
+    try:
+        response = await crawler.engine.download_async(request)
+    except Exception as exc:
+        raise _Failure(f"cannot fetch {url}: {_describe(exc)}") from exc
+    if not 200 <= response.status < 300:
+        raise _Failure(
+            f"{url} answered HTTP {response.status}: there is no robots.txt body"
+            " to lint"
+        )
+    return response.body
+
+
+# -- the command ----------------------------------------------------------------
+
+
+class RobotsCommand(ScrapyCommand):
+    """``scrapy robots check URL...`` and ``scrapy robots lint FILE|URL``."""
+
+    requires_project = False
+    # Command priority: a project's own settings still win.  A one-shot
+    # question needs no console to attach to the crawl.
+    default_settings: ClassVar[dict[str, Any]] = {
+        "LOG_LEVEL": "WARNING",
+        "REMOTE_CONTROL_ENABLED": False,
+        "TELNETCONSOLE_ENABLED": False,
+    }
+
+    def syntax(self) -> str:
+        return (
+            "check URL... [--agent AGENT] [--profile P] [--json]"
+            " | lint FILE|URL [--profile P] [--json]"
+        )
+
+    def short_desc(self) -> str:
+        return "Check URLs against robots.txt (RFC 9309), or lint a robots.txt"
+
+    def long_desc(self) -> str:
+        return (
+            "check: fetch the robots.txt of each URL's origin through Scrapy's"
+            " downloader, with the project's settings, and print one row per URL:"
+            " allowed or not, the reason, the deciding line and rule, the fetch"
+            " outcome, Crawl-delay and Content-Signal; exit status 0 when every"
+            " URL is allowed, 1 otherwise. lint: print the diagnostics of a"
+            " robots.txt file ('-' for standard input) or URL; exit status 1"
+            " when there is an error. Exit status 2 on a usage error."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        group = parser.add_argument_group(title="Robots Options")
+        group.add_argument(
+            "--agent",
+            metavar="AGENT",
+            help="check: the user agent whose rules apply (default: the"
+            " project's ROBOTS_USER_AGENT, ROBOTSTXT_USER_AGENT or USER_AGENT)",
+        )
+        # Replaces the global --profile (cProfile output) for this command;
+        # _run_command() still reads opts.profile, which must stay None.
+        group.add_argument(
+            "--profile",
+            dest="robots_profile",
+            metavar="P",
+            help=f"matching profile: {' or '.join(PROFILES)} (default: the"
+            " ROBOTS_PROFILE setting)",
+        )
+        group.add_argument(
+            "--json", action="store_true", help="print one JSON document"
+        )
+        parser.set_defaults(profile=None)
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        try:
+            self.exitcode = self._run(args, opts)
+        except (UsageError, _Failure) as exc:
+            sys.stderr.write(f"scrapy robots: error: {exc}\n")
+            self.exitcode = 2
+
+    def _run(self, args: list[str], opts: argparse.Namespace) -> int:
+        unknown = [arg for arg in args if arg.startswith("-") and arg != "-"]
+        if unknown:
+            raise UsageError(f"unknown option {unknown[0]!r}")
+        if not args:
+            raise UsageError(
+                "no subcommand: use 'scrapy robots check URL...' or"
+                " 'scrapy robots lint FILE|URL' (see scrapy robots -h)"
+            )
+        subcommand, operands = args[0], args[1:]
+        if subcommand == "check":
+            return self._check(operands, opts)
+        if subcommand == "lint":
+            return self._lint(operands, opts)
+        raise UsageError(
+            f"unknown subcommand {subcommand!r}: use {' or '.join(_SUBCOMMANDS)}"
+        )
+
+    @property
+    def _settings(self) -> Settings:
+        assert self.settings is not None
+        return self.settings
+
+    def _profile(self, opts: argparse.Namespace) -> str:
+        given = opts.robots_profile
+        value = setting(self._settings, "ROBOTS_PROFILE") if given is None else given
+        profile = str(value).strip().lower()
+        if profile not in PROFILES:
+            source = "--profile" if given is not None else "ROBOTS_PROFILE"
+            raise UsageError(f"unknown {source} {value!r}: use {' or '.join(PROFILES)}")
+        return profile
+
+    # -- check --
+
+    def _check(self, operands: list[str], opts: argparse.Namespace) -> int:
+        if not operands:
+            raise UsageError("check needs at least one URL")
+        urls = [self._check_url(operand) for operand in operands]
+        profile = self._profile(opts)
+        agent = robots_user_agent(self._settings) if opts.agent is None else opts.agent
+        if not agent.strip():
+            raise UsageError("--agent must not be empty")
+        settings = self._settings
+        # Cmdline priority: the add-on writes the package defaults at addon
+        # priority, and the middleware keeps in memory only what answers
+        # for the crawl's agent.
+        settings.set("ROBOTS_USER_AGENT", agent, "cmdline")
+        settings.set("ROBOTS_PROFILE", profile, "cmdline")
+        # Asking about robots.txt is the point, even where a project turns
+        # the middleware off.
+        settings.set("ROBOTS_ENABLED", True, "cmdline")
+        settings.setdefault_in_component_priority_dict("ADDONS", Addon, 100)
+        rows = self._in_crawl(lambda crawler: _check(crawler, urls))
+        allowed = all(row.allowed for row in rows)
+        if opts.json:
+            document = {
+                "version": JSON_VERSION,
+                "command": "check",
+                "agent": agent,
+                "product_token": product_token(agent),
+                "profile": profile,
+                "allowed": allowed,
+                "results": [row.to_dict() for row in rows],
+            }
+            print(json.dumps(document, indent=2))
+        else:
+            print(
+                f"agent {agent!r} (product token {product_token(agent)!r}),"
+                f" profile {profile}"
+            )
+            for row in rows:
+                print(row.to_text())
+        return 0 if allowed else 1
+
+    def _check_url(self, operand: str) -> str:
+        if robots_url(operand) is not None:
+            return operand
+        try:
+            scheme = urlsplit(operand).scheme.lower()
+        except ValueError as exc:
+            raise UsageError(f"not a URL: {operand!r} ({exc})") from None
+        if scheme in ("http", "https"):
+            raise UsageError(f"not a URL: {operand!r} (no host)")
+        # Other schemes Scrapy downloads (file:, data:, ftp:, s3:) have no
+        # robots.txt; anything else, "example.com/page" included, is a typo.
+        if scheme and scheme in self._settings.getwithbase("DOWNLOAD_HANDLERS"):
+            return operand
+        raise UsageError(
+            f"not a URL: {operand!r} (an absolute http:// or https:// URL is expected)"
+        )
+
+    # -- lint --
+
+    def _lint(self, operands: list[str], opts: argparse.Namespace) -> int:
+        if len(operands) != 1:
+            raise UsageError("lint takes one FILE or URL")
+        if opts.agent is not None:
+            raise UsageError("--agent is an option of check, not lint")
+        source = operands[0]
+        profile = self._profile(opts)
+        max_bytes = self._max_bytes()
+        body = self._read(source)
+        diagnostics = lint(body, profile=profile, max_bytes=max_bytes)
+        counts = {
+            severity: sum(1 for d in diagnostics if d.severity == severity)
+            for severity in _SEVERITIES
+        }
+        if opts.json:
+            document = {
+                "version": JSON_VERSION,
+                "command": "lint",
+                "source": source,
+                "profile": profile,
+                "counts": counts,
+                "diagnostics": [d._asdict() for d in diagnostics],
+            }
+            print(json.dumps(document, indent=2))
+        else:
+            for diagnostic in diagnostics:
+                print(_diagnostic_text(source, diagnostic))
+            print(_summary(source, counts))
+        return 1 if counts["error"] else 0
+
+    def _max_bytes(self) -> int:
+        value = setting(self._settings, "ROBOTS_MAX_BYTES")
+        try:
+            max_bytes = int(value)
+        except (TypeError, ValueError):
+            max_bytes = 0
+        if max_bytes < 1:
+            raise UsageError(
+                f"ROBOTS_MAX_BYTES must be a positive integer, not {value!r}"
+            )
+        return max_bytes
+
+    def _read(self, source: str) -> bytes:
+        if source == "-":
+            return sys.stdin.buffer.read()
+        if "://" in source:
+            if robots_url(source) is None:
+                raise UsageError(f"not an http:// or https:// URL: {source!r}")
+            return self._in_crawl(lambda crawler: _download(crawler, source))
+        try:
+            return Path(source).read_bytes()
+        except OSError as exc:
+            raise _Failure(
+                f"cannot read {source}: {exc.strerror or _describe(exc)}"
+            ) from None
+
+    # -- running --
+
+    def _in_crawl(self, work: Callable[[Crawler], Awaitable[_T]]) -> _T:
+        """Run ``work`` inside a crawl with the project's settings."""
+        assert self.crawler_process is not None
+        job = _Job(work)
+        crawling = self.crawler_process.crawl(_JobSpider, job=job)
+        # A crawl that cannot start (a setting a component refuses, say)
+        # fails the job, in one line: retrieving its error here keeps
+        # asyncio or Twisted from printing it as unhandled.
+        if isinstance(crawling, Deferred):
+            crawling.addErrback(job.crawl_failed)
+        elif isinstance(crawling, asyncio.Future):
+            crawling.add_done_callback(job.crawl_done)
+        self.crawler_process.start()
+        if job.error is not None:
+            raise _Failure(job.error)
+        if job.result is None:
+            raise _Failure("interrupted before the answer was complete")
+        return job.result[0]
+
+
+def _diagnostic_text(source: str, diagnostic: Diagnostic) -> str:
+    line, severity, code, message = diagnostic
+    return f"{source}:{line}: {severity} [{code}] {message}"
+
+
+def _summary(source: str, counts: dict[str, int]) -> str:
+    # "info" is a mass noun: "2 info", as "2 errors".
+    return f"{source}: " + ", ".join(
+        f"{count} {severity}{'s' if count != 1 and severity != 'info' else ''}"
+        for severity, count in counts.items()
+    )

@@ -1,0 +1,429 @@
+"""``scrapy robots check`` and ``scrapy robots lint``, run as the user runs
+them: in a subprocess (its own reactor), against local servers, bounded in
+time.  Outside a project unless a test makes one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.server import Server
+
+ROBOTS = """\
+User-agent: *
+Disallow: /private
+Disallow: /%7Efoo
+Crawl-delay: 2
+Content-Signal: search=yes, ai-train=no
+
+User-agent: examplebot
+Disallow: /
+"""
+# Nothing listens on port 1: connection refused.
+REFUSED = "http://127.0.0.1:1"
+TIMEOUT = 60
+
+
+def scrapy(
+    cwd: Path, *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in ("SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT")
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "robots", *args],
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+
+
+def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
+    """The usage error of ``done``: exit 2, one line on stderr, no output."""
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("scrapy robots: error: ")
+    return lines[0]
+
+
+@pytest.fixture
+def site(make_server: Callable[..., Server]) -> dict[str, Server]:
+    rules = make_server()
+    rules.route("/robots.txt", ROBOTS)
+    missing = make_server()
+    missing.route("/robots.txt", "Disallow: /", status=404)
+    failing = make_server()
+    failing.route("/robots.txt", "Disallow: /", status=503)
+    return {"rules": rules, "missing": missing, "failing": failing}
+
+
+def by_url(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {result["url"]: result for result in document["results"]}
+
+
+# -- check ----------------------------------------------------------------------
+
+
+def test_check_json_outcomes(site: dict[str, Server], tmp_path: Path) -> None:
+    rules, missing, failing = site["rules"], site["missing"], site["failing"]
+    urls = [
+        rules.url("/page"),
+        rules.url("/private/x"),
+        rules.url("/robots.txt"),
+        missing.url("/x"),
+        failing.url("/x"),
+        f"{REFUSED}/x",
+        "data:,hello",
+    ]
+    done = scrapy(tmp_path, "check", *urls, "--json", "-s", "RETRY_ENABLED=False")
+    assert done.returncode == 1, done.stderr
+    document = json.loads(done.stdout)
+    assert document["version"] == 1
+    assert document["command"] == "check"
+    assert document["agent"].startswith("Scrapy/")
+    assert document["product_token"] == "scrapy"
+    assert document["profile"] == "rfc9309"
+    assert document["allowed"] is False
+    assert [result["url"] for result in document["results"]] == urls
+    results = by_url(document)
+
+    page = results[rules.url("/page")]
+    assert page["allowed"] is True
+    assert page["reason"] == "default_allow"
+    assert page["rule"] is None
+    assert page["robots_txt"] == rules.url("/robots.txt")
+    assert page["outcome"]["kind"] == "parsed"
+    assert page["outcome"]["http_status"] == 200
+    assert page["outcome"]["expires_at"] > page["outcome"]["fetched_at"]
+    assert page["crawl_delay"] == 2
+    assert page["content_signals"] == {"search": True, "ai-train": False}
+
+    private = results[rules.url("/private/x")]
+    assert private["allowed"] is False
+    assert private["reason"] == "rule_disallow"
+    assert private["rule"] == {
+        "line": 2,
+        "allow": False,
+        "pattern": "/private",
+        "text": "Disallow: /private",
+    }
+
+    assert results[rules.url("/robots.txt")]["reason"] == "robots_txt"
+    assert results[rules.url("/robots.txt")]["allowed"] is True
+
+    unavailable = results[missing.url("/x")]
+    assert unavailable["allowed"] is True
+    assert unavailable["reason"] == "unavailable"
+    assert unavailable["outcome"]["kind"] == "unavailable"
+    assert unavailable["outcome"]["http_status"] == 404
+    assert unavailable["crawl_delay"] is None
+    assert unavailable["content_signals"] == {}
+
+    unreachable = results[failing.url("/x")]
+    assert unreachable["allowed"] is False
+    assert unreachable["reason"] == "unreachable"
+    assert unreachable["outcome"]["kind"] == "unreachable"
+    assert unreachable["outcome"]["http_status"] == 503
+
+    refused = results[f"{REFUSED}/x"]
+    assert refused["allowed"] is False
+    assert refused["reason"] == "unreachable"
+    assert refused["outcome"]["kind"] == "unreachable"
+    assert refused["outcome"]["http_status"] is None
+    assert "refused" in refused["outcome"]["detail"].lower()
+
+    data = results["data:,hello"]
+    assert data["allowed"] is True
+    assert data["reason"] == "no_robots_txt"
+    assert data["outcome"] is None
+    assert data["robots_txt"] is None
+
+    # Each origin's robots.txt fetched once, however many of its URLs.
+    for server in site.values():
+        assert server.count("/robots.txt") == 1
+        assert server.count("/x") + server.count("/page") == 0
+
+
+def test_check_text(site: dict[str, Server], tmp_path: Path) -> None:
+    rules, missing, failing = site["rules"], site["missing"], site["failing"]
+    done = scrapy(
+        tmp_path,
+        "check",
+        rules.url("/page"),
+        rules.url("/private/x"),
+        missing.url("/x"),
+        failing.url("/x"),
+        f"{REFUSED}/x",
+    )
+    assert done.returncode == 1, done.stderr
+    header, *rows = done.stdout.splitlines()
+    assert header.startswith("agent 'Scrapy/")
+    assert "product token 'scrapy'" in header
+    assert "profile rfc9309" in header
+    assert len(rows) == 5
+    page, private, unavailable, unreachable, refused = rows
+    assert page.startswith(f"allowed     {rules.url('/page')}  default_allow  ")
+    assert f"parsed (HTTP 200) {rules.url('/robots.txt')}" in page
+    assert page.endswith("crawl-delay 2s  content-signal search=yes, ai-train=no")
+    assert private.startswith(f"DISALLOWED  {rules.url('/private/x')}  ")
+    assert "rule_disallow (line 2: Disallow: /private)" in private
+    assert "  unavailable  unavailable (HTTP 404) " in unavailable
+    assert unavailable.startswith("allowed ")
+    assert "  unreachable  unreachable (HTTP 503) " in unreachable
+    assert unreachable.startswith("DISALLOWED ")
+    assert refused.startswith("DISALLOWED ")
+    assert "ConnectionRefused" in refused
+    assert "Traceback" not in done.stderr
+    # Scrapy's INFO lines stay out of the way outside a project.
+    assert "INFO" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "reactor",
+    [
+        "TWISTED_REACTOR=twisted.internet.epollreactor.EPollReactor",
+        "TWISTED_REACTOR_ENABLED=False",
+    ],
+)
+def test_check_other_reactors(
+    site: dict[str, Server], tmp_path: Path, reactor: str
+) -> None:
+    """CrawlerProcess under a non-asyncio reactor, and reactor-less mode."""
+    rules, missing = site["rules"], site["missing"]
+    urls = [rules.url("/page"), rules.url("/private/x"), missing.url("/x")]
+    done = scrapy(tmp_path, "check", *urls, "--json", "-s", reactor)
+    assert done.returncode == 1, done.stderr
+    results = json.loads(done.stdout)["results"]
+    assert [(r["allowed"], r["reason"]) for r in results] == [
+        (True, "default_allow"),
+        (False, "rule_disallow"),
+        (True, "unavailable"),
+    ]
+    assert "Traceback" not in done.stderr
+
+    done = scrapy(tmp_path, "check", *urls, "-s", reactor, "-s", "ROBOTS_MAX_BYTES=0")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "scrapy robots: error: ValueError: ROBOTS_MAX_BYTES" in done.stderr
+
+
+def test_check_all_allowed_exits_0(site: dict[str, Server], tmp_path: Path) -> None:
+    rules, missing = site["rules"], site["missing"]
+    done = scrapy(tmp_path, "check", rules.url("/page"), missing.url("/"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(done.stdout.splitlines()) == 3
+
+
+def test_check_agent(site: dict[str, Server], tmp_path: Path) -> None:
+    rules = site["rules"]
+    done = scrapy(
+        tmp_path, "check", rules.url("/page"), "--agent", "ExampleBot/1.0", "--json"
+    )
+    assert done.returncode == 1, done.stderr
+    document = json.loads(done.stdout)
+    assert document["agent"] == "ExampleBot/1.0"
+    assert document["product_token"] == "examplebot"
+    (page,) = document["results"]
+    assert page["allowed"] is False
+    assert page["rule"]["line"] == 8
+    assert page["rule"]["text"] == "Disallow: /"
+    # The examplebot group has neither Crawl-delay nor Content-Signal.
+    assert page["crawl_delay"] is None
+    assert page["content_signals"] == {}
+
+
+def test_check_profile_is_not_cprofile(site: dict[str, Server], tmp_path: Path) -> None:
+    url = site["rules"].url("/~foo")
+    rfc = json.loads(scrapy(tmp_path, "check", url, "--json").stdout)
+    done = scrapy(tmp_path, "check", url, "--json", "--profile", "google")
+    assert done.returncode == 0, done.stderr
+    google = json.loads(done.stdout)
+    # RFC 9309 decodes %7E in the pattern; Google's matcher does not.
+    assert rfc["profile"] == "rfc9309"
+    assert rfc["results"][0]["allowed"] is False
+    assert google["profile"] == "google"
+    assert google["results"][0]["allowed"] is True
+    # Scrapy's own --profile (cProfile output to a file) is not run.
+    assert "cProfile" not in done.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == []
+
+
+def test_check_in_a_project(site: dict[str, Server], tmp_path: Path) -> None:
+    """The project's settings apply: its agent, its crawl purposes."""
+    (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = botproject.settings\n")
+    package = tmp_path / "botproject"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text(
+        'BOT_NAME = "botproject"\n'
+        'USER_AGENT = "TrainBot/3.0 (+https://example.com)"\n'
+        'ROBOTS_CONTENT_SIGNALS = {"ai-train": True}\n'
+        'ADDONS = {"scrapy_rfc9309.Addon": 100}\n'
+        "ROBOTSTXT_OBEY = True\n"
+    )
+    rules = site["rules"]
+    done = scrapy(tmp_path, "check", rules.url("/page"), "--json")
+    assert done.returncode == 1, done.stderr
+    document = json.loads(done.stdout)
+    assert document["agent"] == "TrainBot/3.0 (+https://example.com)"
+    (page,) = document["results"]
+    assert page["allowed"] is False
+    assert page["reason"] == "content_signal"
+    assert page["note"] == "Content-Signal ai-train=no"
+    assert page["rule"] is None
+    # The built-in RobotsTxtMiddleware (ROBOTSTXT_OBEY) did not fetch it again.
+    assert rules.count("/robots.txt") == 1
+
+
+def test_check_crawl_delay_over_max_skipped(
+    site: dict[str, Server], tmp_path: Path
+) -> None:
+    done = scrapy(
+        tmp_path,
+        "check",
+        site["rules"].url("/page"),
+        "--json",
+        "-s",
+        "ROBOTS_CRAWL_DELAY_MAX=1",
+        "-s",
+        "ROBOTS_CRAWL_DELAY_OVER_MAX=skip",
+    )
+    assert done.returncode == 1, done.stderr
+    (page,) = json.loads(done.stdout)["results"]
+    assert page["allowed"] is False
+    assert page["reason"] == "crawl_delay"
+    assert page["note"] == "Crawl-delay 2 over ROBOTS_CRAWL_DELAY_MAX 1"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "no subcommand"),
+        (("frobnicate",), "unknown subcommand 'frobnicate'"),
+        (("check",), "check needs at least one URL"),
+        (("check", "example.com/page"), "not a URL: 'example.com/page'"),
+        (("check", "localhost:8080/page"), "not a URL"),
+        (("check", "http:///page"), "not a URL: 'http:///page' (no host)"),
+        (("check", "http://[::1/page"), "not a URL"),
+        (("check", "http://127.0.0.1:1/", "--profile", "strict"), "'strict'"),
+        (("check", "http://127.0.0.1:1/", "--agent", ""), "--agent"),
+        (("check", "http://127.0.0.1:1/", "--frobnicate"), "'--frobnicate'"),
+        (("check", "http://127.0.0.1:1/", "-x"), "'-x'"),
+        (("lint",), "lint takes one FILE or URL"),
+        (("lint", "a.txt", "b.txt"), "lint takes one FILE or URL"),
+        (("lint", "no-such-file.txt"), "cannot read no-such-file.txt"),
+        (("lint", "."), "cannot read ."),
+        (("lint", "ftp://127.0.0.1/robots.txt"), "not an http:// or https:// URL"),
+        (("lint", "x.txt", "--agent", "Bot"), "--agent"),
+        (("lint", "x.txt", "--profile", "nope"), "'nope'"),
+        (
+            ("check", "http://127.0.0.1:1/", "-s", "ROBOTS_PROFILE=nope"),
+            "ROBOTS_PROFILE 'nope'",
+        ),
+    ],
+)
+def test_usage_errors(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    assert message in one_line_error(scrapy(tmp_path, *args))
+
+
+def test_setting_refused_by_the_middleware(tmp_path: Path) -> None:
+    """A setting the middleware refuses stops the crawl from starting."""
+    done = scrapy(tmp_path, "check", f"{REFUSED}/", "-s", "ROBOTS_MAX_BYTES=lots")
+    assert "ROBOTS_MAX_BYTES" in one_line_error(done)
+
+
+# -- lint -----------------------------------------------------------------------
+
+BROKEN = b"User-agent: *\nDisalow: /x\nCrawl-delay: soon\nAllow: public\n"
+
+
+def test_lint_file_text(tmp_path: Path) -> None:
+    (tmp_path / "robots.txt").write_bytes(BROKEN)
+    done = scrapy(tmp_path, "lint", "robots.txt")
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines() == [
+        "robots.txt:2: warning [typo-accepted] 'disalow' is read as 'disallow'",
+        "robots.txt:3: error [invalid-crawl-delay] Crawl-delay 'soon' is not a"
+        " number of seconds (finite, >= 0); ignored",
+        "robots.txt:4: warning [pattern-not-rooted] 'public' does not start with"
+        " '/' or '*', so it matches no URL; did you mean '/public'?",
+        "robots.txt: 1 error, 2 warnings, 0 info",
+    ]
+
+
+def test_lint_file_json(tmp_path: Path) -> None:
+    (tmp_path / "robots.txt").write_bytes(BROKEN)
+    done = scrapy(tmp_path, "lint", "robots.txt", "--json")
+    assert done.returncode == 1, done.stderr
+    document = json.loads(done.stdout)
+    assert document["version"] == 1
+    assert document["command"] == "lint"
+    assert document["source"] == "robots.txt"
+    assert document["profile"] == "rfc9309"
+    assert document["counts"] == {"error": 1, "warning": 2, "info": 0}
+    assert [(d["line"], d["severity"], d["code"]) for d in document["diagnostics"]] == [
+        (2, "warning", "typo-accepted"),
+        (3, "error", "invalid-crawl-delay"),
+        (4, "warning", "pattern-not-rooted"),
+    ]
+    assert all(d["message"] for d in document["diagnostics"])
+
+
+def test_lint_clean_from_stdin(tmp_path: Path) -> None:
+    done = scrapy(tmp_path, "lint", "-", stdin="User-agent: *\nDisallow: /x\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "-: 0 errors, 0 warnings, 0 info\n"
+
+
+def test_lint_profile_is_not_cprofile(tmp_path: Path) -> None:
+    (tmp_path / "robots.txt").write_bytes(ROBOTS.encode())
+    done = scrapy(tmp_path, "lint", "robots.txt", "--profile", "google", "--json")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["profile"] == "google"
+    # Google ignores Crawl-delay and Content-Signal, and says so.
+    assert "unsupported-directive" in {d["code"] for d in document["diagnostics"]}
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["robots.txt"]
+
+
+def test_lint_url(site: dict[str, Server], tmp_path: Path) -> None:
+    rules = site["rules"]
+    rules.route("/staging-robots.txt", BROKEN)
+    done = scrapy(tmp_path, "lint", rules.url("/staging-robots.txt"))
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1].startswith(f"{rules.url('/staging-robots.txt')}:3: error ")
+    # The URL given, as is: not the origin's /robots.txt.
+    assert rules.count("/staging-robots.txt") == 1
+    assert rules.count("/robots.txt") == 0
+
+    done = scrapy(tmp_path, "lint", rules.url("/robots.txt"), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["counts"]["error"] == 0
+
+
+def test_lint_url_without_robots_txt(site: dict[str, Server], tmp_path: Path) -> None:
+    done = scrapy(tmp_path, "lint", site["missing"].url("/robots.txt"))
+    assert "answered HTTP 404" in one_line_error(done)
+
+
+def test_lint_unreachable_url(tmp_path: Path) -> None:
+    url = f"{REFUSED}/robots.txt"
+    done = scrapy(tmp_path, "lint", url, "-s", "RETRY_ENABLED=False")
+    assert f"cannot fetch {url}: " in one_line_error(done)
