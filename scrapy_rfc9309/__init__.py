@@ -11,72 +11,45 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# The engine is imported eagerly: it is pure Python, and binding these names
+# here keeps ``scrapy_rfc9309.parse`` (and ``lint``, ``stringify``) the
+# functions even after their submodules of the same name are imported.
+from .directives import (
+    DirectiveSet,
+    directives_for,
+    parse_directives,
+    stringify_directives,
+)
+from .lint import Diagnostic, lint
+from .match import (
+    Decision,
+    Matcher,
+    compile,
+    content_signals,
+    crawl_delay,
+    explain,
+    is_allowed,
+    product_token,
+)
+from .outcome import Outcome, explain_by, is_allowed_by
+from .parse import Document, Group, Rule, parse
+from .stringify import stringify
+from .urls import robots_url
+
 if TYPE_CHECKING:
     from .addon import Addon
-    from .directives import (
-        DirectiveSet,
-        directives_for,
-        parse_directives,
-        stringify_directives,
-    )
-    from .lint import Diagnostic, lint
-    from .match import (
-        Decision,
-        content_signals,
-        crawl_delay,
-        explain,
-        is_allowed,
-        product_token,
-    )
-    from .middleware import (
-        RobotsDisallowed,
-        RobotsMiddleware,
-    )
-    from .outcome import (
-        Outcome,
-        explain_by,
-        is_allowed_by,
-    )
-    from .parse import (
-        Document,
-        Group,
-        Rule,
-        parse,
-    )
+    from .middleware import RobotsDisallowed, RobotsMiddleware
     from .spidermiddleware import DirectivesMiddleware
-    from .stringify import stringify
-    from .urls import robots_url
 
 __version__ = "0.1.0"
 
-# Where each public name lives; modules are imported on first access so that
-# ``import scrapy_rfc9309`` stays cheap and free of Scrapy for engine users.
-_EXPORTS = {
+# The Scrapy components are imported on first access, so that engine users
+# never import Scrapy or Twisted.
+_LAZY = {
     "Addon": "addon",
-    "Decision": "match",
-    "Diagnostic": "lint",
-    "DirectiveSet": "directives",
     "DirectivesMiddleware": "spidermiddleware",
-    "Document": "parse",
-    "Group": "parse",
-    "Outcome": "outcome",
     "RobotsDisallowed": "middleware",
     "RobotsMiddleware": "middleware",
-    "Rule": "parse",
-    "content_signals": "match",
-    "crawl_delay": "match",
-    "directives_for": "directives",
-    "explain": "match",
-    "explain_by": "outcome",
-    "is_allowed": "match",
-    "is_allowed_by": "outcome",
-    "lint": "lint",
-    "parse": "parse",
-    "parse_directives": "directives",
-    "product_token": "match",
-    "robots_url": "urls",
-    "stringify": "stringify",
-    "stringify_directives": "directives",
 }
 
 __all__ = [
@@ -87,10 +60,12 @@ __all__ = [
     "DirectivesMiddleware",
     "Document",
     "Group",
+    "Matcher",
     "Outcome",
     "RobotsDisallowed",
     "RobotsMiddleware",
     "Rule",
+    "compile",
     "content_signals",
     "crawl_delay",
     "directives_for",
@@ -109,7 +84,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
+    module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{module}", __name__), name)

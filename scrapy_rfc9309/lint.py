@@ -1,0 +1,349 @@
+"""Checking a robots.txt: what a crawler reads differently from what its
+author probably meant.
+
+Every :class:`Diagnostic` has a stable ``code`` (the README lists them all);
+``message`` is for people and may change.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Literal, NamedTuple
+from urllib.parse import urlsplit
+
+from .parse import (
+    GOOGLE,
+    MAX_LINE_BYTES,
+    PROFILES,
+    RFC9309,
+    Profile,
+    Rule,
+    body_text,
+    cut,
+    encode,
+    lines_of,
+    parse_content_signal,
+    product_token,
+    read,
+)
+
+__all__ = ["CODES", "Diagnostic", "Severity", "lint"]
+
+Severity = Literal["error", "warning", "info"]
+
+
+class Diagnostic(NamedTuple):
+    """One finding: its 1-based ``line`` (0 for the whole file), ``severity``,
+    stable ``code`` and a human ``message``."""
+
+    line: int
+    severity: Severity
+    code: str
+    message: str
+
+
+#: Every code, with its severity: the stable part of a diagnostic.
+CODES: dict[str, Severity] = {
+    "html-body": "error",
+    "invalid-crawl-delay": "error",
+    "body-too-large": "warning",
+    "broken-byte-order-mark": "warning",
+    "conflicting-rules": "warning",
+    "directive-outside-group": "warning",
+    "duplicate-crawl-delay": "warning",
+    "empty-user-agent": "warning",
+    "invalid-content-signal": "warning",
+    "invalid-utf8": "warning",
+    "line-too-long": "warning",
+    "missing-colon": "warning",
+    "nul-byte": "warning",
+    "pattern-not-rooted": "warning",
+    "rule-outside-group": "warning",
+    "sitemap-not-absolute": "warning",
+    "typo-accepted": "warning",
+    "unknown-directive": "warning",
+    "unparsable-line": "warning",
+    "user-agent-not-token": "warning",
+    "byte-order-mark": "info",
+    "content-signal-value": "info",
+    "duplicate-rule": "info",
+    "duplicate-sitemap": "info",
+    "group-without-rules": "info",
+    "no-groups": "info",
+    "unsupported-directive": "info",
+}
+
+# Records other crawlers know, that matching here does not use.
+_UNSUPPORTED = {
+    "host",
+    "request-rate",
+    "visit-time",
+    "clean-param",
+    "noindex",
+    "nofollow",
+    "noarchive",
+    "content-usage",
+}
+_HTML = re.compile(rb"<(?:!doctype\s+html|html[\s>]|head[\s>]|body[\s>]|title>)", re.I)
+_TOKEN = re.compile("[A-Za-z_-]+")
+
+
+class _Linter:
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.diagnostics: list[Diagnostic] = []
+        self.sitemaps: set[str] = set()
+
+    def add(self, line: int, code: str, message: str) -> None:
+        self.diagnostics.append(Diagnostic(line, CODES[code], code, message))
+
+    def body(self, data: bytes, max_bytes: int) -> None:
+        if len(data) > max_bytes:
+            kept = cut(data, max_bytes)
+            first_dropped = _line_at(data, len(kept))
+            self.add(
+                first_dropped,
+                "body-too-large",
+                f"the body is {len(data):,} bytes; everything after the "
+                f"first {len(kept):,} (the last whole line within {max_bytes:,}) "
+                "is ignored",
+            )
+            data = kept
+        if data.startswith(b"\xef\xbb\xbf"):
+            self.add(
+                1,
+                "byte-order-mark",
+                "a UTF-8 byte-order mark starts the file; it is skipped",
+            )
+        elif data[:1] == b"\xef":
+            self.add(
+                1,
+                "broken-byte-order-mark",
+                "the file starts with a truncated or broken byte-order mark; "
+                "its first bytes are skipped and the rest of the line may not read",
+            )
+        # The bytes of a broken byte-order mark are skipped (as parse does).
+        skip = 0
+        while skip < 3 and data[skip : skip + 1] == b"\xef\xbb\xbf"[skip : skip + 1]:
+            skip += 1
+        try:
+            data[skip:].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.add(
+                _line_at(data, skip + exc.start),
+                "invalid-utf8",
+                "not valid UTF-8; the invalid bytes match no URL",
+            )
+        html = _HTML.search(data, 0, 4096)
+        if html is not None:
+            line = _line_at(data, html.start())
+            self.add(
+                line,
+                "html-body",
+                "this looks like an HTML page, not a robots.txt; its lines are "
+                "read as robots.txt lines, which is rarely what was meant",
+            )
+
+    def lines(self, text: str) -> None:
+        for number, line in enumerate(_split(text), 1):
+            if "\0" in line:
+                self.add(
+                    number, "nul-byte", "a NUL byte ends the line; the rest is ignored"
+                )
+                line = line.partition("\0")[0]
+            size = len(encode(line)) if len(line) > MAX_LINE_BYTES // 4 else 0
+            if size > MAX_LINE_BYTES:
+                self.add(
+                    number,
+                    "line-too-long",
+                    f"the line is {size:,} bytes; only the first "
+                    f"{MAX_LINE_BYTES:,} are read",
+                )
+
+    def event(self, line: int, event: str, detail: str) -> None:
+        handler: Callable[[int, str], None] | None = getattr(
+            self, "on_" + event.replace("-", "_"), None
+        )
+        if handler is not None:
+            handler(line, detail)
+
+    def on_unparsable_line(self, line: int, text: str) -> None:
+        self.add(
+            line, "unparsable-line", f"not a 'key: value' line, ignored: {text[:60]!r}"
+        )
+
+    def on_missing_colon(self, line: int, key: str) -> None:
+        self.add(line, "missing-colon", f"no ':' after {key!r}; read as '{key}: ...'")
+
+    def on_typo_accepted(self, line: int, detail: str) -> None:
+        written, canonical = detail.split("\0")
+        self.add(line, "typo-accepted", f"{written!r} is read as {canonical!r}")
+
+    def on_rule_outside_group(self, line: int, value: str) -> None:
+        self.add(
+            line,
+            "rule-outside-group",
+            "a rule before any User-agent line applies to no one and is ignored",
+        )
+
+    def on_directive_outside_group(self, line: int, name: str) -> None:
+        self.add(
+            line,
+            "directive-outside-group",
+            f"{name!r} before any User-agent line applies to no one and is ignored",
+        )
+
+    def on_user_agent(self, line: int, value: str) -> None:
+        if not value:
+            self.add(line, "empty-user-agent", "an empty User-agent names no crawler")
+        elif value != "*" and not _TOKEN.fullmatch(value):
+            token = product_token(value)
+            if value[:1] == "*":
+                meaning = "is read as '*'"
+            elif token:
+                meaning = f"is read as the product token {token!r}"
+            else:
+                meaning = "names no crawler"
+            self.add(
+                line,
+                "user-agent-not-token",
+                f"{value!r} is not a product token ([A-Za-z_-]+) and {meaning}",
+            )
+
+    def on_record(self, line: int, name: str) -> None:
+        if name in _UNSUPPORTED:
+            self.add(line, "unsupported-directive", f"{name!r} has no effect here")
+        else:
+            self.add(line, "unknown-directive", f"unknown directive {name!r}, ignored")
+
+    def on_sitemap(self, line: int, value: str) -> None:
+        try:
+            parts = urlsplit(value)
+            absolute = parts.scheme in ("http", "https") and bool(parts.netloc)
+        except ValueError:
+            absolute = False
+        if not absolute:
+            self.add(
+                line,
+                "sitemap-not-absolute",
+                f"Sitemap {value!r} is not an absolute http(s) URL",
+            )
+        elif value in self.sitemaps:
+            self.add(line, "duplicate-sitemap", f"Sitemap {value!r} is listed again")
+        self.sitemaps.add(value)
+
+    def on_invalid_crawl_delay(self, line: int, value: str) -> None:
+        self.add(
+            line,
+            "invalid-crawl-delay",
+            f"Crawl-delay {value!r} is not a number of seconds (finite, >= 0); ignored",
+        )
+
+    def on_duplicate_crawl_delay(self, line: int, value: str) -> None:
+        self.add(
+            line,
+            "duplicate-crawl-delay",
+            "the group already has a Crawl-delay; this one is ignored",
+        )
+
+    def on_content_signal(self, line: int, value: str) -> None:
+        signals, invalid = parse_content_signal(value)
+        for part in invalid:
+            self.add(
+                line,
+                "invalid-content-signal",
+                f"{part!r} is not 'key=value'; ignored",
+            )
+        for key, signal in signals.items():
+            if isinstance(signal, str):
+                self.add(
+                    line,
+                    "content-signal-value",
+                    f"{key}={signal!r} is neither yes nor no; kept as text",
+                )
+
+    def rules(self, rules: tuple[Rule, ...]) -> None:
+        seen: dict[tuple[bool, str], Rule] = {}
+        for rule in rules:
+            pattern = rule.pattern
+            if pattern and pattern[0] not in "/*":
+                hint = (
+                    "; write the path alone"
+                    if pattern.startswith(("http://", "https://"))
+                    else f"; did you mean '/{pattern}'?"
+                )
+                self.add(
+                    rule.line,
+                    "pattern-not-rooted",
+                    f"{pattern!r} does not start with '/' or '*', so it matches "
+                    f"no URL{hint}",
+                )
+            same = seen.setdefault((rule.allow, pattern), rule)
+            other = seen.get((not rule.allow, pattern))
+            if same is not rule:
+                self.add(
+                    rule.line, "duplicate-rule", f"the same rule is on line {same.line}"
+                )
+            elif other is not None and pattern:
+                self.add(
+                    rule.line,
+                    "conflicting-rules",
+                    f"line {other.line} has the same pattern with the opposite "
+                    "verdict; Allow wins",
+                )
+
+
+def _split(text: str) -> list[str]:
+    # Lines as parse() counts them: CR, LF and CRLF each end one.
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _line_at(data: bytes, offset: int) -> int:
+    """The 1-based line of the byte at ``offset``."""
+    return data[:offset].replace(b"\r\n", b"\n").replace(b"\r", b"\n").count(b"\n") + 1
+
+
+def lint(
+    source: str | bytes, *, profile: Profile = RFC9309, max_bytes: int = 512_000
+) -> list[Diagnostic]:
+    """The diagnostics of a robots.txt body, by line.
+
+    Reads ``source`` exactly as :func:`~scrapy_rfc9309.parse.parse` does
+    with the same ``profile`` and ``max_bytes``, and reports every line it
+    reads leniently, ignores or cannot use, and rules that cannot do what
+    they seem to.  Never raises on content.
+    """
+    if profile not in PROFILES:
+        raise ValueError(
+            f"unknown robots.txt profile {profile!r}; use one of {PROFILES}"
+        )
+    linter = _Linter(profile)
+    data = encode(source) if isinstance(source, str) else bytes(source)
+    linter.body(data, max_bytes)
+    text = body_text(source, max_bytes)
+    linter.lines(text)
+    document = read(lines_of(text), profile, linter.event)
+    for group in document.groups:
+        linter.rules(group.rules)
+    if not document.groups:
+        linter.add(
+            0, "no-groups", "no User-agent group: every crawler may fetch everything"
+        )
+    elif not document.groups[-1].rules:
+        group = document.groups[-1]
+        linter.add(
+            group.line,
+            "group-without-rules",
+            f"the group of {', '.join(map(repr, group.user_agents))} has no rules: "
+            "they may fetch everything",
+        )
+    if profile == GOOGLE:
+        for group in document.groups:
+            if group.crawl_delay is not None or group.content_signals:
+                linter.add(
+                    group.line,
+                    "unsupported-directive",
+                    "Google ignores Crawl-delay and Content-Signal",
+                )
+    return sorted(linter.diagnostics, key=lambda diagnostic: diagnostic.line)

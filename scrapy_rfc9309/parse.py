@@ -1,0 +1,596 @@
+"""Reading robots.txt into a :class:`Document` (RFC 9309 sections 2.1-2.2).
+
+Pure: no Scrapy, no Twisted, no I/O.  :func:`parse` never raises on content.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
+
+__all__ = [
+    "GOOGLE",
+    "MAX_LINE_BYTES",
+    "PROFILES",
+    "RFC9309",
+    "Document",
+    "Group",
+    "Record",
+    "Rule",
+    "parse",
+    "product_token",
+]
+
+#: A profile name: ``"rfc9309"`` or ``"google"`` (see :func:`parse`).
+Profile = str
+RFC9309 = "rfc9309"
+GOOGLE = "google"
+PROFILES = (RFC9309, GOOGLE)
+
+#: Google's ``kMaxLineLen`` (2083 * 8) less its terminating NUL: the octets
+#: of a line kept; the rest of a longer line is ignored.
+MAX_LINE_BYTES = 2083 * 8 - 1
+
+
+class Rule(NamedTuple):
+    """An ``Allow`` / ``Disallow`` line: its pattern as written (whitespace
+    and comment stripped) and its 1-based line number."""
+
+    allow: bool
+    pattern: str
+    line: int
+
+
+class Record(NamedTuple):
+    """A line that is neither a rule, a user-agent, a sitemap, a Crawl-delay
+    nor a Content-Signal: ``name`` lower-cased, ``value`` as written."""
+
+    name: str
+    value: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Group:
+    """One group: consecutive user-agent lines and the lines up to the next
+    user-agent line that follows a rule (RFC 9309 section 2.1)."""
+
+    #: The user-agent values as written; ``*`` for the wildcard.
+    user_agents: tuple[str, ...]
+    rules: tuple[Rule, ...] = ()
+    crawl_delay: float | None = None
+    content_signals: dict[str, bool | str] = field(default_factory=dict, hash=False)
+    #: Line of the group's first user-agent line.
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Document:
+    """A parsed robots.txt.
+
+    ``groups`` in file order (not merged), ``sitemaps`` (distinct, in file
+    order), ``records`` (every other line read as ``name: value``), and the
+    ``profile`` it was parsed with, which matching follows.
+    """
+
+    groups: tuple[Group, ...] = ()
+    sitemaps: tuple[str, ...] = ()
+    records: tuple[Record, ...] = ()
+    profile: Profile = RFC9309
+
+    def for_agent(self, user_agent: str) -> Document:
+        """Only what is needed to answer for ``user_agent``.
+
+        The groups that apply to it merged into one group (or none), and the
+        sitemaps.  Matching it for that agent gives the same decisions and
+        line numbers as matching the whole document.
+        """
+        groups = applicable_groups(self, product_token(user_agent))
+        merged = () if not groups else (merge_groups(groups),)
+        return Document(merged, self.sitemaps, (), self.profile)
+
+    def without_lines(self) -> Document:
+        """This document with every line number set to 0, to compare content:
+        ``parse(stringify(d)).without_lines() == d.without_lines()``."""
+        return Document(
+            tuple(
+                replace(
+                    group,
+                    rules=tuple(rule._replace(line=0) for rule in group.rules),
+                    line=0,
+                )
+                for group in self.groups
+            ),
+            self.sitemaps,
+            tuple(record._replace(line=0) for record in self.records),
+            self.profile,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly form, read back by :meth:`from_dict`."""
+        return {
+            "profile": self.profile,
+            "groups": [
+                {
+                    "user_agents": list(group.user_agents),
+                    "rules": [
+                        ["allow" if rule.allow else "disallow", rule.pattern, rule.line]
+                        for rule in group.rules
+                    ],
+                    "crawl_delay": group.crawl_delay,
+                    "content_signals": dict(group.content_signals),
+                    "line": group.line,
+                }
+                for group in self.groups
+            ],
+            "sitemaps": list(self.sitemaps),
+            "records": [list(record) for record in self.records],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Document:
+        """Read :meth:`to_dict`'s form back; ``ValueError`` if it is not one."""
+        try:
+            profile = data["profile"]
+            if profile not in PROFILES:
+                raise ValueError(f"unknown profile {profile!r}")
+            groups = tuple(_group_from_dict(item) for item in data["groups"])
+            sitemaps = tuple(_str(url) for url in data["sitemaps"])
+            records = tuple(
+                Record(_str(name), _str(value), _int(line))
+                for name, value, line in data.get("records", ())
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a robots.txt document: {exc!r}") from exc
+        return cls(groups, sitemaps, records, profile)
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {value!r}")
+    return value
+
+
+def _int(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"expected an integer, got {value!r}")
+    return value
+
+
+def _group_from_dict(data: Mapping[str, Any]) -> Group:
+    rules = []
+    for kind, pattern, line in data["rules"]:
+        if kind not in ("allow", "disallow"):
+            raise ValueError(f"unknown rule kind {kind!r}")
+        rules.append(Rule(kind == "allow", _str(pattern), _int(line)))
+    delay = data.get("crawl_delay")
+    if delay is not None:
+        delay = float(delay)
+    signals = {}
+    for key, value in dict(data.get("content_signals") or {}).items():
+        if not isinstance(value, (bool, str)):
+            raise TypeError(f"content signal {key!r}: {value!r}")
+        signals[_str(key)] = value
+    return Group(
+        tuple(_str(agent) for agent in data["user_agents"]),
+        tuple(rules),
+        delay,
+        signals,
+        _int(data.get("line", 0)),
+    )
+
+
+_TOKEN = re.compile("[A-Za-z_-]*")
+
+
+def product_token(user_agent: str) -> str:
+    """The lower-cased leading run of ``[A-Za-z_-]`` of ``user_agent``:
+    ``"ExampleBot/1.0 (+https://x)"`` gives ``"examplebot"``."""
+    match = _TOKEN.match(user_agent)
+    return match[0].lower() if match else ""
+
+
+_C_SPACE = " \t\n\v\f\r"
+# User-agent values as written -> the token they name; a few dozen
+# spellings cover nearly every robots.txt.
+_AGENT_TOKENS: dict[str, str] = {}
+_AGENT_TOKENS_SIZE = 4096
+
+
+def agent_token(value: str) -> str:
+    """The token a ``User-agent:`` value names: ``*`` for the wildcard (also
+    ``* anything``, as Google reads it), else its product token."""
+    token = _AGENT_TOKENS.get(value)
+    if token is None:
+        if value[:1] == "*" and (len(value) == 1 or value[1] in _C_SPACE):
+            token = "*"
+        else:
+            token = product_token(value)
+        if len(_AGENT_TOKENS) < _AGENT_TOKENS_SIZE:
+            _AGENT_TOKENS[value] = token
+    return token
+
+
+def applicable_groups(document: Document, token: str) -> list[Group]:
+    """The groups that apply to the agent of product ``token``: those naming
+    it, else those naming ``*`` (RFC 9309 section 2.2.1).  An empty token
+    names no group."""
+    specific: list[Group] = []
+    wildcard: list[Group] = []
+    for group in document.groups:
+        names = [agent_token(value) for value in group.user_agents]
+        if token and token in names:
+            specific.append(group)
+        elif "*" in names:
+            wildcard.append(group)
+    return specific or wildcard
+
+
+def merge_groups(groups: Iterable[Group]) -> Group:
+    """Groups that apply to one agent as one group: rules in file order,
+    the largest Crawl-delay, Content-Signal values merged (``no`` wins)."""
+    groups = list(groups)
+    if len(groups) == 1:
+        return groups[0]
+    agents: dict[str, None] = {}
+    rules: list[Rule] = []
+    delays: list[float] = []
+    signals: dict[str, bool | str] = {}
+    for group in groups:
+        agents.update(dict.fromkeys(group.user_agents))
+        rules.extend(group.rules)
+        if group.crawl_delay is not None:
+            delays.append(group.crawl_delay)
+        merge_signals(signals, group.content_signals)
+    rules.sort(key=lambda rule: rule.line)
+    return Group(
+        tuple(agents),
+        tuple(rules),
+        max(delays) if delays else None,
+        signals,
+        groups[0].line,
+    )
+
+
+def merge_signals(
+    into: dict[str, bool | str], signals: Mapping[str, bool | str]
+) -> None:
+    """Add ``signals`` to ``into``: a ``no`` (False) always wins, otherwise
+    the first value given for a key stays."""
+    for key, value in signals.items():
+        if value is False or key not in into:
+            into[key] = value
+
+
+# Kinds of line; Disallow and Allow first, so that "kind <= _ALLOW" tells
+# a rule and "kind == _ALLOW" its verdict.
+_DISALLOW, _ALLOW, _USER_AGENT, _SITEMAP, _CRAWL_DELAY, _CONTENT_SIGNAL = range(6)
+_NO_KEY, _RECORD = 6, 7
+# Keys, lower-cased.  The RFC's three, the other records this package reads,
+# and the misspellings Google's parser accepts (RFC 9309 section 2.2.4 lets
+# a parser accept them).
+KEYS: dict[str, int] = {
+    "user-agent": _USER_AGENT,
+    "useragent": _USER_AGENT,
+    "user agent": _USER_AGENT,
+    "allow": _ALLOW,
+    "disallow": _DISALLOW,
+    "dissallow": _DISALLOW,
+    "dissalow": _DISALLOW,
+    "disalow": _DISALLOW,
+    "diasllow": _DISALLOW,
+    "disallaw": _DISALLOW,
+    "sitemap": _SITEMAP,
+    "site-map": _SITEMAP,
+    "crawl-delay": _CRAWL_DELAY,
+    "crawl delay": _CRAWL_DELAY,
+    "crawldelay": _CRAWL_DELAY,
+    "content-signal": _CONTENT_SIGNAL,
+    "content-signals": _CONTENT_SIGNAL,
+}
+# Google reads a key by its prefix ("disallowed" is a disallow), in this order.
+_GOOGLE_PREFIXES = (
+    (("user-agent", "useragent", "user agent"), _USER_AGENT),
+    (("allow",), _ALLOW),
+    (
+        ("disallow", "dissallow", "dissalow", "disalow", "diasllow", "disallaw"),
+        _DISALLOW,
+    ),
+    (("sitemap", "site-map"), _SITEMAP),
+)
+
+
+def key_kind(key: str, profile: Profile) -> int | None:
+    """What a lower-cased key is in ``profile``; ``None`` for another record."""
+    if profile == GOOGLE:
+        for prefixes, kind in _GOOGLE_PREFIXES:
+            if key.startswith(prefixes):
+                return kind
+    return KEYS.get(key)
+
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+# Google strips ASCII whitespace only (absl::StripAsciiWhitespace).
+_WHITESPACE = " \t\n\v\f\r"
+# Google accepts a missing colon only between exactly two tokens.
+_TWO_TOKENS = re.compile(r"([^ \t]+)[ \t]+([^ \t]+)").fullmatch
+# What str.splitlines() ends ASCII lines at besides CR and LF.
+_ASCII_BREAKS = ("\v", "\f", "\x1c", "\x1d", "\x1e")
+# No line of a shorter text can exceed the cap, whatever its characters.
+_SAFE_CHARS = MAX_LINE_BYTES // 4
+
+
+def body_text(source: str | bytes, max_bytes: int) -> str:
+    """A robots.txt body as text, as Google's parser reads it.
+
+    Cut at ``max_bytes`` octets on the last whole line, a (possibly
+    truncated) UTF-8 byte-order mark skipped, invalid UTF-8 kept as
+    surrogate escapes (see :func:`encode`).
+    """
+    if isinstance(source, str) and len(source) <= max_bytes and source.isascii():
+        return source
+    data = encode(source) if isinstance(source, str) else bytes(source)
+    if len(data) > max_bytes:
+        data = cut(data, max_bytes)
+    skip = 0
+    while skip < 3 and data[skip : skip + 1] == _UTF8_BOM[skip : skip + 1]:
+        skip += 1
+    return data[skip:].decode("utf-8", "surrogateescape")
+
+
+def lines_of(text: str) -> list[str]:
+    """The lines of ``text`` as Google reads them: CR, LF and CRLF each end
+    one, a NUL ends a line's content, and a line keeps at most
+    :data:`MAX_LINE_BYTES` octets."""
+    if text.isascii() and not any(map(text.__contains__, _ASCII_BREAKS)):
+        # splitlines() ends lines at CR, LF and CRLF, and at the other ASCII
+        # breaks above, which this text does not have (Python's own is
+        # quicker than the replace-and-split below).
+        lines = text.splitlines()
+    else:
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+    if "\0" in text:
+        lines = [line.partition("\0")[0] for line in lines]
+    if len(text) > _SAFE_CHARS and max(map(len, lines)) > _SAFE_CHARS:
+        lines = [cap_line(line) for line in lines]
+    return lines
+
+
+def encode(text: str) -> bytes:
+    """``text`` as UTF-8, surrogate escapes (invalid UTF-8 read with
+    ``surrogateescape``) back to their octets; never raises."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
+def cut(data: bytes, max_bytes: int) -> bytes:
+    """``data`` cut to at most ``max_bytes``, on the last whole line."""
+    if len(data) <= max_bytes:
+        return data
+    if data[max_bytes : max_bytes + 1] in (b"\n", b"\r"):
+        return data[:max_bytes]
+    end = max(data.rfind(b"\n", 0, max_bytes), data.rfind(b"\r", 0, max_bytes))
+    return data[: end + 1]
+
+
+def cap_line(line: str) -> str:
+    """``line`` cut to :data:`MAX_LINE_BYTES` octets of UTF-8."""
+    if len(line) <= _SAFE_CHARS:
+        return line
+    data = encode(line)
+    if len(data) <= MAX_LINE_BYTES:
+        return line
+    return data[:MAX_LINE_BYTES].decode("utf-8", "surrogateescape")
+
+
+def parse_crawl_delay(value: str) -> float | None:
+    """A Crawl-delay value in seconds; ``None`` unless finite and >= 0."""
+    try:
+        delay = float(value)
+    except ValueError:
+        return None
+    return delay if math.isfinite(delay) and delay >= 0 else None
+
+
+def parse_content_signal(value: str) -> tuple[dict[str, bool | str], list[str]]:
+    """``search=yes, ai-train=no`` as ``{"search": True, "ai-train": False}``.
+
+    Keys lower-cased, ``yes``/``no`` as booleans, any other value kept as
+    text.  Also returns the parts that are not ``key=value`` (ignored).
+    """
+    signals: dict[str, bool | str] = {}
+    invalid: list[str] = []
+    for part in value.split(","):
+        key, equals, text = part.partition("=")
+        key = key.strip().lower()
+        if not equals or not key:
+            if part.strip():
+                invalid.append(part.strip())
+            continue
+        text = text.strip()
+        lowered = text.lower()
+        signal: bool | str = (
+            True if lowered == "yes" else False if lowered == "no" else text
+        )
+        merge_signals(signals, {key: signal})
+    return signals, invalid
+
+
+#: What a line's key is: its kind (_RECORD for another record, _NO_KEY for
+#: none), its lower-cased name, and the name it is a misspelling of.
+class KeyInfo(NamedTuple):
+    kind: int
+    name: str
+    typo_of: str | None
+
+
+_CANONICAL = {
+    _USER_AGENT: "user-agent",
+    _ALLOW: "allow",
+    _DISALLOW: "disallow",
+    _SITEMAP: "sitemap",
+    _CRAWL_DELAY: "crawl-delay",
+    _CONTENT_SIGNAL: "content-signal",
+}
+# Keys as written -> their kind, per profile: robots.txt files use a
+# handful of spellings, so this skips strip(), lower() and the lookups for
+# nearly every line.
+_KIND_CACHE: dict[str, dict[str, int]] = {profile: {} for profile in PROFILES}
+_KIND_CACHE_SIZE = 2048
+
+
+def key_info(key: str, profile: Profile) -> KeyInfo:
+    """What ``key`` (as written, whitespace around it allowed) is in
+    ``profile``."""
+    name = key.strip(_WHITESPACE).lower()
+    found = key_kind(name, profile) if name else _NO_KEY
+    kind = _RECORD if found is None else found
+    canonical = _CANONICAL.get(kind)
+    cache = _KIND_CACHE[profile]
+    if len(cache) < _KIND_CACHE_SIZE:
+        cache[key] = kind
+    return KeyInfo(kind, name, None if canonical in (None, name) else canonical)
+
+
+#: Called by :func:`read` for what :func:`~scrapy_rfc9309.lint.lint` reports:
+#: ``(line, event, detail)``.
+Reporter = Callable[[int, str, str], None]
+
+_new = tuple.__new__
+
+
+def read(
+    lines: Iterable[str], profile: Profile, report: Reporter | None = None
+) -> Document:
+    """The :class:`Document` of robots.txt ``lines`` (see :func:`parse`).
+
+    ``report``, if given, hears about every user-agent and sitemap line and
+    every line read leniently or ignored.
+    """
+    groups: list[Group] = []
+    sitemaps: dict[str, None] = {}
+    records: list[Record] = []
+    # The group being read: its agents, rules, delay, signals and line.
+    agents: list[str] = []
+    rules: list[Rule] = []
+    delay: float | None = None
+    signals: dict[str, bool | str] = {}
+    first_line = 0
+    # Only a rule ends the user-agent lines of a group (RFC 9309 section
+    # 2.2.4: other records never end one), so a user-agent line after a
+    # rule starts the next group.
+    after_rule = False
+    kinds = _KIND_CACHE[profile]
+    number = 0
+    # Hot loop, written for speed: str methods, no per-line regex, and no
+    # function call but a cache lookup for a usual "key: value" line.
+    for line in lines:
+        number += 1
+        if not line:
+            continue
+        if "#" in line:
+            line = line[: line.index("#")]
+        key, colon, value = line.partition(":")
+        if colon:
+            value = value.strip(_WHITESPACE)
+        else:
+            # Google's GetKeyAndValueFrom when a line has no colon:
+            # whitespace may stand for it between exactly two tokens.
+            line = line.strip(_WHITESPACE)
+            two = _TWO_TOKENS(line) if line else None
+            if two is None:
+                if report is not None and line:
+                    report(number, "unparsable-line", line)
+                continue
+            key, value = two[1], two[2].strip(_WHITESPACE)
+        kind = kinds.get(key)
+        if kind is None or report is not None:
+            info = key_info(key, profile)
+            kind = info.kind
+            if report is not None:
+                if not colon and kind != _RECORD:
+                    report(number, "missing-colon", key)
+                if info.typo_of is not None:
+                    report(number, "typo-accepted", f"{info.name}\0{info.typo_of}")
+        if kind <= _ALLOW:
+            if agents:
+                rules.append(_new(Rule, (kind == _ALLOW, value, number)))
+                after_rule = True
+            elif report is not None:
+                report(number, "rule-outside-group", value)
+        elif kind == _USER_AGENT:
+            if after_rule:
+                groups.append(
+                    Group(tuple(agents), tuple(rules), delay, signals, first_line)
+                )
+                agents, rules, delay, signals = [], [], None, {}
+                after_rule = False
+            if not agents:
+                first_line = number
+            agents.append(value)
+            if report is not None:
+                report(number, "user-agent", value)
+        elif kind == _RECORD:
+            name = key.strip(_WHITESPACE).lower()
+            records.append(_new(Record, (name, value, number)))
+            if report is not None:
+                report(number, "record", name)
+        elif kind == _SITEMAP:
+            if value:
+                sitemaps[value] = None
+            if report is not None:
+                report(number, "sitemap", value)
+        elif kind == _NO_KEY:
+            if report is not None:
+                report(number, "unparsable-line", line.strip(_WHITESPACE))
+        elif not agents:
+            if report is not None:
+                report(
+                    number, "directive-outside-group", key.strip(_WHITESPACE).lower()
+                )
+        elif kind == _CRAWL_DELAY:
+            parsed = parse_crawl_delay(value)
+            if report is not None:
+                report(
+                    number,
+                    "invalid-crawl-delay"
+                    if parsed is None
+                    else "duplicate-crawl-delay"
+                    if delay is not None
+                    else "crawl-delay",
+                    value,
+                )
+            if delay is None:
+                delay = parsed
+        else:
+            merge_signals(signals, parse_content_signal(value)[0])
+            if report is not None:
+                report(number, "content-signal", value)
+    if agents:
+        groups.append(Group(tuple(agents), tuple(rules), delay, signals, first_line))
+    return Document(tuple(groups), tuple(sitemaps), tuple(records), profile)
+
+
+def parse(
+    source: str | bytes, *, profile: Profile = RFC9309, max_bytes: int = 512_000
+) -> Document:
+    """Read ``source`` as a robots.txt; never raises on its content.
+
+    ``profile`` is ``"rfc9309"`` (default) or ``"google"``; it decides which
+    keys are read (Google reads them by prefix) and how matching on the
+    document behaves.  Input past ``max_bytes`` octets is ignored, cut on the
+    last whole line.  BOM, CR / LF / CRLF, NUL, invalid UTF-8, HTML and
+    binary junk are all read the way Google's parser reads them.
+    """
+    if profile not in PROFILES:
+        raise ValueError(
+            f"unknown robots.txt profile {profile!r}; use one of {PROFILES}"
+        )
+    return read(lines_of(body_text(source, max_bytes)), profile)

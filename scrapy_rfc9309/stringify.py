@@ -1,0 +1,46 @@
+"""Writing a :class:`~scrapy_rfc9309.parse.Document` back as robots.txt."""
+
+from __future__ import annotations
+
+from .parse import Document, Group
+
+__all__ = ["stringify"]
+
+
+def _signal(value: bool | str) -> str:
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    return value
+
+
+def _group_lines(group: Group) -> list[str]:
+    lines = [f"User-agent: {agent}" for agent in group.user_agents]
+    if group.crawl_delay is not None:
+        lines.append(f"Crawl-delay: {group.crawl_delay!r}")
+    if group.content_signals:
+        signals = ", ".join(
+            f"{key}={_signal(value)}" for key, value in group.content_signals.items()
+        )
+        lines.append(f"Content-Signal: {signals}")
+    lines.extend(
+        f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}"
+        for rule in group.rules
+    )
+    return lines
+
+
+def stringify(document: Document) -> str:
+    """``document`` as robots.txt text: groups, then sitemaps, then the other
+    records, with LF line ends.
+
+    ``parse(stringify(d))`` equals ``d`` but for line numbers (compare with
+    :meth:`~scrapy_rfc9309.parse.Document.without_lines`) for any ``d`` that
+    :func:`~scrapy_rfc9309.parse.parse` returned, with the same profile.
+    """
+    blocks = [_group_lines(group) for group in document.groups]
+    blocks.append([f"Sitemap: {url}" for url in document.sitemaps])
+    blocks.append([f"{record.name}: {record.value}" for record in document.records])
+    text = "\n\n".join("\n".join(block) for block in blocks if block)
+    return text + "\n" if text else ""

@@ -1,0 +1,143 @@
+"""URLs as robots.txt sees them: the robots.txt URL of an origin, and the
+path (with params and query) that rules are matched against.
+
+Pure: no Scrapy, no network.  Nothing here raises on a malformed URL.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote_from_bytes, unquote_to_bytes, urlsplit
+
+from .parse import encode
+
+__all__ = [
+    "escape_pattern",
+    "normalize_path",
+    "normalize_pattern",
+    "request_path",
+    "robots_url",
+]
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def robots_url(url: str) -> str | None:
+    """The ``/robots.txt`` URL of the origin of ``url``.
+
+    Scheme and host are lower-cased, an IDN host is written in ASCII
+    (punycode), the default port is dropped and any other port kept, an IPv6
+    host is bracketed and userinfo is dropped.  ``None`` for anything that is
+    not an http(s) URL with a host.
+    """
+    try:
+        parts = urlsplit(url.strip())
+        scheme = parts.scheme.lower()
+        if scheme not in _DEFAULT_PORTS:
+            return None
+        host = parts.hostname
+        port = parts.port
+    except (ValueError, TypeError, AttributeError):
+        return None
+    if not host:
+        return None
+    if ":" in host:
+        host = f"[{host}]"
+    elif not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            return None
+    if port is not None and port != _DEFAULT_PORTS[scheme]:
+        return f"{scheme}://{host}:{port}/robots.txt"
+    return f"{scheme}://{host}/robots.txt"
+
+
+_PATH_DELIMITER = re.compile("[/?;]").search
+
+
+def request_path(url: str) -> str:
+    """The path, params and query of ``url``, as Google's ``GetPathParamsQuery``.
+
+    Scheme, authority and fragment are dropped; the result always starts
+    with ``/`` (``"/"`` when the URL has no path or is not a URL at all).  A
+    ``/``-rooted path is returned as it is, without its fragment.
+    """
+    start = 2 if url.startswith("//") else 0
+    early = _PATH_DELIMITER(url, start)
+    protocol = url.find("://", start)
+    if protocol == -1 or (early is not None and early.start() < protocol):
+        protocol_end = start
+    else:
+        protocol_end = protocol + 3
+    found = _PATH_DELIMITER(url, protocol_end)
+    if found is None:
+        return "/"
+    path_start = found.start()
+    hash_pos = url.find("#", start)
+    if hash_pos != -1 and hash_pos < path_start:
+        return "/"
+    path = url[path_start:] if hash_pos == -1 else url[path_start:hash_pos]
+    return path if path[0] == "/" else "/" + path
+
+
+# Characters a normalised path or pattern may hold as they are: printable
+# ASCII except "%" (which then only ever starts an escape), "*" and "$"
+# (which patterns use as wildcards, so their literal forms stay escaped).
+_NORMAL_SAFE = bytes(c for c in range(0x21, 0x7F) if c not in b"%*$")
+
+
+# Anything but the printable ASCII that stands for itself in the canonical
+# form; one scan tells whether a path needs the (slower) normalisation.
+_NEEDS_NORMALIZING = re.compile(r"[^!-#&-)+-~]").search
+_NEEDS_NORMALIZING_PATTERN = re.compile(r"[^!-#&-~]").search
+
+
+def normalize_path(path: str) -> str:
+    """``path`` (from :func:`request_path`) in the canonical percent-encoding
+    of the ``rfc9309`` profile (RFC 9309 section 2.2.2).
+
+    Every valid ``%XX`` escape is decoded, then the octets that need it are
+    encoded again with upper-case hex: non-ASCII octets, controls and space,
+    ``%``, ``*`` and ``$``.  So ``%62`` and ``b``, ``%3A`` and ``:``, ``ツ``
+    and ``%E3%83%84``, ``%2a`` and ``%2A`` compare equal, and a literal
+    ``*`` or ``$`` (``%2A``, ``%24``) never reads as a wildcard.
+    """
+    if _NEEDS_NORMALIZING(path) is None:
+        return path
+    return quote_from_bytes(unquote_to_bytes(encode(path)), _NORMAL_SAFE)
+
+
+def normalize_pattern(pattern: str) -> str:
+    """A rule pattern in the same canonical form as :func:`normalize_path`,
+    keeping its ``*`` wildcards and its final ``$`` anchor."""
+    if _NEEDS_NORMALIZING(pattern) is None:
+        return pattern
+    anchored = pattern.endswith("$")
+    body = pattern[:-1] if anchored else pattern
+    if _NEEDS_NORMALIZING_PATTERN(body) is None:
+        # Only "*" wildcards (and a final "$"): already normal.
+        return pattern
+    normal = "*".join(normalize_path(part) for part in body.split("*"))
+    return normal + "$" if anchored else normal
+
+
+_GOOGLE_ESCAPE = re.compile(rb"%([0-9A-Fa-f]{2})|[\x80-\xff]")
+
+
+def _google_escape(match: re.Match[bytes]) -> bytes:
+    hexdigits = match[1]
+    if hexdigits is not None:
+        return b"%" + hexdigits.upper()
+    return b"%%%02X" % match[0][0]
+
+
+def escape_pattern(pattern: str) -> str:
+    """A rule pattern as Google's ``MaybeEscapePattern`` leaves it.
+
+    ``%xx`` escapes get upper-case hex digits and octets outside ASCII are
+    percent-encoded; nothing is decoded.
+    """
+    if pattern.isascii() and "%" not in pattern:
+        return pattern
+    return _GOOGLE_ESCAPE.sub(_google_escape, encode(pattern)).decode("ascii")

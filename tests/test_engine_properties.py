@@ -1,0 +1,211 @@
+"""Properties of the engine over generated input (hypothesis)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scrapy_rfc9309 import match
+from scrapy_rfc9309.lint import CODES, lint
+from scrapy_rfc9309.match import Decision, compile, explain
+from scrapy_rfc9309.parse import (
+    Document,
+    applicable_groups,
+    parse,
+    product_token,
+)
+from scrapy_rfc9309.stringify import stringify
+from scrapy_rfc9309.urls import (
+    escape_pattern,
+    normalize_path,
+    normalize_pattern,
+    request_path,
+)
+
+PROFILES = st.sampled_from(["rfc9309", "google"])
+SETTINGS = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+# Pieces robots.txt files are made of, odd ones included.
+_PATH_CHARS = st.sampled_from(
+    [*"/abcxyz*$?=&.%-_~:;@!2A", "ツ", "é", " ", "%2A", "%62"]
+)
+PATTERN = st.lists(_PATH_CHARS, max_size=12).map("".join)
+AGENT = st.sampled_from(
+    ["FooBot", "foobot", "BarBot/1.0", "*", "* x", "", "b@d", "Foo Bar"]
+)
+KEY = st.sampled_from(
+    [
+        "User-agent",
+        "user-agent",
+        "useragent",
+        "Allow",
+        "Disallow",
+        "disallow",
+        "dissallow",
+        "Disallowed",
+        "Sitemap",
+        "site-map",
+        "Crawl-delay",
+        "Content-Signal",
+        "Host",
+        "Unknown",
+        "",
+    ]
+)
+VALUE = st.one_of(
+    PATTERN,
+    AGENT,
+    st.sampled_from(
+        ["5", "0.5", "-1", "x", "search=yes, ai-train=no", "a=b, c", "https://a/s"]
+    ),
+    st.text(max_size=10),
+)
+SEPARATOR = st.sampled_from([": ", ":", " : ", " ", "\t"])
+COMMENT = st.sampled_from(["", "", " # note", "#"])
+LINE = st.one_of(
+    st.tuples(KEY, SEPARATOR, VALUE, COMMENT).map("".join),
+    st.sampled_from(["", "   ", "# comment", "<br />", "\x00junk", "\ufeff"]),
+)
+NEWLINE = st.sampled_from(["\n", "\r\n", "\r"])
+ROBOTS_TXT = st.lists(st.tuples(LINE, NEWLINE).map("".join), max_size=25).map("".join)
+URL = st.one_of(
+    PATTERN.map(lambda path: "https://example.com/" + path.lstrip("/")),
+    PATTERN,
+    st.text(max_size=30),
+)
+
+
+@SETTINGS
+@given(st.binary(max_size=2000), PROFILES, st.integers(min_value=0, max_value=3000))
+def test_parse_never_raises_on_bytes(data: bytes, profile: str, max_bytes: int) -> None:
+    document = parse(data, profile=profile, max_bytes=max_bytes)
+    assert isinstance(document, Document)
+
+
+@SETTINGS
+@given(st.text(max_size=2000), PROFILES)
+def test_parse_and_lint_never_raise_on_text(text: str, profile: str) -> None:
+    parse(text, profile=profile)
+    for diagnostic in lint(text, profile=profile):
+        assert CODES[diagnostic.code] == diagnostic.severity
+
+
+@SETTINGS
+@given(st.binary(max_size=2000), PROFILES)
+def test_lint_never_raises_on_bytes(data: bytes, profile: str) -> None:
+    lines = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").count(b"\n") + 1
+    for diagnostic in lint(data, profile=profile):
+        assert 0 <= diagnostic.line <= lines
+
+
+@SETTINGS
+@given(st.one_of(ROBOTS_TXT, st.text(max_size=300), st.binary(max_size=300)), PROFILES)
+def test_stringify_round_trip(source: str | bytes, profile: str) -> None:
+    document = parse(source, profile=profile)
+    again = parse(stringify(document), profile=profile)
+    assert again.without_lines() == document.without_lines()
+
+
+@SETTINGS
+@given(ROBOTS_TXT, PROFILES)
+def test_to_dict_round_trip(source: str, profile: str) -> None:
+    document = parse(source, profile=profile)
+    assert Document.from_dict(json.loads(json.dumps(document.to_dict()))) == document
+
+
+@SETTINGS
+@given(ROBOTS_TXT, PROFILES, AGENT, URL)
+def test_explain_never_raises_and_for_agent_agrees(
+    source: str, profile: str, agent: str, url: str
+) -> None:
+    document = parse(source, profile=profile)
+    decision = explain(document, agent, url)
+    assert isinstance(decision, Decision)
+    assert decision.allowed is compile(document, agent).is_allowed(url)
+    assert explain(document.for_agent(agent), agent, url) == decision
+    if decision.rule is not None:
+        assert decision.rule in {
+            rule for group in document.groups for rule in group.rules
+        }
+
+
+def _reference(document: Document, agent: str, url: str) -> tuple[bool, int]:
+    """Allowed, and the deciding line (0: none), by brute force: every rule
+    of the groups that apply turned into a regular expression."""
+    rfc = document.profile == "rfc9309"
+    path = request_path(url)
+    if rfc:
+        path = normalize_path(path)
+        if path.split("?")[0] == "/robots.txt":
+            return True, 0
+    candidates = []
+    for group in applicable_groups(document, product_token(agent)):
+        for rule in group.rules:
+            pattern = (
+                normalize_pattern(rule.pattern) if rfc else escape_pattern(rule.pattern)
+            )
+            if not pattern:
+                continue
+            variants = [pattern]
+            slash = pattern.rfind("/")
+            if rule.allow and pattern.startswith("/index.htm", slash):
+                variants.append(pattern[: slash + 1] + "$")
+            for variant in variants:
+                anchored = variant.endswith("$")
+                body = variant[:-1] if anchored else variant
+                regex = ".*".join(map(re.escape, body.split("*"))) + (
+                    r"\Z" if anchored else ""
+                )
+                if re.match(regex, path, re.DOTALL):
+                    candidates.append((len(variant), rule.allow, -rule.line))
+    if not candidates:
+        return True, 0
+    _, allow, line = max(candidates)
+    return allow, -line
+
+
+@SETTINGS
+@given(ROBOTS_TXT, PROFILES, AGENT, URL)
+def test_matcher_agrees_with_brute_force(
+    source: str, profile: str, agent: str, url: str
+) -> None:
+    document = parse(source, profile=profile)
+    decision = compile(document, agent).explain(url)
+    line = decision.rule.line if decision.rule is not None else 0
+    assert (decision.allowed, line) == _reference(document, agent, url)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.lists(st.sampled_from(list("/ab*$")), max_size=8)),
+        min_size=9,
+        max_size=60,
+    ),
+    st.lists(st.sampled_from(list("/ab")), max_size=12),
+    st.sampled_from([256, 4, 0]),
+)
+def test_many_rules_agree_with_brute_force(
+    rules: list[tuple[bool, list[str]]], path: list[str], chunked_max: int
+) -> None:
+    # Enough rules for several chunks of plain prefixes, or (with the
+    # threshold lowered) for the lookup by prefix.
+    source = "User-agent: *\n" + "".join(
+        f"{'Allow' if allow else 'Disallow'}: /{''.join(chars)}\n"
+        for allow, chars in rules
+    )
+    document = parse(source)
+    url = "/" + "".join(path)
+    saved = match._CHUNKED_MAX
+    match._CHUNKED_MAX = chunked_max
+    try:
+        decision = compile(document, "bot").explain(url)
+    finally:
+        match._CHUNKED_MAX = saved
+    line = decision.rule.line if decision.rule is not None else 0
+    assert (decision.allowed, line) == _reference(document, "bot", url)

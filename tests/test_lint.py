@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+import pytest
+
+from scrapy_rfc9309.lint import CODES, Diagnostic, lint
+from scrapy_rfc9309.parse import MAX_LINE_BYTES
+
+
+def codes(
+    source: str | bytes, profile: str = "rfc9309", **kwargs: int
+) -> list[tuple[int, str]]:
+    return [(d.line, d.code) for d in lint(source, profile=profile, **kwargs)]
+
+
+def test_clean_file_has_no_findings() -> None:
+    assert (
+        lint(
+            "User-agent: *\nDisallow: /private/\nAllow: /private/ok\nCrawl-delay: 1\n"
+            "Content-Signal: search=yes, ai-train=no\n\n"
+            "Sitemap: https://example.com/sitemap.xml\n"
+        )
+        == []
+    )
+
+
+def test_diagnostic_shape() -> None:
+    assert lint("User-agent: *\nDisallow: private\n") == [
+        Diagnostic(
+            2,
+            "warning",
+            "pattern-not-rooted",
+            "'private' does not start with '/' or '*', so it matches no URL; "
+            "did you mean '/private'?",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("Disallow: /\nUser-agent: *\nAllow: /\n", [(1, "rule-outside-group")]),
+        ("User-agent: *\nFoo: bar\nAllow: /\n", [(2, "unknown-directive")]),
+        ("User-agent: *\nHost: a.com\nAllow: /\n", [(2, "unsupported-directive")]),
+        ("User-agent: *\nDisallow /x\n", [(2, "missing-colon")]),
+        ("User-agent: *\nDisallow /x /y\nAllow: /\n", [(2, "unparsable-line")]),
+        ("User-agent: *\n: /x\nAllow: /\n", [(2, "unparsable-line")]),
+        ("useragent: *\nAllow: /\n", [(1, "typo-accepted")]),
+        ("User-agent: *\nDissallow: /x\n", [(2, "typo-accepted")]),
+        ("User-agent: *\nDisallow: x/\n", [(2, "pattern-not-rooted")]),
+        ("User-agent: *\nDisallow: https://a/x\n", [(2, "pattern-not-rooted")]),
+        ("User-agent: *\nCrawl-delay: soon\nAllow: /\n", [(2, "invalid-crawl-delay")]),
+        (
+            "User-agent: *\nCrawl-delay: 1\nCrawl-delay: 2\nAllow: /\n",
+            [(3, "duplicate-crawl-delay")],
+        ),
+        ("Crawl-delay: 1\nUser-agent: *\nAllow: /\n", [(1, "directive-outside-group")]),
+        (
+            "User-agent: *\nContent-Signal: search=yes, junk\nAllow: /\n",
+            [(2, "invalid-content-signal")],
+        ),
+        (
+            "User-agent: *\nContent-Signal: ai-train=later\nAllow: /\n",
+            [(2, "content-signal-value")],
+        ),
+        ("User-agent:\nAllow: /\n", [(1, "empty-user-agent")]),
+        ("User-agent: Foo/1.0\nAllow: /\n", [(1, "user-agent-not-token")]),
+        (
+            "User-agent: *\nAllow: /\nSitemap: /sitemap.xml\n",
+            [(3, "sitemap-not-absolute")],
+        ),
+        (
+            "User-agent: *\nAllow: /\nSitemap: https://a/s\nSitemap: https://a/s\n",
+            [(4, "duplicate-sitemap")],
+        ),
+        ("User-agent: *\nDisallow: /x\nDisallow: /x\n", [(3, "duplicate-rule")]),
+        ("User-agent: *\nDisallow: /x\nAllow: /x\n", [(3, "conflicting-rules")]),
+        ("User-agent: a\nDisallow: /\nUser-agent: b\n", [(3, "group-without-rules")]),
+        ("Sitemap: https://a/s\n", [(0, "no-groups")]),
+        (b"\xef\xbb\xbfUser-agent: *\nAllow: /\n", [(1, "byte-order-mark")]),
+        (
+            b"\xef\xbbUser-agent: *\nAllow: /\n",
+            [(1, "broken-byte-order-mark")],
+        ),
+        (b"User-agent: *\nAllow: /\xff\n", [(2, "invalid-utf8")]),
+        (b"User-agent: *\nAllow: /\x00x\n", [(2, "nul-byte")]),
+        (
+            "User-agent: *\nAllow: /" + "x" * MAX_LINE_BYTES + "\n",
+            [(2, "line-too-long")],
+        ),
+    ],
+)
+def test_codes(source: str | bytes, expected: list[tuple[int, str]]) -> None:
+    assert codes(source) == expected
+
+
+def test_html_body() -> None:
+    found = codes("<!DOCTYPE html>\n<html><body>\n<p>Not Found</p>\n</body></html>\n")
+    assert (1, "html-body") in found
+    assert {code for _, code in found} == {
+        "html-body",
+        "unparsable-line",
+        "unknown-directive",
+        "no-groups",
+    }
+
+
+def test_body_too_large() -> None:
+    source = "User-agent: *\nDisallow: /a\nDisallow: /b\n"
+    assert codes(source, max_bytes=30) == [(3, "body-too-large")]
+    assert codes(source, max_bytes=len(source)) == []
+
+
+def test_crlf_line_numbers() -> None:
+    assert codes(b"User-agent: *\r\n\r\nAllow: /\xff\r\n") == [(3, "invalid-utf8")]
+
+
+def test_google_profile() -> None:
+    assert codes("User-agent: *\nDisallowed: /x\n", profile="google") == [
+        (2, "typo-accepted")
+    ]
+    assert (
+        codes("User-agent: *\nDisallowed: /x\n")
+        == [
+            (2, "unknown-directive"),
+            (1, "group-without-rules"),
+        ][::-1]
+    )
+    assert (1, "unsupported-directive") in codes(
+        "User-agent: *\nCrawl-delay: 3\nAllow: /\n", profile="google"
+    )
+
+
+def test_every_code_is_documented_with_a_severity() -> None:
+    assert set(CODES.values()) <= {"error", "warning", "info"}
+
+
+def test_unknown_profile() -> None:
+    with pytest.raises(ValueError, match="profile"):
+        lint("", profile="yandex")

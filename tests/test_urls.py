@@ -1,0 +1,145 @@
+from __future__ import annotations
+
+import pytest
+
+from scrapy_rfc9309.urls import (
+    escape_pattern,
+    normalize_path,
+    normalize_pattern,
+    request_path,
+    robots_url,
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://example.com/a/b?c#d", "https://example.com/robots.txt"),
+        ("HTTP://Example.COM", "http://example.com/robots.txt"),
+        ("http://example.com:80/x", "http://example.com/robots.txt"),
+        ("https://example.com:443/x", "https://example.com/robots.txt"),
+        ("https://example.com:80/x", "https://example.com:80/robots.txt"),
+        ("http://example.com:8080/x", "http://example.com:8080/robots.txt"),
+        ("http://user:pass@example.com/x", "http://example.com/robots.txt"),
+        ("http://[2001:DB8::1]:8080/x", "http://[2001:db8::1]:8080/robots.txt"),
+        ("http://[::1]/x", "http://[::1]/robots.txt"),
+        ("https://bücher.example/x", "https://xn--bcher-kva.example/robots.txt"),
+        ("https://BÜCHER.example/x", "https://xn--bcher-kva.example/robots.txt"),
+        ("http://127.0.0.2:5000/a", "http://127.0.0.2:5000/robots.txt"),
+        ("  https://example.com/ ", "https://example.com/robots.txt"),
+    ],
+)
+def test_robots_url(url: str, expected: str) -> None:
+    assert robots_url(url) == expected
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "",
+        "/just/a/path",
+        "example.com/x",
+        "ftp://example.com/x",
+        "mailto:someone@example.com",
+        "data:text/plain,hi",
+        "http://",
+        "https:///path",
+        "http://example.com:notaport/",
+        "http://example.com:99999/",
+        "http://[::1/",
+        "http://" + "ü" * 100 + ".com/",
+        "\x00",
+    ],
+)
+def test_robots_url_none(url: str) -> None:
+    assert robots_url(url) is None
+
+
+@pytest.mark.parametrize(
+    ("url", "path"),
+    [
+        # Google's TestGetPathParamsQuery.
+        ("", "/"),
+        ("http://www.example.com", "/"),
+        ("http://www.example.com/", "/"),
+        ("http://www.example.com/a", "/a"),
+        ("http://www.example.com/a/", "/a/"),
+        ("http://www.example.com/a/b?c=http://d.e/", "/a/b?c=http://d.e/"),
+        ("http://www.example.com/a/b?c=d&e=f#fragment", "/a/b?c=d&e=f"),
+        ("example.com", "/"),
+        ("example.com/", "/"),
+        ("example.com/a", "/a"),
+        ("example.com/a/", "/a/"),
+        ("example.com/a/b?c=d&e=f#fragment", "/a/b?c=d&e=f"),
+        ("a", "/"),
+        ("a/", "/"),
+        ("/a", "/a"),
+        ("a/b", "/b"),
+        ("example.com?a", "/?a"),
+        ("example.com/a;b#c", "/a;b"),
+        ("//a/b/c", "/b/c"),
+        # And a few more.
+        ("https://a#x/y", "/"),
+        ("/a?b://c", "/a?b://c"),
+        ("https://a/b//c", "/b//c"),
+    ],
+)
+def test_request_path(url: str, path: str) -> None:
+    assert request_path(url) == path
+
+
+@pytest.mark.parametrize(
+    ("pattern", "escaped"),
+    [
+        # Google's TestMaybeEscapePattern.
+        ("http://www.example.com", "http://www.example.com"),
+        ("/a/b/c", "/a/b/c"),
+        ("á", "%C3%A1"),
+        ("%aa", "%AA"),
+        # And a few more.
+        ("/%zz%4", "/%zz%4"),
+        ("/ツ*$", "/%E3%83%84*$"),
+        ("/caf\udce9", "/caf%E9"),
+    ],
+)
+def test_escape_pattern(pattern: str, escaped: str) -> None:
+    assert escape_pattern(pattern) == escaped
+
+
+@pytest.mark.parametrize(
+    ("path", "normal"),
+    [
+        ("/plain/path?q=1&r=2", "/plain/path?q=1&r=2"),
+        ("/%62%61%7A", "/baz"),
+        ("/%7e%7E", "/~~"),
+        ("/ツ", "/%E3%83%84"),
+        ("/%e3%83%84", "/%E3%83%84"),
+        ("/a*b$", "/a%2Ab%24"),
+        ("/a%2ab%24", "/a%2Ab%24"),
+        ("/a b", "/a%20b"),
+        ("/100%", "/100%25"),
+        ("/%25", "/%25"),
+        ("/%3A%2F%3F", "/:/?"),
+        ("/caf\udce9", "/caf%E9"),
+        ("/\ud800", "/%ED%A0%80"),
+    ],
+)
+def test_normalize_path(path: str, normal: str) -> None:
+    assert normalize_path(path) == normal
+    assert normalize_path(normal) == normal
+
+
+@pytest.mark.parametrize(
+    ("pattern", "normal"),
+    [
+        ("/a*b$", "/a*b$"),
+        ("/a$b", "/a%24b"),
+        ("/%2A*", "/%2A*"),
+        ("/ツ*.gif$", "/%E3%83%84*.gif$"),
+        ("*", "*"),
+        ("$", "$"),
+        ("/%62*%63$", "/b*c$"),
+    ],
+)
+def test_normalize_pattern(pattern: str, normal: str) -> None:
+    assert normalize_pattern(pattern) == normal
