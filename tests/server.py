@@ -9,6 +9,7 @@ distinct hosts, hence distinct downloader slots.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -63,7 +64,9 @@ class Server:
                     )
                 route = server.routes.get(self.path)
                 if route is None:
-                    route = server.routes.get(self.path.split("?", 1)[0], server.default)
+                    route = server.routes.get(
+                        self.path.split("?", 1)[0], server.default
+                    )
                 if route.delay:
                     server._closing.wait(route.delay)
                 if route.handler is not None:
@@ -74,10 +77,8 @@ class Server:
                 for name, value in headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                try:
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(route.body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -86,7 +87,9 @@ class Server:
         self.httpd.daemon_threads = True
         self.host = host
         self.port = self.httpd.server_address[1]
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
 
     @property

@@ -30,6 +30,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "ROBOTS_STORE='redis' needs redis-py: pip install scrapy-rfc9309[redis]"
     ) from exc
 
+from .._defaults import DEFAULTS
 from .._settings import setting
 from ._codec import decode, encode
 from .base import OutcomeStore, StoreError
@@ -45,8 +46,7 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-#: Key prefix when ``ROBOTS_STORE_PREFIX`` is not set.
-DEFAULT_PREFIX = "robots:"
+DEFAULT_PREFIX: str = DEFAULTS["ROBOTS_STORE_PREFIX"]
 
 # Delete the lease only while it holds our token, in one step on the server.
 _RELEASE = """
@@ -141,7 +141,7 @@ class RedisStore(OutcomeStore):
         settings = crawler.settings
         return cls(
             redis_url(settings),
-            prefix=str(settings.get("ROBOTS_STORE_PREFIX") or DEFAULT_PREFIX),
+            prefix=str(setting(settings, "ROBOTS_STORE_PREFIX")),
             crawler=crawler,
         )
 

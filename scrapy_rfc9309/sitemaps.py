@@ -1,0 +1,333 @@
+"""``SitemapsMiddleware``: the ``Sitemap:`` lines of robots.txt in a crawl.
+
+With ``ROBOTS_SITEMAPS = True``, each sitemap that a parsed robots.txt names
+is requested once in the whole crawl, as an ordinary scheduled request
+(dupefilter, ``allowed_domains`` and robots.txt apply to it), and the page
+URLs it lists are fed to the spider.  A ``SitemapSpider`` gets them through
+its own ``_parse_sitemap``, so its ``sitemap_rules``, ``sitemap_follow`` and
+``sitemap_alternate_links`` decide; any other spider gets them in ``parse``
+(or the method named by its ``robots_sitemap_callback`` attribute), with
+sitemap indexes followed down to ``ROBOTS_SITEMAP_MAX_DEPTH``.
+
+Whatever ``ROBOTS_SITEMAPS`` says, a ``SitemapSpider`` whose
+``sitemap_urls`` name a robots.txt gets its sitemaps from the outcome
+``RobotsMiddleware`` holds, instead of downloading robots.txt a second time.
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from types import MethodType
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
+
+from scrapy import Request, Spider, signals
+from scrapy.exceptions import DontCloseSpider, IgnoreRequest, NotConfigured
+from scrapy.spiders import SitemapSpider
+from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.gz import gunzip, gzip_magic_number
+from scrapy.utils.sitemap import Sitemap
+from w3lib.url import safe_url_string
+
+from . import signals as robots_signals
+from ._settings import setting
+from .middleware import RobotsMiddleware
+from .outcome import PARSED
+from .urls import robots_url
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
+
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.http.request import CallbackT
+    from scrapy.settings import BaseSettings
+    from typing_extensions import Self
+
+    from .outcome import Outcome
+
+__all__ = ["CALLBACK_ATTRIBUTE", "DEPTH_KEY", "SitemapsMiddleware"]
+
+logger = logging.getLogger(__name__)
+
+#: The spider attribute holding the callback of sitemap requests for spiders
+#: other than ``SitemapSpider``.  A bound method kept on the spider itself is
+#: what ``Request.to_dict`` can name and ``request_from_dict`` find again, so
+#: these requests survive ``JOBDIR``.
+CALLBACK_ATTRIBUTE = "_robots_parse_sitemap"
+#: Request meta key: how far below robots.txt a sitemap is (1 for the
+#: sitemaps robots.txt names, 2 for those of a sitemap index they are, ...).
+DEPTH_KEY = "robots_sitemap_depth"
+
+_SCHEMES = ("http", "https")
+
+
+class SitemapsMiddleware:
+    """Spider middleware feeding robots.txt sitemaps to the spider.
+
+    Active when ``ROBOTS_ENABLED`` is on and either ``ROBOTS_SITEMAPS`` is on
+    or the spider is a ``SitemapSpider`` (see the module docstring).
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        spider = crawler.spider
+        if spider is None:
+            raise NotConfigured
+        self.sitemap_spider = isinstance(spider, SitemapSpider)
+        if not self.sitemap_spider:
+            # Attached whatever the settings: sitemap requests queued in a
+            # JOBDIR by an earlier run still need their callback when the
+            # crawl is resumed with ROBOTS_SITEMAPS (or robots.txt) off.
+            setattr(spider, CALLBACK_ATTRIBUTE, MethodType(_parse_sitemap, spider))
+        self.feed = settings.getbool(
+            "ROBOTS_SITEMAPS", setting(settings, "ROBOTS_SITEMAPS")
+        )
+        # Without a reason, so that Scrapy logs no warning: being off is
+        # the default, and RobotsMiddleware already warns when it is off.
+        if not settings.getbool("ROBOTS_ENABLED", setting(settings, "ROBOTS_ENABLED")):
+            raise NotConfigured
+        if not self.feed and not self.sitemap_spider:
+            raise NotConfigured
+        self.crawler = crawler
+        self.spider = spider
+        self.stats = crawler.stats
+        self.callback: CallbackT
+        if isinstance(spider, SitemapSpider):
+            self.callback = spider._parse_sitemap
+        else:
+            # Checked now, so that a misnamed callback stops the crawl at
+            # once rather than failing on every sitemap.
+            _max_depth(settings)
+            _page_callback(spider)
+            self.callback = getattr(spider, CALLBACK_ATTRIBUTE)
+        # Sitemap URLs requested so far: each one once in the crawl, however
+        # many origins name it and however often their robots.txt is
+        # fetched again.
+        self._requested: set[str] = set()
+        self._robots: RobotsMiddleware | None = None
+        # SitemapSpider robots.txt start requests being answered.
+        self._robots_steps = 0
+        if self.feed:
+            crawler.signals.connect(
+                self._outcome_obtained, signal=robots_signals.robots_outcome
+            )
+        if self.sitemap_spider:
+            crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """Answer a ``SitemapSpider``'s robots.txt start requests from the
+        outcome ``RobotsMiddleware`` fetches anyway."""
+        async for request in start:
+            robots = self._robots_middleware()
+            if robots is not None and self._is_robots_step(request):
+                # Each in its own task: the start requests go on meanwhile,
+                # and many robots.txt files are fetched at once, as the
+                # spider's own requests for them would have been.
+                self._robots_steps += 1
+                deferred_from_coro(self._robots_step(robots, request))
+            else:
+                yield request
+
+    def _robots_middleware(self) -> RobotsMiddleware | None:
+        if not self.sitemap_spider:
+            return None
+        if self._robots is None:
+            # Only known once the engine exists.
+            self._robots = self.crawler.get_downloader_middleware(RobotsMiddleware)
+            if self._robots is None:
+                # RobotsMiddleware taken out of the chain by hand: the spider
+                # reads robots.txt itself, as it would without this package.
+                self.sitemap_spider = False
+        return self._robots
+
+    def _is_robots_step(self, request: Any) -> bool:
+        if not isinstance(request, Request) or request.callback != self.callback:
+            return False
+        parts = urlsplit(request.url)
+        return (
+            parts.path == "/robots.txt"
+            and not parts.query
+            and robots_url(request.url) is not None
+        )
+
+    async def _robots_step(self, robots: RobotsMiddleware, request: Request) -> None:
+        try:
+            outcome = await robots.outcome_for(request.url, request)
+            origin = robots_url(request.url)
+            if outcome is not None and origin is not None:
+                # As SitemapSpider does at this step: every sitemap that
+                # robots.txt names, sitemap_follow applying only to indexes.
+                self._schedule(self._new_sitemaps(origin, outcome))
+        except IgnoreRequest:
+            pass  # the crawl is closing
+        except Exception:
+            # In a task of its own, nothing else would report it.
+            logger.error(
+                "Error reading the sitemaps of %(request)s",
+                {"request": request},
+                exc_info=True,
+                extra={"spider": self.spider},
+            )
+        finally:
+            self._robots_steps -= 1
+
+    def _spider_idle(self) -> None:
+        if self._robots_steps:
+            # A robots.txt still on its way may have sitemaps to crawl.
+            raise DontCloseSpider
+
+    def _outcome_obtained(
+        self, origin: str, outcome: Outcome, request: Request
+    ) -> None:
+        self._schedule(self._new_sitemaps(origin, outcome))
+
+    def _schedule(self, sitemaps: list[Request]) -> None:
+        engine = self.crawler.engine
+        if not sitemaps or engine.spider is None:
+            return
+        for sitemap in sitemaps:
+            # Through the scheduler: the dupefilter, OffsiteMiddleware and
+            # RobotsMiddleware see it as they see any request, and JOBDIR
+            # keeps it.
+            engine.crawl(sitemap)
+
+    def _new_sitemaps(self, origin: str, outcome: Outcome) -> list[Request]:
+        """Requests for the sitemaps of ``outcome`` not requested yet."""
+        document = outcome.document
+        if outcome.kind != PARSED or document is None:
+            return []
+        requests = []
+        for value in document.sitemaps:
+            url = _http_url(origin, value)
+            if url is None:
+                logger.debug(
+                    "Ignoring Sitemap %(url)r of %(origin)s: not an http(s) URL",
+                    {"url": value, "origin": origin},
+                    extra={"spider": self.spider},
+                )
+                continue
+            request = Request(url, callback=self.callback, meta={DEPTH_KEY: 1})
+            if request.url in self._requested:
+                continue
+            self._requested.add(request.url)
+            self.stats.inc_value("robots/sitemaps/discovered")
+            logger.debug(
+                "Sitemap %(url)s found in %(origin)s",
+                {"url": request.url, "origin": origin},
+                extra={"spider": self.spider},
+            )
+            requests.append(request)
+        return requests
+
+
+def _max_depth(settings: BaseSettings) -> int:
+    """``ROBOTS_SITEMAP_MAX_DEPTH``: how many levels of sitemaps below
+    robots.txt are requested (1: only the sitemaps robots.txt names)."""
+    value = setting(settings, "ROBOTS_SITEMAP_MAX_DEPTH")
+    try:
+        depth = int(value)
+    except (TypeError, ValueError):
+        depth = 0
+    if depth < 1:
+        raise ValueError(
+            f"ROBOTS_SITEMAP_MAX_DEPTH must be an integer of at least 1, not {value!r}"
+        )
+    return depth
+
+
+def _page_callback(spider: Spider) -> CallbackT:
+    """The spider method that gets the page URLs of robots.txt sitemaps."""
+    name = getattr(spider, "robots_sitemap_callback", None) or "parse"
+    callback = getattr(spider, str(name), None)
+    if not callable(callback):
+        raise ValueError(
+            f"robots_sitemap_callback of {type(spider).__name__} names {name!r},"
+            " which is not a method of the spider"
+        )
+    return callback  # type: ignore[no-any-return]
+
+
+def _parse_sitemap(spider: Spider, response: Response) -> Iterator[Request]:
+    """The callback of sitemap requests (bound to the spider, see
+    :data:`CALLBACK_ATTRIBUTE`): a sitemap index's sitemaps go round again,
+    a sitemap's page URLs go to :func:`_page_callback`."""
+    sitemap = _read_sitemap(spider, response)
+    if sitemap is None:
+        logger.warning(
+            "Ignoring invalid sitemap: %(response)s",
+            {"response": response},
+            extra={"spider": spider},
+        )
+        return
+    kind, locations = sitemap
+    if kind == "sitemapindex":
+        depth = int(response.meta.get(DEPTH_KEY, 1)) + 1
+        if depth > _max_depth(spider.crawler.settings):
+            logger.info(
+                "Not following sitemap index %(response)s: its sitemaps would be"
+                " %(depth)s levels below robots.txt, over ROBOTS_SITEMAP_MAX_DEPTH",
+                {"response": response, "depth": depth},
+                extra={"spider": spider},
+            )
+            return
+        callback = getattr(spider, CALLBACK_ATTRIBUTE)
+        for url in locations:
+            yield Request(url, callback=callback, meta={DEPTH_KEY: depth})
+    else:
+        callback = _page_callback(spider)
+        for url in locations:
+            yield Request(url, callback=callback)
+
+
+def _read_sitemap(spider: Spider, response: Response) -> tuple[str, list[str]] | None:
+    """The type and the http(s) locations of a sitemap response, or ``None``
+    when it is not an XML sitemap or sitemap index."""
+    body = response.body
+    if gzip_magic_number(response):
+        limit = response.meta.get(
+            "download_maxsize",
+            getattr(
+                spider,
+                "download_maxsize",
+                spider.crawler.settings.getint("DOWNLOAD_MAXSIZE"),
+            ),
+        )
+        try:
+            body = gunzip(body, max_size=limit)
+        # ValueError: past the size limit; the others: not gzip after all.
+        except (ValueError, OSError, EOFError, zlib.error):
+            return None
+    try:
+        sitemap = Sitemap(body)
+        if sitemap.type not in ("urlset", "sitemapindex"):
+            return None
+        locations = []
+        for entry in sitemap:
+            url = _http_url(response.url, entry["loc"])
+            if url is not None:
+                locations.append(url)
+    # lxml's XMLSyntaxError is a SyntaxError; StopIteration: an empty body.
+    except (SyntaxError, StopIteration):
+        return None
+    return sitemap.type, locations
+
+
+def _http_url(base: str, value: str) -> str | None:
+    """``value`` made absolute against ``base``, if it is an http(s) URL."""
+    if not value:
+        return None
+    try:
+        url = urljoin(base, value)
+        parts = urlsplit(url)
+        if parts.scheme in _SCHEMES and parts.hostname:
+            return safe_url_string(url)
+    # Sitemaps and robots.txt are untrusted: "http://[x" is no URL at all.
+    except ValueError:
+        pass
+    return None

@@ -1,0 +1,584 @@
+"""Sitemaps named by robots.txt (``ROBOTS_SITEMAPS``), in real crawls.
+
+Every count is taken at the server: what was requested, how many times.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from scrapy import Request, signals
+from scrapy.http import Response
+from scrapy.spiders import SitemapSpider
+from scrapy.utils.asyncio import call_later
+from scrapy.utils.test import get_crawler
+
+from scrapy_rfc9309.sitemaps import DEPTH_KEY
+from tests.crawl_helpers import BASE_SETTINGS, RecordingSpider, crawl, stats
+from tests.server import Server
+from tests.utils import coroutine_test
+
+MakeServer = Callable[..., Server]
+SITEMAPS = {"ROBOTS_SITEMAPS": True}
+XML = {"Content-Type": "application/xml"}
+GZIP = {"Content-Type": "application/x-gzip"}
+
+
+def urlset(urls: Iterable[str]) -> str:
+    entries = "".join(f"<url><loc>{url}</loc></url>" for url in urls)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>'
+        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</urlset>'
+    )
+
+
+def sitemapindex(urls: Iterable[str]) -> str:
+    entries = "".join(f"<sitemap><loc>{url}</loc></sitemap>" for url in urls)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>'
+        '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"{entries}</sitemapindex>"
+    )
+
+
+def xml(server: Server, path: str, body: str) -> None:
+    server.route(path, body, headers=XML)
+
+
+def gz(server: Server, path: str, body: str) -> None:
+    server.route(path, gzip.compress(body.encode()), headers=GZIP)
+
+
+def pages(server: Server, *paths: str) -> list[str]:
+    return [server.url(path) for path in paths]
+
+
+def hits(server: Server) -> dict[str, int]:
+    """Path -> how many times it was requested."""
+    counts: dict[str, int] = {}
+    for hit in server.hits:
+        counts[hit.path] = counts.get(hit.path, 0) + 1
+    return counts
+
+
+def crawled_paths(crawler: Any) -> list[str]:
+    prefix_free = [url.split("/", 3)[3] for url in crawler.spider.crawled]
+    return sorted("/" + path for path in prefix_free)
+
+
+@coroutine_test
+async def test_sitemap_index_of_gzip_sitemaps_is_followed(server: Server) -> None:
+    server.route("/robots.txt", "User-agent: *\nDisallow:\nSitemap: /index.xml\n")
+    xml(server, "/index.xml", sitemapindex(pages(server, "/s1.xml.gz", "/s2.xml.gz")))
+    gz(server, "/s1.xml.gz", urlset(pages(server, "/a", "/b")))
+    # /b is in both sitemaps.
+    gz(server, "/s2.xml.gz", urlset(pages(server, "/b", "/c")))
+    crawler = await crawl([server.url("/start")], SITEMAPS)
+    assert hits(server) == {
+        "/robots.txt": 1,
+        "/start": 1,
+        "/index.xml": 1,
+        "/s1.xml.gz": 1,
+        "/s2.xml.gz": 1,
+        "/a": 1,
+        "/b": 1,
+        "/c": 1,
+    }
+    assert crawled_paths(crawler) == ["/a", "/b", "/c", "/start"]
+    # Sitemaps reached through the index are not counted.
+    assert stats(crawler) == {
+        "robots/fetch_count": 1,
+        "robots/outcome/parsed": 1,
+        "robots/sitemaps/discovered": 1,
+    }
+    assert "log_count/ERROR" not in crawler.stats.get_stats()
+
+
+@coroutine_test
+async def test_sitemaps_off_by_default(server: Server) -> None:
+    server.route("/robots.txt", "User-agent: *\nDisallow:\nSitemap: /sitemap.xml\n")
+    xml(server, "/sitemap.xml", urlset(pages(server, "/a")))
+    crawler = await crawl([server.url("/start")])
+    assert hits(server) == {"/robots.txt": 1, "/start": 1}
+    assert "robots/sitemaps/discovered" not in stats(crawler)
+
+
+@coroutine_test
+async def test_sitemaps_need_robots_enabled(server: Server) -> None:
+    server.route("/robots.txt", "Sitemap: /sitemap.xml\n")
+    xml(server, "/sitemap.xml", urlset(pages(server, "/a")))
+    crawler = await crawl([server.url("/start")], {**SITEMAPS, "ROBOTS_ENABLED": False})
+    assert hits(server) == {"/start": 1}
+    assert stats(crawler) == {}
+
+
+@coroutine_test
+async def test_enabled_by_hand_without_the_addon(server: Server) -> None:
+    server.route("/robots.txt", "Sitemap: /sitemap.xml\n")
+    xml(server, "/sitemap.xml", urlset(pages(server, "/a")))
+    crawler = await crawl(
+        [server.url("/start")],
+        {
+            **SITEMAPS,
+            "ADDONS": {},
+            "DOWNLOADER_MIDDLEWARES": {"scrapy_rfc9309.RobotsMiddleware": 100},
+            "SPIDER_MIDDLEWARES": {"scrapy_rfc9309.sitemaps.SitemapsMiddleware": 950},
+        },
+    )
+    assert crawled_paths(crawler) == ["/a", "/start"]
+    assert stats(crawler)["robots/sitemaps/discovered"] == 1
+
+
+@coroutine_test
+async def test_sitemap_named_by_two_origins_is_requested_once(
+    make_server: MakeServer,
+) -> None:
+    first, second = make_server(), make_server()
+    shared = first.url("/sitemap.xml")
+    first.route("/robots.txt", f"User-agent: *\nSitemap: {shared}\nSitemap: /own.xml\n")
+    # Named twice in one file, and by the other origin.
+    second.route("/robots.txt", f"Sitemap: {shared}\nSitemap: {shared}\n")
+    xml(first, "/sitemap.xml", urlset(pages(first, "/a") + pages(second, "/b")))
+    xml(first, "/own.xml", urlset(pages(first, "/a")))
+    crawler = await crawl([first.url("/start"), second.url("/start")], SITEMAPS)
+    assert hits(first) == {
+        "/robots.txt": 1,
+        "/start": 1,
+        "/sitemap.xml": 1,
+        "/own.xml": 1,
+        "/a": 1,
+    }
+    assert hits(second) == {"/robots.txt": 1, "/start": 1, "/b": 1}
+    assert stats(crawler)["robots/sitemaps/discovered"] == 2
+
+
+@coroutine_test
+async def test_sitemap_requested_once_across_robots_refreshes(server: Server) -> None:
+    server.route("/robots.txt", "Sitemap: /sitemap.xml\n")
+    xml(server, "/sitemap.xml", urlset(pages(server, "/a", "/b", "/c")))
+    # A zero lifetime: robots.txt is fetched again for every request.
+    crawler = await crawl(
+        [server.url("/start")],
+        {**SITEMAPS, "ROBOTS_CACHE_LIFETIME": 0, "CONCURRENT_REQUESTS": 1},
+    )
+    counts = hits(server)
+    assert counts["/robots.txt"] > 2
+    assert counts["/sitemap.xml"] == 1
+    assert crawled_paths(crawler) == ["/a", "/b", "/c", "/start"]
+    assert stats(crawler)["robots/sitemaps/discovered"] == 1
+    assert stats(crawler)["robots/outcome/parsed"] == counts["/robots.txt"]
+
+
+@coroutine_test
+async def test_disallowed_sitemap_is_dropped_by_robots_rules(server: Server) -> None:
+    server.route(
+        "/robots.txt",
+        "User-agent: *\nDisallow: /private/\n"
+        "Sitemap: /private/sitemap.xml\nSitemap: /sitemap.xml\n",
+    )
+    xml(server, "/private/sitemap.xml", urlset(pages(server, "/hidden")))
+    xml(server, "/sitemap.xml", urlset(pages(server, "/a", "/private/b")))
+    crawler = await crawl([server.url("/start")], SITEMAPS)
+    assert hits(server) == {
+        "/robots.txt": 1,
+        "/start": 1,
+        "/sitemap.xml": 1,
+        "/a": 1,
+    }
+    assert stats(crawler) == {
+        "robots/fetch_count": 1,
+        "robots/outcome/parsed": 1,
+        "robots/sitemaps/discovered": 2,
+        "robots/forbidden": 2,
+        "robots/forbidden/rule": 2,
+    }
+
+
+@coroutine_test
+async def test_offsite_sitemap_follows_allowed_domains(
+    make_server: MakeServer,
+) -> None:
+    home, elsewhere = make_server(), make_server()
+    home.route(
+        "/robots.txt",
+        f"Sitemap: /sitemap.xml\nSitemap: {elsewhere.url('/sitemap.xml')}\n",
+    )
+    xml(home, "/sitemap.xml", urlset(pages(home, "/a") + pages(elsewhere, "/x")))
+    xml(elsewhere, "/sitemap.xml", urlset(pages(elsewhere, "/y")))
+    crawler = await crawl([home.url("/start")], SITEMAPS, allowed_domains=[home.host])
+    assert hits(home) == {"/robots.txt": 1, "/start": 1, "/sitemap.xml": 1, "/a": 1}
+    # Neither the off-site sitemap nor the off-site page, nor robots.txt.
+    assert elsewhere.hits == []
+    assert crawler.stats.get_value("offsite/filtered") == 2
+    assert stats(crawler)["robots/sitemaps/discovered"] == 2
+
+
+@pytest.mark.parametrize(
+    ("max_depth", "fetched"),
+    [
+        (1, ["/d1.xml"]),
+        (2, ["/d1.xml", "/d2.xml"]),
+        (3, ["/d1.xml", "/d2.xml", "/d3.xml"]),
+        (4, ["/d1.xml", "/d2.xml", "/d3.xml", "/d4.xml", "/page"]),
+    ],
+)
+@coroutine_test
+async def test_sitemap_indexes_followed_down_to_max_depth(
+    server: Server, max_depth: int, fetched: list[str]
+) -> None:
+    server.route("/robots.txt", "Sitemap: /d1.xml\n")
+    # Three nested indexes, then a sitemap: four levels below robots.txt.
+    for level in (1, 2, 3):
+        xml(server, f"/d{level}.xml", sitemapindex(pages(server, f"/d{level + 1}.xml")))
+    xml(server, "/d4.xml", urlset(pages(server, "/page")))
+    crawler = await crawl(
+        [server.url("/start")], {**SITEMAPS, "ROBOTS_SITEMAP_MAX_DEPTH": max_depth}
+    )
+    assert sorted(hits(server)) == sorted(["/robots.txt", "/start", *fetched])
+    assert stats(crawler)["robots/sitemaps/discovered"] == 1
+
+
+@coroutine_test
+async def test_default_max_depth_is_three(server: Server) -> None:
+    server.route("/robots.txt", "Sitemap: /d1.xml\n")
+    for level in (1, 2, 3):
+        xml(server, f"/d{level}.xml", sitemapindex(pages(server, f"/d{level + 1}.xml")))
+    await crawl([server.url("/start")], SITEMAPS)
+    assert server.count("/d3.xml") == 1
+    assert server.count("/d4.xml") == 0
+
+
+@coroutine_test
+async def test_sitemap_index_pointing_at_itself_ends(server: Server) -> None:
+    server.route("/robots.txt", "Sitemap: /loop.xml\n")
+    xml(server, "/loop.xml", sitemapindex(pages(server, "/loop.xml")))
+    crawler = await crawl([server.url("/start")], SITEMAPS)
+    assert server.count("/loop.xml") == 1
+    assert crawler.stats.get_value("dupefilter/filtered") == 1
+
+
+@coroutine_test
+async def test_invalid_sitemaps_are_ignored_with_a_warning(
+    server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.route(
+        "/robots.txt",
+        "Sitemap: /html\nSitemap: /empty.xml\nSitemap: /bad.xml.gz\n"
+        "Sitemap: /bomb.xml.gz\nSitemap: /missing.xml\nSitemap: ftp://x/s.xml\n"
+        "Sitemap: http://[bad/s.xml\nSitemap: http://:80/s.xml\nSitemap: /ok.xml\n",
+    )
+    server.route("/html", "<html><body>not a sitemap</body></html>")
+    xml(server, "/empty.xml", "")
+    server.route("/bad.xml.gz", b"\x1f\x8b\x08 not really gzip", headers=GZIP)
+    # Past DOWNLOAD_MAXSIZE once decompressed.
+    bomb = urlset(pages(server, *(f"/bomb{i}" for i in range(2000))))
+    gz(server, "/bomb.xml.gz", bomb)
+    server.route("/missing.xml", "gone", status=404)
+    not_urls = ["http://[bad", "", "mailto:someone@example.com", "https://:1/x"]
+    xml(server, "/ok.xml", urlset([*not_urls, *pages(server, "/a")]))
+    with caplog.at_level(logging.WARNING):
+        crawler = await crawl(
+            [server.url("/start")],
+            {**SITEMAPS, "DOWNLOAD_MAXSIZE": len(bomb) // 2},
+        )
+    assert crawled_paths(crawler) == ["/a", "/start"]
+    invalid = [
+        r for r in caplog.records if "Ignoring invalid sitemap" in r.getMessage()
+    ]
+    assert sorted(r.getMessage().rsplit("/", 1)[1][:-1] for r in invalid) == [
+        "bad.xml.gz",
+        "bomb.xml.gz",
+        "empty.xml",
+        "html",
+    ]
+    # Neither the ftp: sitemap nor those that are no URLs are counted:
+    # they are never requested.
+    assert stats(crawler)["robots/sitemaps/discovered"] == 6
+    assert "log_count/ERROR" not in crawler.stats.get_stats()
+
+
+@coroutine_test
+async def test_sitemaps_of_unavailable_and_unreachable_robots_txt(
+    make_server: MakeServer,
+) -> None:
+    missing, failing = make_server(), make_server()
+    missing.route("/robots.txt", "Sitemap: /sitemap.xml\n", status=404)
+    failing.route("/robots.txt", "Sitemap: /sitemap.xml\n", status=503)
+    crawler = await crawl([missing.url("/start"), failing.url("/start")], SITEMAPS)
+    assert missing.count("/sitemap.xml") == 0
+    assert failing.count("/sitemap.xml") == 0
+    assert "robots/sitemaps/discovered" not in stats(crawler)
+
+
+# -- which callback gets the pages -----------------------------------------
+
+
+class NamedCallbackSpider(RecordingSpider):
+    name = "named_callback"
+    robots_sitemap_callback = "parse_listed"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.listed: list[str] = []
+
+    def parse_listed(self, response: Response) -> None:
+        self.listed.append(response.url)
+
+
+@coroutine_test
+async def test_robots_sitemap_callback_names_the_page_callback(
+    server: Server,
+) -> None:
+    server.route("/robots.txt", "Sitemap: /index.xml\n")
+    xml(server, "/index.xml", sitemapindex(pages(server, "/sitemap.xml")))
+    xml(server, "/sitemap.xml", urlset(pages(server, "/a", "/b")))
+    crawler = await crawl([server.url("/start")], SITEMAPS, NamedCallbackSpider)
+    assert sorted(crawler.spider.listed) == pages(server, "/a", "/b")
+    assert crawler.spider.crawled == [server.url("/start")]
+
+
+class MisnamedCallbackSpider(RecordingSpider):
+    name = "misnamed_callback"
+    robots_sitemap_callback = "parse_missing"
+
+
+@coroutine_test
+async def test_misnamed_robots_sitemap_callback_is_a_clear_error(
+    server: Server,
+) -> None:
+    with pytest.raises(ValueError, match="parse_missing"):
+        await crawl([server.url("/start")], SITEMAPS, MisnamedCallbackSpider)
+    assert server.hits == []
+
+
+@pytest.mark.parametrize("value", [0, -1, "deep"])
+@coroutine_test
+async def test_invalid_max_depth_is_a_clear_error(server: Server, value: Any) -> None:
+    with pytest.raises(ValueError, match="ROBOTS_SITEMAP_MAX_DEPTH"):
+        await crawl(
+            [server.url("/start")], {**SITEMAPS, "ROBOTS_SITEMAP_MAX_DEPTH": value}
+        )
+
+
+# -- SitemapSpider ----------------------------------------------------------
+
+
+class ShopSpider(SitemapSpider):
+    name = "shop"
+    sitemap_follow: ClassVar[list[str]] = ["/products"]
+    sitemap_rules: ClassVar[list[tuple[str, str]]] = [
+        ("/product/", "parse_product"),
+        ("", "parse"),
+    ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.products: list[str] = []
+        self.others: list[str] = []
+
+    def parse_product(self, response: Response) -> None:
+        self.products.append(response.url)
+
+    def parse(self, response: Response, **kwargs: Any) -> None:
+        self.others.append(response.url)
+
+
+def _shop(server: Server, robots: str = "") -> None:
+    server.route(
+        "/robots.txt",
+        f"User-agent: *\nDisallow: /private\n{robots}"
+        "Sitemap: /index.xml\nSitemap: /private/sitemap.xml\n",
+    )
+    xml(
+        server,
+        "/index.xml",
+        sitemapindex(pages(server, "/products.xml", "/blog.xml")),
+    )
+    xml(
+        server,
+        "/products.xml",
+        urlset(pages(server, "/product/1", "/product/2", "/about")),
+    )
+    xml(server, "/blog.xml", urlset(pages(server, "/blog/1")))
+    xml(server, "/private/sitemap.xml", urlset(pages(server, "/product/3")))
+
+
+@pytest.mark.parametrize("robots_sitemaps", [False, True])
+@pytest.mark.parametrize("robotstxt_obey", [False, True])
+@coroutine_test
+async def test_sitemap_spider_reads_robots_txt_once_per_origin(
+    make_server: MakeServer, robots_sitemaps: bool, robotstxt_obey: bool
+) -> None:
+    first, second = make_server(), make_server()
+    _shop(first)
+    _shop(second)
+    crawler = get_crawler(
+        ShopSpider,
+        {
+            **BASE_SETTINGS,
+            "ROBOTS_SITEMAPS": robots_sitemaps,
+            # As Scrapy's project template sets it.
+            "ROBOTSTXT_OBEY": robotstxt_obey,
+        },
+    )
+    await crawler.crawl_async(
+        sitemap_urls=[
+            first.url("/robots.txt"),
+            second.url("/robots.txt"),
+            # Named twice: still one fetch.
+            first.url("/robots.txt"),
+        ]
+    )
+    for server in (first, second):
+        # sitemap_follow keeps /blog.xml out; robots.txt keeps /private out.
+        assert hits(server) == {
+            "/robots.txt": 1,
+            "/index.xml": 1,
+            "/products.xml": 1,
+            "/product/1": 1,
+            "/product/2": 1,
+            "/about": 1,
+        }
+    spider = crawler.spider
+    assert sorted(spider.products) == sorted(
+        pages(first, "/product/1", "/product/2")
+        + pages(second, "/product/1", "/product/2")
+    )
+    assert sorted(spider.others) == sorted(
+        pages(first, "/about") + pages(second, "/about")
+    )
+    assert stats(crawler) == {
+        "robots/fetch_count": 2,
+        "robots/outcome/parsed": 2,
+        "robots/sitemaps/discovered": 4,
+        "robots/forbidden": 2,
+        "robots/forbidden/rule": 2,
+    }
+
+
+@coroutine_test
+async def test_sitemap_spider_with_robots_disabled_reads_robots_txt_itself(
+    server: Server,
+) -> None:
+    _shop(server)
+    crawler = get_crawler(ShopSpider, {**BASE_SETTINGS, "ROBOTS_ENABLED": False})
+    await crawler.crawl_async(sitemap_urls=[server.url("/robots.txt")])
+    # Scrapy's own way: robots.txt as a page, nothing obeyed.
+    assert server.count("/robots.txt") == 1
+    assert server.count("/private/sitemap.xml") == 1
+    assert server.count("/product/3") == 1
+
+
+@coroutine_test
+async def test_sitemap_spider_other_start_urls_untouched(server: Server) -> None:
+    server.route("/robots.txt", "Sitemap: /index.xml\n")
+    xml(server, "/direct.xml", urlset(pages(server, "/product/9")))
+    # Not the origin's robots.txt: a page SitemapSpider reads as robots.txt.
+    server.route("/sub/robots.txt", f"Sitemap: {server.url('/products.xml')}\n")
+    xml(server, "/products.xml", urlset(pages(server, "/product/8")))
+    crawler = get_crawler(ShopSpider, BASE_SETTINGS)
+    await crawler.crawl_async(
+        sitemap_urls=[server.url("/direct.xml"), server.url("/sub/robots.txt")]
+    )
+    assert sorted(crawler.spider.products) == pages(server, "/product/8", "/product/9")
+    assert server.count("/robots.txt") == 1
+    assert "robots/sitemaps/discovered" not in stats(crawler)
+
+
+# -- JOBDIR -----------------------------------------------------------------
+
+
+@coroutine_test
+async def test_sitemap_requests_are_serialized_in_jobdir(
+    server: Server, tmp_path: Path
+) -> None:
+    server.route("/robots.txt", "Sitemap: /index.xml\n")
+    xml(server, "/index.xml", sitemapindex(pages(server, "/sitemap.xml")))
+    xml(server, "/sitemap.xml", urlset(pages(server, "/a", "/b")))
+    crawler = await crawl(
+        [server.url("/start")], {**SITEMAPS, "JOBDIR": str(tmp_path / "job")}
+    )
+    assert crawled_paths(crawler) == ["/a", "/b", "/start"]
+    crawl_stats = crawler.stats.get_stats()
+    assert "scheduler/unserializable" not in crawl_stats
+    # The start URL, the two sitemaps and the two pages.
+    assert crawl_stats["scheduler/enqueued/disk"] == 5
+    assert "scheduler/enqueued/memory" not in crawl_stats
+
+
+class StoppingSpider(RecordingSpider):
+    """Stops the crawl as soon as a sitemap request is scheduled."""
+
+    name = "stopping"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stopped = False
+
+    async def start(self) -> Any:
+        self.crawler.signals.connect(self._scheduled, signal=signals.request_scheduled)
+        async for request in super().start():
+            yield request
+
+    def _scheduled(self, request: Request) -> None:
+        if DEPTH_KEY in request.meta and not self.stopped:
+            self.stopped = True
+            # Once the request is in the queue (this signal comes first).
+            call_later(0, self._stop)
+
+    def _stop(self) -> None:
+        from scrapy.utils.defer import deferred_from_coro
+
+        deferred_from_coro(self.crawler.stop_async())
+
+
+@pytest.mark.parametrize("sitemaps_on_resume", [True, False])
+@coroutine_test
+async def test_jobdir_resume_reads_queued_sitemap_requests(
+    server: Server, tmp_path: Path, sitemaps_on_resume: bool
+) -> None:
+    server.route("/robots.txt", "Sitemap: /sitemap.xml\n")
+    xml(server, "/sitemap.xml", urlset(pages(server, "/a", "/b")))
+    # Slow, so that it is still on its way when the crawl stops, and one
+    # request at a time, so that the sitemap stays queued meanwhile.
+    server.route("/start", "<html></html>", delay=0.5)
+    settings = {
+        **SITEMAPS,
+        "JOBDIR": str(tmp_path / "job"),
+        "CONCURRENT_REQUESTS": 1,
+    }
+    first = get_crawler(StoppingSpider, {**BASE_SETTINGS, **settings})
+    await first.crawl_async(urls=[server.url("/start")])
+    assert first.spider.stopped
+    assert server.count("/sitemap.xml") == 0
+    assert first.stats.get_value("scheduler/enqueued/disk") == 2
+
+    resumed = await crawl([], {**settings, "ROBOTS_SITEMAPS": sitemaps_on_resume})
+    assert server.count("/sitemap.xml") == 1
+    assert crawled_paths(resumed) == ["/a", "/b"]
+    resumed_stats = resumed.stats.get_stats()
+    assert resumed_stats["scheduler/dequeued/disk"] == 3
+    assert "log_count/ERROR" not in resumed_stats
+
+
+@coroutine_test
+async def test_sitemap_spider_waits_for_robots_txt_read_from_a_store(
+    server: Server, tmp_path: Path
+) -> None:
+    # The SQLite store is read in a thread before robots.txt is fetched:
+    # for that while, nothing of the crawl is on its way but this.
+    _shop(server)
+    settings = {
+        **BASE_SETTINGS,
+        "ROBOTS_STORE": "sqlite",
+        "ROBOTS_STORE_URL": str(tmp_path / "robots.sqlite3"),
+    }
+    crawler = get_crawler(ShopSpider, settings)
+    await crawler.crawl_async(sitemap_urls=[server.url("/robots.txt")])
+    assert sorted(crawler.spider.products) == pages(server, "/product/1", "/product/2")
+    assert server.count("/robots.txt") == 1
