@@ -18,3 +18,7 @@ fi
 .venv/bin/ruff format --check scrapy_rfc9309 tests benchmarks
 .venv/bin/mypy --strict scrapy_rfc9309
 .venv/bin/python -m pytest -q "$@"
+# RobotsMiddleware's crawl tests once more without a Twisted reactor
+# (TWISTED_REACTOR_ENABLED=False, aiohttp downloads, pytest-asyncio).
+.venv/bin/python -m pytest -q -p no:twisted -o addopts="" \
+    tests/test_middleware*.py tests/test_crawl_delay.py tests/test_addon.py

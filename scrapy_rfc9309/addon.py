@@ -1,0 +1,76 @@
+"""The add-on: ``ADDONS = {"scrapy_rfc9309.Addon": 100}``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from scrapy.utils.misc import load_object
+
+from ._defaults import DEFAULTS
+from .middleware import RobotsMiddleware
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+__all__ = ["Addon"]
+
+#: Where the built-in RobotsTxtMiddleware sits, so robots.txt is obeyed at
+#: the same point of the downloader middleware chain.
+DOWNLOADER_PRIORITY = 100
+#: Spider middleware order: after HttpErrorMiddleware (50) has dropped error
+#: responses, before Referer (700), UrlLength (800) and Depth (900) see the
+#: follow-up requests of a page.
+SPIDER_PRIORITY = 550
+# By import path: the add-on does not need the spider middleware's module.
+DIRECTIVES_MIDDLEWARE = "scrapy_rfc9309.spidermiddleware.DirectivesMiddleware"
+SITEMAPS_MIDDLEWARE = "scrapy_rfc9309.sitemaps.SitemapsMiddleware"
+#: Near the spider (after Depth, 900): the sitemap requests it puts in place
+#: of a SitemapSpider's robots.txt start requests pass every other one.
+SITEMAPS_PRIORITY = 950
+
+
+class Addon:
+    """Enable scrapy-rfc9309 in one line.
+
+    Writes the package's defaults at ``"addon"`` priority (project and spider
+    settings still win), removes Scrapy's ``RobotsTxtMiddleware`` from the
+    chain whatever ``ROBOTSTXT_OBEY`` says, and installs
+    :class:`~scrapy_rfc9309.RobotsMiddleware`,
+    :class:`~scrapy_rfc9309.DirectivesMiddleware` and
+    :class:`~scrapy_rfc9309.sitemaps.SitemapsMiddleware` unless the project
+    placed (or disabled, with ``None``) them itself.
+    """
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        for name, value in DEFAULTS.items():
+            settings.set(name, value, "addon")
+        # Scrapy's project template sets ROBOTSTXT_OBEY = True at project
+        # priority, which an add-on cannot override; taking the built-in out
+        # of the chain keeps it from fetching robots.txt a second time and
+        # from judging requests by its own, different rules.
+        settings.set_in_component_priority_dict(
+            "DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, None
+        )
+        settings.setdefault_in_component_priority_dict(
+            "DOWNLOADER_MIDDLEWARES", RobotsMiddleware, DOWNLOADER_PRIORITY
+        )
+        _setdefault_by_path(
+            settings, "SPIDER_MIDDLEWARES", DIRECTIVES_MIDDLEWARE, SPIDER_PRIORITY
+        )
+        _setdefault_by_path(
+            settings, "SPIDER_MIDDLEWARES", SITEMAPS_MIDDLEWARE, SITEMAPS_PRIORITY
+        )
+
+
+def _setdefault_by_path(
+    settings: BaseSettings, name: str, path: str, priority: int
+) -> None:
+    """``setdefault_in_component_priority_dict`` for a class named by ``path``."""
+    components: dict[Any, Any] = settings.getdict(name)
+    for key in components:
+        component = load_object(key) if isinstance(key, str) else key
+        if f"{component.__module__}.{component.__qualname__}" == path:
+            return
+    components[path] = priority
+    settings.set(name, components, settings.getpriority(name) or 0)

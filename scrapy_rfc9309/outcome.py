@@ -1,0 +1,362 @@
+"""What fetching an origin's robots.txt gave, and how long it holds.
+
+An :class:`Outcome` is plain data: one of ``parsed`` (with its
+:class:`~scrapy_rfc9309.parse.Document`), ``unavailable`` (everything
+allowed) or ``unreachable`` (everything but ``/robots.txt`` disallowed), with
+the times that decide when it is fetched again and, for an unreachable
+origin, what the 30-day rule falls back to.  Everything here is pure: the
+caller does the fetching and passes the result and the current time in.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+from .match import ROBOTS_TXT, Decision, compile
+from .parse import Document
+
+if TYPE_CHECKING:
+    from .match import Matcher
+
+__all__ = [
+    "FORMAT",
+    "PARSED",
+    "UNAVAILABLE",
+    "UNREACHABLE",
+    "Lifetimes",
+    "Outcome",
+    "OutcomeKind",
+    "explain_by",
+    "explain_compiled",
+    "is_allowed_by",
+    "kind_of_status",
+    "lifetime",
+    "max_age",
+    "parsed",
+    "unavailable",
+    "unreachable",
+]
+
+OutcomeKind = Literal["parsed", "unavailable", "unreachable"]
+PARSED: OutcomeKind = "parsed"
+UNAVAILABLE: OutcomeKind = "unavailable"
+UNREACHABLE: OutcomeKind = "unreachable"
+_KINDS = (PARSED, UNAVAILABLE, UNREACHABLE)
+
+#: Version of the ``to_dict()`` form.  Readers ignore keys they do not know,
+#: so optional keys can be added without a new version; a reader refuses a
+#: version it does not know, and stores then treat the entry as missing.
+FORMAT = 1
+
+_ALLOW_UNAVAILABLE = Decision(True, "unavailable", None)
+_DISALLOW_UNREACHABLE = Decision(False, "unreachable", None)
+
+
+@dataclass(frozen=True)
+class Lifetimes:
+    """How long outcomes hold, in seconds (the ``ROBOTS_*`` settings)."""
+
+    #: ``ROBOTS_CACHE_LIFETIME``: parsed and unavailable outcomes.
+    cache: float = 86_400
+    #: ``ROBOTS_UNREACHABLE_LIFETIME``: unreachable outcomes, then fetch again.
+    unreachable: float = 600
+    #: ``ROBOTS_UNREACHABLE_GRACE``: how long an origin may stay unreachable
+    #: before it is judged by its last parsed robots.txt (or as unavailable).
+    grace: float = 2_592_000
+    #: The floor of a lifetime shortened by ``Cache-Control``.
+    minimum: float = 600
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of fetching one origin's robots.txt.
+
+    Times are seconds since the epoch.  ``retain_until`` is how long a store
+    keeps the entry past ``expires_at``: a parsed outcome is still needed
+    after it expires, as the fallback of the 30-day rule.
+    """
+
+    kind: OutcomeKind
+    fetched_at: float
+    expires_at: float
+    retain_until: float
+    http_status: int | None = None
+    #: The parsed robots.txt (``parsed`` only).
+    document: Document | None = None
+    #: Why, in words: ``"HTTP 404"``, ``"DNS lookup failed"``, ...
+    detail: str = ""
+    #: ``unreachable`` only: when this run of failures began, when the 30-day
+    #: rule takes over, and the last parsed robots.txt it then falls back to.
+    unreachable_since: float | None = None
+    grace_ends_at: float | None = None
+    fallback: Document | None = field(default=None, repr=False)
+
+    @property
+    def rules(self) -> Document | None:
+        """The robots.txt this outcome is judged by, once it is in force.
+
+        The document of a parsed outcome; for an unreachable one, the last
+        parsed document, used only after ``grace_ends_at``.
+        """
+        return self.document if self.kind == PARSED else self.fallback
+
+    def disallows_all(self, now: float) -> bool:
+        """Whether this is an unreachable origin still within its grace."""
+        return (
+            self.kind == UNREACHABLE
+            and self.grace_ends_at is not None
+            and now < self.grace_ends_at
+        )
+
+    def slimmed(self, user_agent: str) -> Outcome:
+        """This outcome with only what answers for ``user_agent`` kept."""
+        return replace(
+            self,
+            document=None
+            if self.document is None
+            else self.document.for_agent(user_agent),
+            fallback=None
+            if self.fallback is None
+            else self.fallback.for_agent(user_agent),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly form, read back by :meth:`from_dict`."""
+        return {
+            "format": FORMAT,
+            "kind": self.kind,
+            "fetched_at": self.fetched_at,
+            "expires_at": self.expires_at,
+            "retain_until": self.retain_until,
+            "http_status": self.http_status,
+            "document": None if self.document is None else self.document.to_dict(),
+            "detail": self.detail,
+            "unreachable_since": self.unreachable_since,
+            "grace_ends_at": self.grace_ends_at,
+            "fallback": None if self.fallback is None else self.fallback.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Outcome:
+        """Read :meth:`to_dict`'s form back.
+
+        Raises ``ValueError`` (or ``TypeError`` / ``KeyError`` for a wrong
+        shape) for data this version cannot read, including a newer format.
+        """
+        if not isinstance(data, dict):
+            raise TypeError(f"an outcome is a JSON object, not {type(data).__name__}")
+        version = data.get("format")
+        if version != FORMAT:
+            raise ValueError(f"unsupported outcome format {version!r}")
+        kind = data["kind"]
+        if kind not in _KINDS:
+            raise ValueError(f"unknown outcome kind {kind!r}")
+        document = _document(data.get("document"))
+        if kind == PARSED and document is None:
+            raise ValueError("a parsed outcome without its document")
+        status = data.get("http_status")
+        return cls(
+            kind=kind,
+            fetched_at=float(data["fetched_at"]),
+            expires_at=float(data["expires_at"]),
+            retain_until=float(data["retain_until"]),
+            http_status=None if status is None else int(status),
+            document=document,
+            detail=str(data.get("detail") or ""),
+            unreachable_since=_optional_float(data.get("unreachable_since")),
+            grace_ends_at=_optional_float(data.get("grace_ends_at")),
+            fallback=_document(data.get("fallback")),
+        )
+
+
+def _document(data: Any) -> Document | None:
+    return None if data is None else Document.from_dict(data)
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def kind_of_status(status: int) -> OutcomeKind:
+    """The outcome an HTTP status gives, once redirects have been followed.
+
+    A 3xx left over (no ``Location``, or too many hops) means no robots.txt
+    was found: ``unavailable``, as for 4xx.  429 is a 4xx but says "come
+    back later", so it counts as unreachable, like 5xx, as Google does.
+    Anything outside 200-599 is no usable answer at all: ``unreachable``.
+    """
+    if 200 <= status < 300:
+        return PARSED
+    if status == 429 or 500 <= status < 600:
+        return UNREACHABLE
+    if 300 <= status < 500:
+        return UNAVAILABLE
+    return UNREACHABLE
+
+
+def max_age(cache_control: str | None) -> float | None:
+    """The freshness lifetime a ``Cache-Control`` header value asks for.
+
+    ``no-cache`` and ``no-store`` ask for none (0); the smallest of several
+    directives wins; ``None`` when the header says nothing about it.
+    """
+    if not cache_control:
+        return None
+    ages: list[float] = []
+    for directive in cache_control.split(","):
+        name, _, value = directive.partition("=")
+        name = name.strip().lower()
+        if name in ("no-cache", "no-store"):
+            ages.append(0.0)
+        elif name == "max-age":
+            try:
+                ages.append(max(0.0, float(int(value.strip().strip('"')))))
+            except ValueError:
+                continue
+    return min(ages) if ages else None
+
+
+def lifetime(lifetimes: Lifetimes, cache_max_age: float | None) -> float:
+    """How long a parsed or unavailable outcome holds.
+
+    ``Cache-Control: max-age`` may shorten ``lifetimes.cache`` but not below
+    ``lifetimes.minimum``; it never lengthens it.
+    """
+    if cache_max_age is None:
+        return lifetimes.cache
+    return min(lifetimes.cache, max(cache_max_age, lifetimes.minimum))
+
+
+def parsed(
+    document: Document,
+    *,
+    now: float,
+    lifetimes: Lifetimes,
+    http_status: int | None = 200,
+    cache_max_age: float | None = None,
+    detail: str = "",
+) -> Outcome:
+    """A robots.txt that was fetched and parsed."""
+    expires_at = now + lifetime(lifetimes, cache_max_age)
+    return Outcome(
+        kind=PARSED,
+        fetched_at=now,
+        expires_at=expires_at,
+        # Kept past expiry: the fallback if the origin becomes unreachable.
+        retain_until=expires_at + lifetimes.grace,
+        http_status=http_status,
+        document=document,
+        detail=detail or (f"HTTP {http_status}" if http_status is not None else ""),
+    )
+
+
+def unavailable(
+    *,
+    now: float,
+    lifetimes: Lifetimes,
+    http_status: int | None = None,
+    cache_max_age: float | None = None,
+    detail: str = "",
+) -> Outcome:
+    """No robots.txt (4xx, too many redirects): everything is allowed."""
+    expires_at = now + lifetime(lifetimes, cache_max_age)
+    return Outcome(
+        kind=UNAVAILABLE,
+        fetched_at=now,
+        expires_at=expires_at,
+        retain_until=expires_at,
+        http_status=http_status,
+        detail=detail or (f"HTTP {http_status}" if http_status is not None else ""),
+    )
+
+
+def unreachable(
+    *,
+    now: float,
+    lifetimes: Lifetimes,
+    previous: Outcome | None = None,
+    http_status: int | None = None,
+    detail: str = "",
+) -> Outcome:
+    """The origin could not be asked (5xx, 429, network error).
+
+    ``previous`` is the origin's last outcome, fresh or stale: a run of
+    failures continues from an earlier unreachable outcome, and the last
+    parsed robots.txt is carried along for the 30-day rule.  A successful
+    answer of "no robots.txt" (unavailable) ends what there was to fall
+    back to.
+    """
+    since = now
+    fallback = None
+    if previous is not None and previous.retain_until > now:
+        if previous.kind == UNREACHABLE:
+            since = (
+                previous.fetched_at
+                if previous.unreachable_since is None
+                else previous.unreachable_since
+            )
+            fallback = previous.fallback
+        elif previous.kind == PARSED:
+            fallback = previous.document
+    expires_at = now + lifetimes.unreachable
+    grace_ends_at = since + lifetimes.grace
+    return Outcome(
+        kind=UNREACHABLE,
+        fetched_at=now,
+        expires_at=expires_at,
+        # A run of failures carries on from one outcome to the next as long
+        # as the entry is kept, so it is kept as long as a parsed one.
+        retain_until=expires_at + lifetimes.grace,
+        http_status=http_status,
+        detail=detail or (f"HTTP {http_status}" if http_status is not None else ""),
+        unreachable_since=since,
+        grace_ends_at=grace_ends_at,
+        fallback=fallback,
+    )
+
+
+def _is_robots_txt(url: str) -> bool:
+    return urlsplit(url).path == "/robots.txt"
+
+
+def explain_compiled(
+    outcome: Outcome, matcher: Matcher | None, url: str, now: float
+) -> Decision:
+    """:func:`explain_by` with ``matcher`` compiled from ``outcome.rules``.
+
+    This is the per-request path of the middleware, which keeps a compiled
+    matcher per origin: it must stay a couple of comparisons and one call.
+    """
+    if outcome.kind == UNREACHABLE and outcome.disallows_all(now):
+        return ROBOTS_TXT if _is_robots_txt(url) else _DISALLOW_UNREACHABLE
+    if matcher is None:
+        return _ALLOW_UNAVAILABLE
+    return matcher.explain(url)
+
+
+def explain_by(
+    outcome: Outcome, user_agent: str, url: str, *, now: float | None = None
+) -> Decision:
+    """Whether ``outcome`` lets ``user_agent`` fetch ``url``, and why.
+
+    Reasons are those of :func:`~scrapy_rfc9309.match.explain`, plus
+    ``unavailable`` (no robots.txt: allowed) and ``unreachable`` (disallowed
+    while the origin is unreachable).  An origin unreachable past its grace
+    (``now``, default the current time) is judged by its last parsed
+    robots.txt, or as unavailable.
+    """
+    if now is None:
+        now = time.time()
+    rules = outcome.rules
+    matcher = None if rules is None else compile(rules, user_agent)
+    return explain_compiled(outcome, matcher, url, now)
+
+
+def is_allowed_by(
+    outcome: Outcome, user_agent: str, url: str, *, now: float | None = None
+) -> bool:
+    """Whether ``outcome`` lets ``user_agent`` fetch ``url``."""
+    return explain_by(outcome, user_agent, url, now=now).allowed

@@ -1,0 +1,129 @@
+"""``ROBOTS_STORE = "memory"``: outcomes in this process, least recently used
+origins dropped first.
+
+It is also the layer that answers every request of a crawl, whatever the
+configured store: for each origin it holds only what answers for the crawl's
+agent (``Document.for_agent``) and the matcher compiled from it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING, NamedTuple
+
+from .._settings import robots_user_agent, setting
+from ..match import compile
+from .base import OutcomeStore
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scrapy.crawler import Crawler
+    from typing_extensions import Self
+
+    from ..match import Matcher
+    from ..outcome import Outcome
+
+__all__ = ["Entry", "MemoryStore"]
+
+
+class Entry(NamedTuple):
+    """An origin's outcome, slimmed to one agent, with its compiled matcher."""
+
+    outcome: Outcome
+    #: Compiled from ``outcome.rules``; ``None`` when there are none.
+    matcher: Matcher | None
+
+
+class MemoryStore(OutcomeStore):
+    """An LRU map of origin to :class:`Entry`, bounded by ``max_origins``.
+
+    ``user_agent`` is the agent every answer is for; ``None`` keeps whole
+    documents (and compiles matchers for the ``*`` group).
+    """
+
+    shared = False
+
+    def __init__(
+        self,
+        max_origins: int = 100_000,
+        user_agent: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if max_origins < 1:
+            raise ValueError(
+                f"ROBOTS_MEMORY_MAX_ORIGINS must be at least 1, not {max_origins}"
+            )
+        self.max_origins = max_origins
+        self.user_agent = user_agent
+        #: Seconds since the epoch; entries past ``retain_until`` are gone.
+        self.clock = clock
+        self._entries: OrderedDict[str, Entry] = OrderedDict()
+        # Leases only matter within this process; the middleware's own
+        # single flight already covers it, so this is the plain semantics.
+        self._leases: dict[str, float] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        value = setting(crawler.settings, "ROBOTS_MEMORY_MAX_ORIGINS")
+        try:
+            max_origins = int(value)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"ROBOTS_MEMORY_MAX_ORIGINS must be a number of origins, not {value!r}"
+            ) from None
+        return cls(max_origins, robots_user_agent(crawler.settings, crawler.spider))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, origin: object) -> bool:
+        return origin in self._entries
+
+    def entry(self, origin: str) -> Entry | None:
+        """The entry of ``origin``, fresh or stale, marking it recently used.
+
+        Synchronous: this is the per-request path.
+        """
+        entry = self._entries.get(origin)
+        if entry is not None:
+            self._entries.move_to_end(origin)
+        return entry
+
+    def store(self, origin: str, outcome: Outcome) -> Entry:
+        """Keep ``outcome`` for ``origin`` (slimmed to the agent); its entry."""
+        agent = self.user_agent
+        if agent is not None:
+            outcome = outcome.slimmed(agent)
+        rules = outcome.rules
+        entry = Entry(outcome, None if rules is None else compile(rules, agent or "*"))
+        entries = self._entries
+        entries[origin] = entry
+        entries.move_to_end(origin)
+        while len(entries) > self.max_origins:
+            entries.popitem(last=False)
+        return entry
+
+    async def get(self, origin: str) -> Outcome | None:
+        entry = self._entries.get(origin)
+        if entry is None:
+            return None
+        if entry.outcome.retain_until <= self.clock():
+            del self._entries[origin]
+            return None
+        self._entries.move_to_end(origin)
+        return entry.outcome
+
+    async def put(self, origin: str, outcome: Outcome) -> None:
+        self.store(origin, outcome)
+
+    async def acquire(self, origin: str, ttl: float) -> bool:
+        now = time.monotonic()
+        if self._leases.get(origin, 0.0) > now:
+            return False
+        self._leases[origin] = now + ttl
+        return True
+
+    async def release(self, origin: str) -> None:
+        self._leases.pop(origin, None)

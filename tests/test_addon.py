@@ -1,0 +1,114 @@
+"""The add-on, and enabling the middleware by hand."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from scrapy.utils.test import get_crawler
+
+from scrapy_rfc9309 import Addon, RobotsMiddleware
+from scrapy_rfc9309._defaults import DEFAULTS
+from tests.crawl_helpers import RecordingSpider, crawl, middleware, stats
+from tests.server import Server
+from tests.utils import coroutine_test
+
+DIRECTIVES = "scrapy_rfc9309.spidermiddleware.DirectivesMiddleware"
+
+
+def _downloader_mws(crawler: Any) -> list[type]:
+    return [type(mw) for mw in crawler.engine.downloader.middleware.middlewares]
+
+
+def _settings(settings: dict[str, Any]) -> Any:
+    return get_crawler(RecordingSpider, settings).settings
+
+
+def test_addon_writes_defaults_at_addon_priority() -> None:
+    settings = _settings({"ADDONS": {Addon: 100}, "ROBOTS_MAX_REDIRECTS": 9})
+    for name, value in DEFAULTS.items():
+        if name == "ROBOTS_MAX_REDIRECTS":
+            continue
+        assert settings.get(name) == value, name
+        assert settings.getpriority(name) == 15, name
+    # Project settings win.
+    assert settings.getint("ROBOTS_MAX_REDIRECTS") == 9
+
+
+def test_addon_installs_both_middlewares_and_removes_the_builtin() -> None:
+    settings = _settings({"ADDONS": {"scrapy_rfc9309.Addon": 100}})
+    downloader = settings.getdict("DOWNLOADER_MIDDLEWARES")
+    assert downloader[RobotsMiddleware] == 100
+    assert downloader[RobotsTxtMiddleware] is None
+    assert settings.getdict("SPIDER_MIDDLEWARES")[DIRECTIVES] == 550
+
+
+def test_addon_respects_middlewares_placed_by_the_project() -> None:
+    settings = _settings(
+        {
+            "ADDONS": {"scrapy_rfc9309.Addon": 100},
+            "DOWNLOADER_MIDDLEWARES": {"scrapy_rfc9309.RobotsMiddleware": 120},
+            "SPIDER_MIDDLEWARES": {"scrapy_rfc9309.DirectivesMiddleware": None},
+        }
+    )
+    downloader = settings.getdict("DOWNLOADER_MIDDLEWARES")
+    assert downloader == {
+        "scrapy_rfc9309.RobotsMiddleware": 120,
+        RobotsTxtMiddleware: None,
+    }
+    spider = settings.getdict("SPIDER_MIDDLEWARES")
+    assert spider["scrapy_rfc9309.DirectivesMiddleware"] is None
+    assert DIRECTIVES not in spider
+
+
+@coroutine_test
+async def test_builtin_never_runs_beside_ours_even_with_robotstxt_obey(
+    server: Server,
+) -> None:
+    server.route("/robots.txt", "User-agent: *\nDisallow: /private\n")
+    # Scrapy's project template sets this at project priority.
+    crawler = await crawl(
+        [server.url("/a"), server.url("/b"), server.url("/private")],
+        {"ROBOTSTXT_OBEY": True},
+    )
+    assert server.count("/robots.txt") == 1
+    mws = _downloader_mws(crawler)
+    assert RobotsMiddleware in mws
+    assert RobotsTxtMiddleware not in mws
+    assert "robotstxt/request_count" not in stats(crawler, "robotstxt/")
+    assert sorted(crawler.spider.crawled) == [server.url("/a"), server.url("/b")]
+
+
+@coroutine_test
+async def test_enabled_by_hand(server: Server) -> None:
+    server.route("/robots.txt", "User-agent: *\nDisallow: /private\n", status=200)
+    crawler = await crawl(
+        [server.url("/a"), server.url("/private")],
+        {
+            "ADDONS": {},
+            "DOWNLOADER_MIDDLEWARES": {"scrapy_rfc9309.RobotsMiddleware": 100},
+        },
+    )
+    assert crawler.spider.crawled == [server.url("/a")]
+    assert stats(crawler) == {
+        "robots/fetch_count": 1,
+        "robots/outcome/parsed": 1,
+        "robots/forbidden": 1,
+        "robots/forbidden/rule": 1,
+    }
+    mw = middleware(crawler)
+    # The defaults without the add-on writing them.
+    assert mw.max_bytes == DEFAULTS["ROBOTS_MAX_BYTES"]
+    assert mw.lifetimes.cache == DEFAULTS["ROBOTS_CACHE_LIFETIME"]
+
+
+class Custom(RecordingSpider):
+    custom_settings: ClassVar[dict[str, Any]] = {"ROBOTS_ENABLED": False}
+
+
+@coroutine_test
+async def test_spider_custom_settings_win(server: Server) -> None:
+    server.route("/robots.txt", "User-agent: *\nDisallow: /\n")
+    crawler = await crawl([server.url("/a")], spidercls=Custom)
+    assert crawler.spider.crawled == [server.url("/a")]
+    assert server.count("/robots.txt") == 0

@@ -1,0 +1,198 @@
+"""Crawl-delay, measured at the server.
+
+Only lower bounds are checked (a gap is at least the delay, less a small
+tolerance for clocks): a slow machine makes gaps longer, never shorter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from itertools import pairwise
+from typing import Any
+
+import pytest
+from scrapy import Request
+from scrapy.http import Response
+from scrapy.utils.asyncio import sleep
+
+from tests.crawl_helpers import RecordingSpider, crawl, stats
+from tests.server import Server
+from tests.utils import coroutine_test
+
+MakeServer = Callable[..., Server]
+DELAY = 0.3
+TOLERANCE = 0.03
+BURST = {"CONCURRENT_REQUESTS_PER_DOMAIN": 8, "CONCURRENT_REQUESTS": 16}
+
+
+def _gaps(server: Server) -> list[float]:
+    times = sorted(server.times())
+    return [later - earlier for earlier, later in pairwise(times)]
+
+
+def _assert_spaced(server: Server, delay: float = DELAY) -> None:
+    gaps = _gaps(server)
+    assert gaps, "no requests"
+    assert min(gaps) >= delay - TOLERANCE, gaps
+
+
+def _robots(delay: float, agent: str = "*") -> str:
+    return f"User-agent: {agent}\nCrawl-delay: {delay}\nDisallow: /private\n"
+
+
+def _slot(crawler: Any, server: Server) -> Any:
+    return crawler.engine.downloader.slots.get(server.host)
+
+
+@coroutine_test
+async def test_crawl_delay_spaces_requests(server: Server) -> None:
+    server.route("/robots.txt", _robots(DELAY))
+    urls = [server.url(f"/p{i}") for i in range(5)]
+    # DOWNLOAD_DELAY_JITTER (0.5 by default) would make some gaps shorter.
+    crawler = await crawl(urls, BURST)
+    assert len(crawler.spider.crawled) == 5
+    # robots.txt and the five pages, each at least DELAY apart.
+    assert len(server.hits) == 6
+    _assert_spaced(server)
+    assert stats(crawler)["robots/crawl_delay/origins"] == 1
+
+
+@coroutine_test
+async def test_crawl_delay_with_autothrottle(server: Server) -> None:
+    server.route("/robots.txt", _robots(DELAY))
+    urls = [server.url(f"/p{i}") for i in range(5)]
+    await crawl(
+        urls,
+        {
+            **BURST,
+            "AUTOTHROTTLE_ENABLED": True,
+            # AutoThrottle would set every slot's delay to at most 0.05 s
+            # after each response.
+            "AUTOTHROTTLE_START_DELAY": 0.01,
+            "AUTOTHROTTLE_MAX_DELAY": 0.05,
+            "AUTOTHROTTLE_TARGET_CONCURRENCY": 8,
+        },
+    )
+    _assert_spaced(server)
+
+
+@coroutine_test
+async def test_crawl_delay_with_a_lower_download_delay_and_jitter(
+    server: Server,
+) -> None:
+    server.route("/robots.txt", _robots(DELAY))
+    urls = [server.url(f"/p{i}") for i in range(5)]
+    await crawl(urls, {**BURST, "DOWNLOAD_DELAY": 0.1, "DOWNLOAD_DELAY_JITTER": 0.9})
+    _assert_spaced(server)
+
+
+@coroutine_test
+async def test_a_higher_download_delay_still_wins(server: Server) -> None:
+    server.route("/robots.txt", _robots(0.1))
+    urls = [server.url(f"/p{i}") for i in range(3)]
+    crawler = await crawl(urls, {**BURST, "DOWNLOAD_DELAY": 0.4})
+    slot = _slot(crawler, server)
+    assert slot.delay == 0.4
+    # Its jitter (0.5 by default) never brings a gap under the Crawl-delay.
+    assert slot.delay * (1 - slot.jitter) >= 0.1
+    _assert_spaced(server, 0.1)
+
+
+class TwoBursts(RecordingSpider):
+    """Three pages, then (once its downloader slot has been dropped for
+    being idle, as Scrapy's slot GC does) three more."""
+
+    async def start(self) -> AsyncIterator[Any]:
+        for url in self.urls[:3]:
+            yield Request(url, callback=self.parse_first, dont_filter=True)
+
+    async def parse_first(self, response: Response) -> AsyncIterator[Any]:
+        self.parse(response)
+        if len(self.crawled) < 3:
+            return
+        downloader = self.crawler.engine.downloader
+        # What _slot_gc needs to drop a slot: idle, its delay elapsed.
+        await sleep(DELAY + 0.05)
+        downloader._slot_gc(age=0)
+        assert response.meta["download_slot"] not in downloader.slots
+        for url in self.urls[3:]:
+            yield Request(url, callback=self.parse, dont_filter=True)
+
+
+@coroutine_test
+async def test_crawl_delay_survives_the_slot_being_dropped(server: Server) -> None:
+    server.route("/robots.txt", _robots(DELAY))
+    urls = [server.url(f"/p{i}") for i in range(6)]
+    crawler = await crawl(urls, BURST, spidercls=TwoBursts)
+    assert len(crawler.spider.crawled) == 6
+    times = sorted(server.times("/p"))
+    second_burst = times[3:]
+    gaps = [b - a for a, b in pairwise(second_burst)]
+    assert min(gaps) >= DELAY - TOLERANCE, gaps
+
+
+@coroutine_test
+async def test_crawl_delay_over_the_maximum_is_clamped(server: Server) -> None:
+    server.route("/robots.txt", _robots(100))
+    urls = [server.url(f"/p{i}") for i in range(3)]
+    crawler = await crawl(urls, {**BURST, "ROBOTS_CRAWL_DELAY_MAX": DELAY})
+    assert len(crawler.spider.crawled) == 3
+    assert _slot(crawler, server).delay == DELAY
+    _assert_spaced(server)
+
+
+@coroutine_test
+async def test_crawl_delay_over_the_maximum_skips_the_origin(server: Server) -> None:
+    server.route("/robots.txt", _robots(100))
+    urls = [server.url(f"/p{i}") for i in range(3)]
+    crawler = await crawl(
+        urls,
+        {**BURST, "ROBOTS_CRAWL_DELAY_MAX": 10, "ROBOTS_CRAWL_DELAY_OVER_MAX": "skip"},
+    )
+    assert crawler.spider.crawled == []
+    assert {d.cause for d in crawler.spider.dropped.values()} == {"crawl_delay"}
+    assert stats(crawler) == {
+        "robots/fetch_count": 1,
+        "robots/outcome/parsed": 1,
+        "robots/forbidden": 3,
+        "robots/forbidden/crawl_delay": 3,
+    }
+
+
+@coroutine_test
+async def test_crawl_delay_off(server: Server) -> None:
+    server.route("/robots.txt", _robots(5))
+    urls = [server.url(f"/p{i}") for i in range(3)]
+    crawler = await crawl(urls, {**BURST, "ROBOTS_CRAWL_DELAY": False})
+    assert len(crawler.spider.crawled) == 3
+    assert _slot(crawler, server).delay == 0
+    assert "robots/crawl_delay/origins" not in stats(crawler)
+
+
+@coroutine_test
+async def test_crawl_delay_of_another_agent_not_applied(server: Server) -> None:
+    server.route("/robots.txt", _robots(5, agent="OtherBot") + "\nUser-agent: *\n")
+    urls = [server.url(f"/p{i}") for i in range(3)]
+    crawler = await crawl(urls, BURST)
+    assert len(crawler.spider.crawled) == 3
+    assert _slot(crawler, server).delay == 0
+
+
+@pytest.mark.parametrize("delays", [(0.1, DELAY), (DELAY, 0.1)])
+@coroutine_test
+async def test_origins_sharing_a_slot_keep_the_largest_delay(
+    make_server: MakeServer, delays: tuple[float, float]
+) -> None:
+    first = make_server()
+    # Same host, another port: another origin, the same downloader slot.
+    second = Server(first.host)
+    try:
+        first.route("/robots.txt", _robots(delays[0]))
+        second.route("/robots.txt", _robots(delays[1]))
+        urls = [first.url("/a"), second.url("/b"), first.url("/c"), second.url("/d")]
+        crawler = await crawl(urls, {**BURST, "CONCURRENT_REQUESTS": 1})
+    finally:
+        second.close()
+    assert len(crawler.spider.crawled) == 4
+    assert _slot(crawler, first).delay == DELAY
+    assert stats(crawler)["robots/crawl_delay/origins"] == 2

@@ -1,0 +1,333 @@
+"""Fetching robots.txt: size limit, compression, single flight, lifetimes."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import pytest
+from scrapy import Request
+
+from scrapy_rfc9309.middleware import RobotsMiddleware
+from tests.crawl_helpers import RecordingSpider, crawl, middleware, stats
+from tests.server import Server
+from tests.utils import coroutine_test
+
+MakeServer = Callable[..., Server]
+LIMIT = 512_000
+
+
+def _big_robots(size: int) -> bytes:
+    """A robots.txt of ``size`` bytes: /early disallowed at the top,
+    /late disallowed at the very end, comments between."""
+    head = b"User-agent: *\nDisallow: /early\n"
+    tail = b"Disallow: /late\n"
+    line = b"# " + b"x" * 77 + b"\n"
+    filler = line * ((size - len(head) - len(tail)) // len(line) + 1)
+    return head + filler[: size - len(head) - len(tail) - 1] + b"\n" + tail
+
+
+def test_big_robots_shape() -> None:
+    body = _big_robots(600 * 1024)
+    assert len(body) == 600 * 1024
+    assert body.index(b"/late") > LIMIT
+
+
+@pytest.mark.parametrize("encoding", [None, "gzip", "deflate"])
+@coroutine_test
+async def test_600_kib_robots_txt_cut_at_the_limit(
+    server: Server, encoding: str | None
+) -> None:
+    body = _big_robots(600 * 1024)
+    headers = {}
+    if encoding == "gzip":
+        body, headers = gzip.compress(body), {"Content-Encoding": "gzip"}
+    elif encoding == "deflate":
+        body, headers = zlib.compress(body), {"Content-Encoding": "deflate"}
+    server.route("/robots.txt", body, headers=headers)
+    crawler = await crawl([server.url("/early"), server.url("/late")])
+    # The rule past ROBOTS_MAX_BYTES is not read; the one before it is.
+    assert crawler.spider.crawled == [server.url("/late")]
+    assert crawler.spider.dropped[server.url("/early")].cause == "rule"
+    assert stats(crawler)["robots/outcome/parsed"] == 1
+
+
+@coroutine_test
+async def test_large_plain_robots_txt_transfer_stops(server: Server) -> None:
+    server.route("/robots.txt", _big_robots(8 * 1024 * 1024))
+    crawler = await crawl([server.url("/early"), server.url("/late")])
+    assert crawler.spider.crawled == [server.url("/late")]
+    # Far less than 8 MiB was read.
+    assert (
+        stats(crawler, "downloader/response_bytes")["downloader/response_bytes"]
+        < 2 * LIMIT
+    )
+
+
+@coroutine_test
+async def test_gzip_bomb_is_decoded_only_up_to_the_limit(server: Server) -> None:
+    # 64 MiB of comment lines, a few dozen KiB compressed.
+    decoded = b"User-agent: *\nDisallow: /early\n" + b"#\n" * (32 * 1024 * 1024)
+    server.route(
+        "/robots.txt", gzip.compress(decoded), headers={"Content-Encoding": "gzip"}
+    )
+    crawler = await crawl([server.url("/early"), server.url("/other")])
+    assert crawler.spider.crawled == [server.url("/other")]
+    assert crawler.spider.dropped[server.url("/early")].cause == "rule"
+    # HttpCompressionMiddleware never decoded the robots.txt: only the page.
+    assert stats(crawler, "httpcompression/").get(
+        "httpcompression/response_bytes", 0
+    ) < (LIMIT)
+
+
+@coroutine_test
+async def test_download_maxsize_never_fails_robots_txt(server: Server) -> None:
+    server.route("/robots.txt", _big_robots(600 * 1024))
+    crawler = await crawl(
+        [server.url("/early"), server.url("/late")], {"DOWNLOAD_MAXSIZE": 10_000}
+    )
+    assert crawler.spider.crawled == [server.url("/late")]
+
+
+@coroutine_test
+async def test_max_bytes_setting(server: Server) -> None:
+    server.route("/robots.txt", "User-agent: *\nDisallow: /a\nDisallow: /b\n")
+    crawler = await crawl(
+        [server.url("/a"), server.url("/b")], {"ROBOTS_MAX_BYTES": 30}
+    )
+    assert crawler.spider.crawled == [server.url("/b")]
+
+
+@coroutine_test
+async def test_robots_txt_stalling_past_the_download_timeout(server: Server) -> None:
+    server.route("/robots.txt", "User-agent: *\nAllow: /\n", delay=2)
+    crawler = await crawl(
+        [server.url("/a"), server.url("/b")], {"DOWNLOAD_TIMEOUT": 0.3}
+    )
+    assert crawler.spider.crawled == []
+    assert {d.cause for d in crawler.spider.dropped.values()} == {"unreachable"}
+    assert stats(crawler)["robots/fetch_count"] == 1
+
+
+class Burst(RecordingSpider):
+    """All its requests at once, in one go."""
+
+    async def start(self) -> AsyncIterator[Any]:
+        for url in self.urls:
+            yield Request(url, callback=self.parse, errback=self.failed)
+
+
+@coroutine_test
+async def test_fifty_waiters_each_get_their_own_decision(server: Server) -> None:
+    # Scrapy's built-in middleware gives the parser to the first waiter only
+    # and lets the others through unchecked (see
+    # test_middleware_vs_builtin.py::test_concurrent_waiters).
+    server.route("/robots.txt", "User-agent: *\nDisallow: /private\n", delay=0.5)
+    urls = [server.url(f"/private/{i}") for i in range(50)]
+    crawler = await crawl(
+        [*urls, server.url("/public")],
+        {"CONCURRENT_REQUESTS": 100, "CONCURRENT_REQUESTS_PER_DOMAIN": 100},
+        spidercls=Burst,
+    )
+    assert [hit.path for hit in server.hits] == ["/robots.txt", "/public"]
+    assert sorted(crawler.spider.dropped) == sorted(urls)
+    assert stats(crawler) == {
+        "robots/fetch_count": 1,
+        "robots/outcome/parsed": 1,
+        "robots/forbidden": 50,
+        "robots/forbidden/rule": 50,
+    }
+
+
+class FakeClock:
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(RobotsMiddleware, "clock", fake)
+    return fake
+
+
+class Steps(RecordingSpider):
+    """Requests its URLs one after the other; ``before(i)`` runs before
+    request ``i`` is made (to move the clock, change the server)."""
+
+    def __init__(self, before: Callable[[int], None], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.before = before
+
+    async def start(self) -> AsyncIterator[Any]:
+        for request in self._step(0):
+            yield request
+
+    def _step(self, index: int) -> Iterator[Request]:
+        if index < len(self.urls):
+            self.before(index)
+            yield Request(
+                self.urls[index],
+                callback=self.parse_step,
+                errback=self.failed_step,
+                cb_kwargs={"index": index},
+                dont_filter=True,
+            )
+
+    def parse_step(self, response: Any, index: int) -> Iterator[Request]:
+        self.parse(response)
+        yield from self._step(index + 1)
+
+    def failed_step(self, failure: Any) -> Iterator[Request]:
+        self.failed(failure)
+        yield from self._step(failure.request.cb_kwargs["index"] + 1)
+
+
+async def _steps(
+    urls: list[str],
+    before: Callable[[int], None],
+    settings: dict[str, Any] | None = None,
+) -> Any:
+    return await crawl(urls, settings, spidercls=Steps, before=before)
+
+
+@coroutine_test
+async def test_parsed_outcome_reused_for_its_lifetime_then_fetched_again(
+    server: Server, clock: FakeClock
+) -> None:
+    server.route("/robots.txt", "User-agent: *\nDisallow: /private\n")
+    times = [0, 3599, 3601, 3602]
+
+    def before(index: int) -> None:
+        clock.now = 1_700_000_000.0 + times[index]
+        if index == 2:
+            server.route("/robots.txt", "User-agent: *\nDisallow: /\n")
+
+    urls = [server.url(f"/page{i}") for i in range(4)]
+    crawler = await _steps(urls, before, {"ROBOTS_CACHE_LIFETIME": 3600})
+    assert crawler.spider.crawled == urls[:2]
+    assert server.count("/robots.txt") == 2
+    assert stats(crawler)["robots/fetch_count"] == 2
+    assert stats(crawler)["robots/forbidden/rule"] == 2
+
+
+@coroutine_test
+async def test_cache_control_max_age_shortens_the_lifetime(
+    server: Server, clock: FakeClock
+) -> None:
+    server.route(
+        "/robots.txt", "User-agent: *\n", headers={"Cache-Control": "max-age=60"}
+    )
+    times = [0, 599, 601]
+
+    def before(index: int) -> None:
+        clock.now = 1_700_000_000.0 + times[index]
+
+    urls = [server.url(f"/page{i}") for i in range(3)]
+    await _steps(urls, before)
+    # max-age=60 is raised to the 10-minute floor.
+    assert server.count("/robots.txt") == 2
+
+
+@coroutine_test
+async def test_unreachable_retried_after_its_lifetime(
+    server: Server, clock: FakeClock
+) -> None:
+    server.route("/robots.txt", "", status=503)
+    times = [0, 300, 599, 601]
+
+    def before(index: int) -> None:
+        clock.now = 1_700_000_000.0 + times[index]
+        if index == 3:
+            server.route("/robots.txt", "User-agent: *\nDisallow: /private\n")
+
+    urls = [server.url(f"/page{i}") for i in range(4)]
+    crawler = await _steps(urls, before)
+    # Requests meanwhile are dropped without asking again.
+    assert server.count("/robots.txt") == 2
+    assert sorted(crawler.spider.dropped) == sorted(urls[:3])
+    assert crawler.spider.crawled == urls[3:]
+    assert stats(crawler)["robots/forbidden/unreachable"] == 3
+
+
+DAY = 86_400
+
+
+@coroutine_test
+async def test_thirty_day_rule_uses_the_last_parsed_robots_txt(
+    server: Server, clock: FakeClock
+) -> None:
+    server.route("/robots.txt", "User-agent: *\nDisallow: /private\n")
+    times = [0, 2 * DAY, 20 * DAY, 32 * DAY + 1, 32 * DAY + 2]
+    start = 1_700_000_000.0
+
+    def before(index: int) -> None:
+        clock.now = start + times[index]
+        if index == 1:
+            server.route("/robots.txt", "", status=500)
+
+    urls = [
+        server.url("/a"),  # parsed
+        server.url("/b"),  # unreachable since day 2: dropped
+        server.url("/c"),  # still unreachable on day 20: dropped
+        server.url("/d"),  # day 32: judged by the last parsed copy: allowed
+        server.url("/private/e"),  # ... which disallows this
+    ]
+    crawler = await _steps(urls, before, {"ROBOTS_CACHE_LIFETIME": DAY})
+    assert crawler.spider.crawled == [server.url("/a"), server.url("/d")]
+    causes = {url: d.cause for url, d in crawler.spider.dropped.items()}
+    assert causes == {
+        server.url("/b"): "unreachable",
+        server.url("/c"): "unreachable",
+        server.url("/private/e"): "rule",
+    }
+    assert server.count("/robots.txt") == 4
+
+
+@coroutine_test
+async def test_thirty_day_rule_without_a_parsed_copy_allows(
+    server: Server, clock: FakeClock
+) -> None:
+    server.route("/robots.txt", "", status=503)
+    times = [0, 29 * DAY, 30 * DAY + 1]
+    start = 1_700_000_000.0
+
+    def before(index: int) -> None:
+        clock.now = start + times[index]
+
+    urls = [server.url(f"/page{i}") for i in range(3)]
+    crawler = await _steps(urls, before)
+    assert crawler.spider.crawled == urls[2:]
+    assert stats(crawler)["robots/outcome/unreachable"] == 3
+
+
+@coroutine_test
+async def test_memory_store_holds_only_the_agents_rules(server: Server) -> None:
+    server.route(
+        "/robots.txt",
+        "User-agent: TestBot\nDisallow: /mine\n\nUser-agent: *\nDisallow: /\n\n"
+        "User-agent: OtherBot\nDisallow: /other\n\nSitemap: /sitemap.xml\n",
+    )
+    crawler = await crawl([server.url("/mine"), server.url("/yours")])
+    assert crawler.spider.crawled == [server.url("/yours")]
+    entry = middleware(crawler).memory.entry(server.url("/robots.txt"))
+    assert entry is not None
+    document = entry.outcome.document
+    assert document is not None
+    assert [group.user_agents for group in document.groups] == [("TestBot",)]
+    assert document.sitemaps == ("/sitemap.xml",)
+
+
+@coroutine_test
+async def test_memory_store_bound(make_server: MakeServer) -> None:
+    servers = [make_server() for _ in range(3)]
+    crawler = await crawl(
+        [s.url("/page") for s in servers],
+        {"ROBOTS_MEMORY_MAX_ORIGINS": 2, "CONCURRENT_REQUESTS": 1},
+    )
+    assert len(middleware(crawler).memory) == 2
