@@ -14,11 +14,13 @@ if ! command -v redis-server >/dev/null 2>&1; then
     fi
 fi
 
-.venv/bin/ruff check scrapy_rfc9309 tests benchmarks
-.venv/bin/ruff format --check scrapy_rfc9309 tests benchmarks
+.venv/bin/ruff check scrapy_rfc9309 tests benchmarks sample_project
+.venv/bin/ruff format --check scrapy_rfc9309 tests benchmarks sample_project
 .venv/bin/mypy --strict scrapy_rfc9309
 .venv/bin/python -m pytest -q "$@"
-# RobotsMiddleware's crawl tests once more without a Twisted reactor
+# The crawl tests once more without a Twisted reactor
 # (TWISTED_REACTOR_ENABLED=False, aiohttp downloads, pytest-asyncio).
 .venv/bin/python -m pytest -q -p no:twisted -o addopts="" \
-    tests/test_middleware*.py tests/test_crawl_delay.py tests/test_addon.py
+    tests/test_middleware*.py tests/test_crawl_delay.py tests/test_addon.py \
+    tests/test_directives_crawl.py tests/test_sitemaps.py \
+    tests/test_content_signals_crawl.py

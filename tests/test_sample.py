@@ -133,7 +133,16 @@ def test_sitemaps_from_robots_txt(run: dict[str, Any]) -> None:
     maps = hosts(run, "sample")["maps"]
     assert maps["robots"] == "parsed"
     assert summary["sitemaps"] == [maps["origin"] + "/sitemap_index.xml"]
-    assert "/" in maps["crawled"]
+    assert summary["stats"]["robots/sitemaps/discovered"] == 1
+    # The pages are linked from nowhere: only the sitemaps lead to them.
+    pages = {"/articles/1", "/articles/2", "/products/1", "/products/2"}
+    sitemaps = {
+        "/sitemap_index.xml",
+        "/sitemaps/articles.xml.gz",
+        "/sitemaps/products.xml.gz",
+    }
+    assert set(maps["crawled"]) == {"/"} | pages | sitemaps
+    assert maps["items"] == 5
     assert (
         "sitemaps discovered in robots.txt: " + summary["sitemaps"][0] in run["stdout"]
     )
@@ -190,5 +199,6 @@ def test_items_written(run: dict[str, Any]) -> None:
         assert len({item["url"] for item in items}) == len(items)
         assert len(items) == sum(host["items"] for host in summary["hosts"])
         assert len(items) == summary["stats"]["item_scraped_count"]
+        assert len(items) == {"sample": 25, "news": 3, "trainer": 3}[name]
         [feed] = summary["feeds"]
         assert feed["items"] == len(items)
