@@ -47,7 +47,10 @@ def page(robots_meta: bool, paragraphs: int = 600) -> bytes:
         f' <a href="/p/{i}">link {i}</a></p>'
         for i in range(paragraphs)
     )
-    html = f"<!DOCTYPE html><html><head><title>t</title>{head}</head><body>{body}</body></html>"
+    html = (
+        f"<!DOCTYPE html><html><head><title>t</title>{head}</head>"
+        f"<body>{body}</body></html>"
+    )
     return html.encode()
 
 
