@@ -763,6 +763,12 @@ class RobotsMiddleware:
         slot = self._downloader.slots.get(key)
         if slot is None:
             return
+        if not hasattr(slot, "jitter"):
+            # Scrapy < 2.19: a boolean randomize_delay (0.5x to 1.5x).
+            if slot.delay < delay or slot.delay * 0.5 < delay:
+                slot.delay = max(slot.delay, delay)
+                slot.randomize_delay = False
+            return
         if slot.delay < delay:
             slot.delay = delay
             slot.jitter = 0.0
