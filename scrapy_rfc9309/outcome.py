@@ -230,6 +230,13 @@ def lifetime(lifetimes: Lifetimes, cache_max_age: float | None) -> float:
     return min(lifetimes.cache, max(cache_max_age, lifetimes.minimum))
 
 
+def _detail(detail: str, http_status: int | None) -> str:
+    """What ``detail`` says, else the HTTP status."""
+    if detail or http_status is None:
+        return detail
+    return f"HTTP {http_status}"
+
+
 def parsed(
     document: Document,
     *,
@@ -249,7 +256,7 @@ def parsed(
         retain_until=expires_at + lifetimes.grace,
         http_status=http_status,
         document=document,
-        detail=detail or (f"HTTP {http_status}" if http_status is not None else ""),
+        detail=_detail(detail, http_status),
     )
 
 
@@ -269,7 +276,7 @@ def unavailable(
         expires_at=expires_at,
         retain_until=expires_at,
         http_status=http_status,
-        detail=detail or (f"HTTP {http_status}" if http_status is not None else ""),
+        detail=_detail(detail, http_status),
     )
 
 
@@ -311,7 +318,7 @@ def unreachable(
         # as the entry is kept, so it is kept as long as a parsed one.
         retain_until=expires_at + lifetimes.grace,
         http_status=http_status,
-        detail=detail or (f"HTTP {http_status}" if http_status is not None else ""),
+        detail=_detail(detail, http_status),
         unreachable_since=since,
         grace_ends_at=grace_ends_at,
         fallback=fallback,
