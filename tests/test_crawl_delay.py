@@ -1,7 +1,12 @@
 """Crawl-delay, measured at the server.
 
 Only lower bounds are checked (a gap is at least the delay, less a small
-tolerance for clocks): a slow machine makes gaps longer, never shorter.
+tolerance): a slow machine makes gaps longer, never shorter.  The tolerance
+covers what lies between the downloader starting a request, which is what
+the slot spaces, and the request arriving at the server: connection set-up,
+which varies from one request to the next (most for the first request of a
+reactor-less crawl, whose aiohttp session starts with it, on a loaded
+machine: 36 ms seen in CI).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from tests.utils import coroutine_test
 
 MakeServer = Callable[..., Server]
 DELAY = 0.3
-TOLERANCE = 0.03
+TOLERANCE = 0.05
 BURST = {"CONCURRENT_REQUESTS_PER_DOMAIN": 8, "CONCURRENT_REQUESTS": 16}
 
 
