@@ -1,0 +1,602 @@
+"""Hostile robots.txt servers in real crawls.
+
+Each case serves one kind of trouble on ``/robots.txt`` and crawls a few
+pages of that origin.  Whatever the server does, the crawl finishes, the
+origin gets the outcome RFC 9309 (SPEC.md section 2) assigns, memory stays
+bounded, and every request is accounted for: each one that entered the
+middleware was either downloaded or dropped with a counted cause.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import socket
+import tracemalloc
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from scrapy import Request
+from scrapy.crawler import Crawler
+
+import scrapy_rfc9309.middleware as middleware_module
+from scrapy_rfc9309.middleware import META_KEY
+from scrapy_rfc9309.outcome import Outcome
+from scrapy_rfc9309.signals import robots_outcome
+from tests.crawl_helpers import make_crawler, stats
+from tests.fault_server import (
+    Behaviour,
+    FaultServer,
+    close_mid_body,
+    drip,
+    gzip_bomb,
+    raw,
+    respond,
+    stall_before_headers,
+    stall_mid_body,
+    stream,
+)
+from tests.utils import coroutine_test
+
+MiB = 1024 * 1024
+LIMIT = 512_000
+RULES = "User-agent: *\nDisallow: /p/private\n"
+#: Every crawl here with the default ROBOTS_MAX_BYTES stays within this much
+#: memory allocated by Python (tracemalloc peak, server threads included)
+#: over what it started with, whatever the server sends (measured: 12 MiB at
+#: most, for 34,000 rules in 512 KB).
+MEMORY_BOUND = 24 * MiB
+
+# Addresses of their own (conftest uses 127.0.x.y), so that fault hosts
+# never share a downloader slot with another test's servers.
+_hosts = (f"127.9.{i // 250}.{i % 250 + 2}" for i in itertools.count())
+
+
+class Counter:
+    """Test-only downloader middleware just before RobotsMiddleware: counts
+    the requests entering it, the spider's and robots.txt hops apart."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        assert crawler.stats is not None
+        self.stats = crawler.stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Counter:
+        return cls(crawler)
+
+    def process_request(self, request: Request) -> None:
+        hop = META_KEY in request.meta
+        self.stats.inc_value("test/robots_hops" if hop else "test/requests_in")
+
+
+SETTINGS: dict[str, Any] = {
+    "DOWNLOADER_MIDDLEWARES": {f"{__name__}.Counter": 99},
+    "DOWNLOAD_TIMEOUT": 1,
+    "CLOSESPIDER_TIMEOUT": 30,
+    "LOG_LEVEL": "WARNING",
+}
+
+
+@pytest.fixture
+def hosts() -> Iterator[Callable[[], FaultServer]]:
+    servers: list[FaultServer] = []
+
+    def factory() -> FaultServer:
+        server = FaultServer(next(_hosts))
+        servers.append(server)
+        return server
+
+    yield factory
+    for server in servers:
+        server.close()
+
+
+def _lines(n: int, template: str) -> str:
+    return "".join(template.format(i) for i in range(n))
+
+
+_HTML_ERROR_PAGE = (
+    b"<!DOCTYPE html>\n<html><head><title>Page not found</title></head>\n"
+    b"<body><h1>Oops</h1><p>Disallow: nothing here, try /p/private</p>\n"
+    b"</body></html>\n"
+)
+_EARLY_LATE = b"User-agent: *\nDisallow: /p/early\n"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One hostile server: its robots.txt routes, what the crawl expects."""
+
+    #: path -> behaviour; ``{origin}`` in a Location is filled in.
+    routes: Callable[[FaultServer], dict[str, Behaviour]]
+    kind: str
+    #: Page paths requested, and those dropped (by cause).
+    pages: tuple[str, ...] = ("/p/private", "/p/public")
+    dropped: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    #: Robots.txt downloads expected (hops, redirects included).
+    hops: int = 1
+    #: A substring of the outcome's detail.
+    detail: str = ""
+    memory_bound: int = MEMORY_BOUND
+
+
+def _chain(server: FaultServer, hops: int, final: Behaviour) -> dict[str, Behaviour]:
+    paths = ["/robots.txt", *(f"/hop{i}" for i in range(1, hops + 1))]
+    routes = {
+        source: respond(302, headers={"Location": server.url(target)})
+        for source, target in itertools.pairwise(paths)
+    }
+    routes[paths[-1]] = final
+    return routes
+
+
+_PRIVATE = {"/p/private": "rule"}
+_ALL_UNREACHABLE = {"/p/private": "unreachable", "/p/public": "unreachable"}
+
+CASES: dict[str, Case] = {
+    "200": Case(
+        lambda s: {"/robots.txt": respond(200, RULES)}, "parsed", dropped=_PRIVATE
+    ),
+    "3xx-chain-of-5": Case(
+        lambda s: _chain(s, 5, respond(200, RULES)),
+        "parsed",
+        dropped=_PRIVATE,
+        hops=6,
+    ),
+    "3xx-chain-of-6": Case(
+        lambda s: _chain(s, 6, respond(200, RULES)),
+        "unavailable",
+        hops=6,
+        detail="more than 5 redirects",
+    ),
+    "3xx-loop": Case(
+        lambda s: {"/robots.txt": respond(301, headers={"Location": "/robots.txt"})},
+        "unavailable",
+        hops=6,
+    ),
+    "3xx-ping-pong": Case(
+        lambda s: {
+            "/robots.txt": respond(307, headers={"Location": "/b"}),
+            "/b": respond(308, headers={"Location": "/robots.txt"}),
+        },
+        "unavailable",
+        hops=3,
+        settings={"ROBOTS_MAX_REDIRECTS": 2},
+    ),
+    **{
+        f"{status}": Case(
+            lambda s, status=status: {  # type: ignore[misc]
+                "/robots.txt": respond(status, "User-agent: *\nDisallow: /\n")
+            },
+            "unavailable",
+        )
+        for status in (400, 401, 403, 404, 410)
+    },
+    **{
+        f"{status}": Case(
+            lambda s, status=status: {  # type: ignore[misc]
+                "/robots.txt": respond(status, "User-agent: *\nAllow: /\n")
+            },
+            "unreachable",
+            dropped=_ALL_UNREACHABLE,
+        )
+        for status in (429, 500, 502, 503)
+    },
+    "stall-before-headers": Case(
+        lambda s: {"/robots.txt": stall_before_headers(10)},
+        "unreachable",
+        dropped=_ALL_UNREACHABLE,
+        settings={"DOWNLOAD_TIMEOUT": 0.5},
+    ),
+    "stall-mid-body": Case(
+        lambda s: {
+            "/robots.txt": stall_mid_body(
+                RULES.encode() * 100, after=len(RULES), seconds=10
+            )
+        },
+        "unreachable",
+        dropped=_ALL_UNREACHABLE,
+        settings={"DOWNLOAD_TIMEOUT": 0.5},
+    ),
+    "close-mid-body": Case(
+        lambda s: {"/robots.txt": close_mid_body(RULES.encode() * 100, after=40)},
+        "unreachable",
+        dropped=_ALL_UNREACHABLE,
+    ),
+    "close-mid-chunked-body": Case(
+        lambda s: {
+            "/robots.txt": close_mid_body(RULES.encode() * 100, after=40, chunked=True)
+        },
+        "unreachable",
+        dropped=_ALL_UNREACHABLE,
+    ),
+    "drip-feed": Case(
+        lambda s: {"/robots.txt": drip(RULES.encode() * 50, every=0.05)},
+        "unreachable",
+        dropped=_ALL_UNREACHABLE,
+        settings={"DOWNLOAD_TIMEOUT": 0.5},
+    ),
+    "empty-reply": Case(
+        lambda s: {"/robots.txt": raw(b"")},
+        "unreachable",
+        dropped=_ALL_UNREACHABLE,
+    ),
+    "not-http": Case(
+        lambda s: {"/robots.txt": raw(b"SSH-2.0-OpenSSH_9.6\r\n" + RULES.encode())},
+        "unreachable",
+        dropped=_ALL_UNREACHABLE,
+    ),
+    "huge-header": Case(
+        lambda s: {"/robots.txt": respond(200, RULES, {"X-Junk": "x" * (256 * 1024)})},
+        "unreachable",
+        dropped=_ALL_UNREACHABLE,
+    ),
+    "gzip-header-plain-body": Case(
+        lambda s: {"/robots.txt": respond(200, RULES, {"Content-Encoding": "gzip"})},
+        "unreachable",
+        dropped=_ALL_UNREACHABLE,
+    ),
+    "invalid-location": Case(
+        lambda s: {
+            "/robots.txt": respond(302, headers={"Location": "http://[::1:bad/x"})
+        },
+        "unavailable",
+    ),
+    "location-bad-port": Case(
+        lambda s: {
+            "/robots.txt": respond(
+                302, headers={"Location": f"http://{s.host}:99999/robots.txt"}
+            )
+        },
+        "unavailable",
+    ),
+    "50-MiB-body": Case(
+        lambda s: {
+            "/robots.txt": stream(_EARLY_LATE, b"# " + b"x" * 61 + b"\n", 50 * MiB + 1)
+        },
+        "parsed",
+        ("/p/early", "/p/late"),
+        {"/p/early": "rule"},
+        detail=f"cut at {LIMIT} bytes",
+    ),
+    "gzip-bomb-10-MiB": Case(
+        lambda s: {"/robots.txt": gzip_bomb(_EARLY_LATE, 10 * MiB)[1]},
+        "parsed",
+        ("/p/early", "/p/late"),
+        {"/p/early": "rule"},
+    ),
+    "gzip-bomb-10-MiB-no-compression-mw": Case(
+        lambda s: {"/robots.txt": gzip_bomb(_EARLY_LATE, 10 * MiB)[1]},
+        "parsed",
+        ("/p/early", "/p/late"),
+        {"/p/early": "rule"},
+        settings={"COMPRESSION_ENABLED": False},
+    ),
+    "invalid-utf8": Case(
+        lambda s: {
+            "/robots.txt": respond(
+                200,
+                b"\xff\xfe\xfa\x80 junk\nUser-agent: *\n\xc3\x28\xa0\xa1\n"
+                b"Disallow: /p/private\nDisallow: /p/\xe9t\xe9\n",
+            )
+        },
+        "parsed",
+        ("/p/private", "/p/public", "/p/%C3%A9t%C3%A9", "/p/%E9t%E9"),
+        # Bytes that are not UTF-8 stand for themselves, percent-encoded.
+        {"/p/private": "rule", "/p/%E9t%E9": "rule"},
+    ),
+    # UTF-16 is not robots.txt: read as UTF-8, every line ends at its first
+    # NUL, no rule survives, so everything is allowed.
+    "utf16-bom": Case(
+        lambda s: {"/robots.txt": respond(200, RULES.encode("utf-16"))}, "parsed"
+    ),
+    "utf8-bom": Case(
+        lambda s: {"/robots.txt": respond(200, b"\xef\xbb\xbf" + RULES.encode())},
+        "parsed",
+        dropped=_PRIVATE,
+    ),
+    "nul-bytes": Case(
+        lambda s: {
+            "/robots.txt": respond(
+                200,
+                b"User-agent: *\x00ignored\nDisallow: /p/private\x00/p/public\n"
+                b"\x00Disallow: /p/\n",
+            )
+        },
+        "parsed",
+        dropped=_PRIVATE,
+    ),
+    "1-MiB-line": Case(
+        lambda s: {
+            "/robots.txt": respond(
+                200, _EARLY_LATE + b"# " + b"x" * MiB + b"\nDisallow: /p/late\n"
+            )
+        },
+        "parsed",
+        ("/p/early", "/p/late"),
+        {"/p/early": "rule"},
+    ),
+    "100000-rules-cut-at-the-limit": Case(
+        lambda s: {
+            "/robots.txt": respond(
+                200,
+                "User-agent: *\n"
+                + _lines(100_000, "Disallow: /d{}/\n")
+                + "Disallow: /p/private\n",
+            )
+        },
+        "parsed",
+        ("/p/private", "/d0/x", "/d30000/x"),
+        {"/d0/x": "rule"},
+    ),
+    "100000-rules": Case(
+        lambda s: {
+            "/robots.txt": respond(
+                200,
+                "User-agent: *\n"
+                + _lines(100_000, "Disallow: /d{}/\n")
+                + "Disallow: /p/private\n",
+            )
+        },
+        "parsed",
+        ("/p/private", "/p/public", "/d0/x", "/d99999/x", "/d100000/x"),
+        {"/p/private": "rule", "/d0/x": "rule", "/d99999/x": "rule"},
+        settings={"ROBOTS_MAX_BYTES": 4 * MiB},
+        # A 1.6 MB body read whole, 100,000 rules kept (measured: 36 MiB).
+        memory_bound=64 * MiB,
+    ),
+    "html-error-page-200": Case(
+        lambda s: {
+            "/robots.txt": respond(
+                200, _HTML_ERROR_PAGE, {"Content-Type": "text/html; charset=utf-8"}
+            )
+        },
+        "parsed",
+    ),
+    "1000-user-agent-groups": Case(
+        lambda s: {
+            "/robots.txt": respond(
+                200,
+                _lines(1000, "User-agent: bot{0}\nDisallow: /p/bot{0}\n\n")
+                + "User-agent: TestBot\nDisallow: /p/private\n",
+            )
+        },
+        "parsed",
+        ("/p/private", "/p/public", "/p/bot7"),
+        _PRIVATE,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Crawl:
+    crawler: Crawler
+    outcomes: list[tuple[str, Outcome]]
+    memory_peak: int
+
+
+async def _crawl(urls: list[str], settings: dict[str, Any]) -> Crawl:
+    crawler = make_crawler({**SETTINGS, **settings})
+    outcomes: list[tuple[str, Outcome]] = []
+
+    def record(origin: str, outcome: Outcome, request: Request) -> None:
+        outcomes.append((origin, outcome))
+
+    crawler.signals.connect(record, signal=robots_outcome)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        baseline = tracemalloc.get_traced_memory()[0]
+        await crawler.crawl_async(urls=urls)
+        peak = tracemalloc.get_traced_memory()[1] - baseline
+    finally:
+        tracemalloc.stop()
+    return Crawl(crawler, outcomes, peak)
+
+
+def _assert_accounted(
+    result: Crawl, servers: list[FaultServer], unserved_hops: int = 0
+) -> None:
+    """Every request that entered the middleware was downloaded or dropped
+    with a counted cause; none lost, none counted twice.
+
+    ``unserved_hops``: robots.txt downloads that reached no server.
+    """
+    crawler = result.crawler
+    spider: Any = crawler.spider
+    everything = stats(crawler, "")
+    assert everything["finish_reason"] == "finished"
+    # Hostile input is an outcome, never a traceback.
+    assert everything.get("log_count/ERROR", 0) == 0
+    assert spider.errors == []
+    requests_in = everything.get("test/requests_in", 0)
+    assert requests_in == len(spider.urls)
+    forbidden = everything.get("robots/forbidden", 0)
+    by_cause = {
+        key: value
+        for key, value in everything.items()
+        if key.startswith("robots/forbidden/")
+    }
+    assert forbidden == sum(by_cause.values()) == len(spider.dropped)
+    # The routes of a fault server are robots.txt and its redirect hops;
+    # every other path it served is a page.
+    page_hits = sum(
+        served.hits
+        for server in servers
+        for path, served in server.served.items()
+        if path not in server.routes
+    )
+    assert requests_in == len(spider.crawled) + forbidden
+    assert page_hits == len(spider.crawled)
+    # downloader/request_count has the pages and every robots.txt hop.
+    hops = everything.get("test/robots_hops", 0)
+    assert everything.get("downloader/request_count", 0) == page_hits + hops
+    robots_hits = sum(server.hits() for server in servers) - page_hits
+    assert hops == robots_hits + unserved_hops
+
+
+@pytest.mark.parametrize("name", CASES)
+@coroutine_test
+async def test_hostile_robots_txt(name: str, hosts: Callable[[], FaultServer]) -> None:
+    case = CASES[name]
+    server = hosts()
+    server.routes.update(case.routes(server))
+    urls = [server.url(page) for page in case.pages]
+    result = await _crawl(urls, case.settings)
+    crawler = result.crawler
+    spider: Any = crawler.spider
+
+    assert [(origin, outcome.kind) for origin, outcome in result.outcomes] == [
+        (server.url("/robots.txt"), case.kind)
+    ]
+    assert case.detail in result.outcomes[0][1].detail
+    robots = stats(crawler)
+    assert robots["robots/fetch_count"] == 1
+    assert robots[f"robots/outcome/{case.kind}"] == 1
+    dropped = {url[len(server.origin) :]: e.cause for url, e in spider.dropped.items()}
+    assert dropped == case.dropped
+    assert sorted(spider.crawled) == sorted(
+        url for url in urls if url[len(server.origin) :] not in case.dropped
+    )
+    assert stats(crawler, "test/")["test/robots_hops"] == case.hops
+    _assert_accounted(result, [server])
+    assert result.memory_peak < case.memory_bound
+
+
+@coroutine_test
+async def test_50_mib_body_is_not_read_past_the_limit(
+    hosts: Callable[[], FaultServer],
+) -> None:
+    server = hosts()
+    line = b"Disallow: /p/x\n"
+    server.routes["/robots.txt"] = stream(_EARLY_LATE, line, 50 * MiB)
+    result = await _crawl([server.url("/p/early"), server.url("/p/late")], {})
+    served = server.served["/robots.txt"]
+    # The client hung up once past ROBOTS_MAX_BYTES; what the kernel took
+    # beyond that is socket buffers, a few MiB at most, not the 50 MiB.
+    assert served.client_gone
+    assert served.body_bytes < 16 * MiB
+    received = stats(result.crawler, "downloader/")["downloader/response_bytes"]
+    assert received < 2 * LIMIT
+    assert result.crawler.spider.crawled == [server.url("/p/late")]  # type: ignore[union-attr]
+    assert result.memory_peak < MEMORY_BOUND
+    _assert_accounted(result, [server])
+
+
+@coroutine_test
+async def test_gzip_bomb_is_small_on_the_wire_and_bounded_decoded(
+    hosts: Callable[[], FaultServer],
+) -> None:
+    server = hosts()
+    body, server.routes["/robots.txt"] = gzip_bomb(_EARLY_LATE, 256 * MiB)
+    assert len(body) < MiB
+    result = await _crawl([server.url("/p/early"), server.url("/p/late")], {})
+    assert result.crawler.spider.crawled == [server.url("/p/late")]  # type: ignore[union-attr]
+    decoded = stats(result.crawler, "httpcompression/")
+    # HttpCompressionMiddleware decoded the page only, never the bomb.
+    assert decoded.get("httpcompression/response_bytes", 0) < LIMIT
+    assert result.memory_peak < MEMORY_BOUND
+    _assert_accounted(result, [server])
+
+
+def _closed_port(host: str) -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+@coroutine_test
+async def test_connection_refused(hosts: Callable[[], FaultServer]) -> None:
+    server = hosts()
+    origin = f"http://{server.host}:{_closed_port(server.host)}"
+    urls = [origin + "/p/private", origin + "/p/public"]
+    result = await _crawl(urls, {})
+    assert [outcome.kind for _, outcome in result.outcomes] == ["unreachable"]
+    spider: Any = result.crawler.spider
+    assert {e.cause for e in spider.dropped.values()} == {"unreachable"}
+    assert len(spider.dropped) == 2
+    _assert_accounted(result, [server], unserved_hops=1)
+
+
+def _guard_trusts(monkeypatch: pytest.MonkeyPatch, address: str) -> None:
+    """The SSRF guard, with ``address`` (a loopback test host) taken for a
+    public one: every other address is judged by the real guard."""
+    real = middleware_module._is_public
+    monkeypatch.setattr(
+        middleware_module,
+        "_is_public",
+        lambda candidate: candidate == address or real(candidate),
+    )
+
+
+@pytest.mark.parametrize("target_host", ["ip", "localhost"])
+@coroutine_test
+async def test_ssrf_guard_refuses_a_redirect_to_a_private_address(
+    hosts: Callable[[], FaultServer],
+    monkeypatch: pytest.MonkeyPatch,
+    target_host: str,
+) -> None:
+    front, target = hosts(), hosts()
+    target.routes["/robots.txt"] = respond(200, "User-agent: *\nAllow: /\n")
+    host = target.host if target_host == "ip" else "localhost"
+    location = f"http://{host}:{target.port}/robots.txt"
+    front.routes["/robots.txt"] = respond(302, headers={"Location": location})
+    _guard_trusts(monkeypatch, front.host)
+    urls = [front.url("/p/private"), front.url("/p/public")]
+    result = await _crawl(urls, {"ROBOTS_SSRF_GUARD": True})
+
+    [(origin, outcome)] = result.outcomes
+    assert (origin, outcome.kind) == (front.url("/robots.txt"), "unreachable")
+    assert "ROBOTS_SSRF_GUARD refused" in outcome.detail
+    assert host in outcome.detail
+    # The first hop was fetched, the redirect never followed.
+    assert front.hits("/robots.txt") == 1
+    assert target.hits() == 0
+    assert stats(result.crawler, "test/")["test/robots_hops"] == 1
+    spider: Any = result.crawler.spider
+    assert {e.cause for e in spider.dropped.values()} == {"unreachable"}
+    _assert_accounted(result, [front, target])
+
+
+@coroutine_test
+async def test_ssrf_guard_refuses_the_first_hop_to_loopback(
+    hosts: Callable[[], FaultServer],
+) -> None:
+    server = hosts()
+    result = await _crawl([server.url("/p/public")], {"ROBOTS_SSRF_GUARD": True})
+    [(_, outcome)] = result.outcomes
+    assert outcome.kind == "unreachable"
+    assert "ROBOTS_SSRF_GUARD refused" in outcome.detail
+    assert server.hits() == 0
+    _assert_accounted(result, [server])
+
+
+@coroutine_test
+async def test_every_fault_at_once_in_one_crawl(
+    hosts: Callable[[], FaultServer],
+) -> None:
+    """A broad crawl meeting all the hostile servers together, interleaved:
+    each origin still gets its own outcome, and nothing is lost."""
+    servers: dict[str, FaultServer] = {}
+    urls: list[str] = []
+    expected: dict[str, str] = {}
+    for name, case in CASES.items():
+        if case.settings:
+            continue
+        server = servers[name] = hosts()
+        server.routes.update(case.routes(server))
+        expected[server.url("/robots.txt")] = case.kind
+        urls.extend(server.url(page) for page in case.pages)
+    # Interleave origins so their fetches overlap.
+    urls.sort(key=lambda url: (url.rsplit("/", 1)[-1], url))
+    result = await _crawl(urls, {"CONCURRENT_REQUESTS": 32})
+
+    kinds = {origin: outcome.kind for origin, outcome in result.outcomes}
+    assert kinds == expected
+    assert len(result.outcomes) == len(expected)
+    assert stats(result.crawler)["robots/fetch_count"] == len(expected)
+    _assert_accounted(result, list(servers.values()))
+    assert result.memory_peak < MEMORY_BOUND

@@ -1,0 +1,362 @@
+"""Fuzzing what a broad crawl feeds the package (hypothesis).
+
+tests/test_engine_properties.py covers parse / lint / stringify / matching
+over robots.txt-shaped input; this module adds what arrives from the open
+web: URLs of every shape, hostile header values and pages, stored outcomes
+that are not what they should be, and the cost of parsing and matching as
+the input grows (measured by a deterministic count of the Python function
+calls made, not by a clock).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scrapy.http import HtmlResponse, Response, TextResponse
+
+from scrapy_rfc9309.directives import DirectiveSet, directives_for, parse_directives
+from scrapy_rfc9309.match import Decision, compile, explain
+from scrapy_rfc9309.outcome import Outcome, kind_of_status, max_age
+from scrapy_rfc9309.parse import Document, parse, product_token
+from scrapy_rfc9309.urls import request_path, robots_url
+
+SETTINGS = settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+PROFILES = st.sampled_from(["rfc9309", "google"])
+
+# -- URLs of every shape ------------------------------------------------------
+
+_ANY_CHAR = st.characters(exclude_categories=())  # surrogates included
+_URL_PIECE = st.one_of(
+    st.sampled_from(
+        [
+            "/", "//", "?", "#", ";", "&", "=", "*", "$", ":", "@", "[", "]",
+            "%", "%%", "%2", "%zz", "%e9", "%E3%83%84", "%00", "%2F", "%25",
+            "%2A", "%24", "..", "./", "\\", " ", "\t", "\n", "\x00", "ツ", "é",
+            "\ufeff", "\ud800", "\udcff", "xn--", "robots.txt", "index.html",
+        ]
+    ),
+    st.text(_ANY_CHAR, max_size=5),
+)  # fmt: skip
+_PREFIX = st.sampled_from(
+    [
+        "", "/", "http://", "https://", "HTTP://Example.COM", "https://a.b",
+        "http://127.0.0.1:8080", "https://[::1]", "https://[::1", "http://[bad]",
+        "http://a:99999", "http://a:-1", "http://user:pw@host", "//host",
+        "mailto:", "data:,", "file:///", "ftp://a", "https://ツ.jp",
+        "https://xn--zz", "http://" + "a" * 300 + ".com", "?", "#", "*",
+    ]
+)  # fmt: skip
+URL = st.one_of(
+    st.tuples(_PREFIX, st.lists(_URL_PIECE, max_size=30).map("".join)).map("".join),
+    st.text(_ANY_CHAR, max_size=100),
+    # Very long ones: repeated pieces, 10-100 KB.
+    st.tuples(_PREFIX, _URL_PIECE, st.integers(1_000, 20_000)).map(
+        lambda t: t[0] + "/" + t[1] * t[2]
+    ),
+)
+AGENT = st.one_of(
+    st.sampled_from(["FooBot", "foobot/1.0", "*", "", " ", "Mozilla/5.0 (X)"]),
+    st.text(_ANY_CHAR, max_size=30),
+)
+_BODY = (
+    "User-agent: *\nDisallow: /*x*x$\nAllow: /%7e\nDisallow: /ツ\n"
+    "User-agent: foobot\nAllow: /\nDisallow: /private*\nDisallow: /*.php$\n"
+)
+
+
+@SETTINGS
+@given(URL, AGENT, PROFILES)
+def test_is_allowed_never_raises_on_any_url(url: str, agent: str, profile: str) -> None:
+    document = parse(_BODY, profile=profile)
+    decision = explain(document, agent, url)
+    assert isinstance(decision, Decision)
+    assert compile(document, agent).is_allowed(url) is decision.allowed
+
+
+@SETTINGS
+@given(URL)
+def test_url_helpers_never_raise(url: str) -> None:
+    found = robots_url(url)
+    if found is not None:
+        assert found.startswith(("http://", "https://"))
+        assert found.endswith("/robots.txt")
+        # The robots.txt URL is its own origin's.
+        assert robots_url(found) == found
+    assert isinstance(request_path(url), str)
+
+
+@SETTINGS
+@given(AGENT)
+def test_product_token_is_a_token(agent: str) -> None:
+    token = product_token(agent)
+    assert token == token.lower()
+    assert all(char.isascii() and (char.isalpha() or char in "_-") for char in token)
+
+
+# -- what servers send alongside robots.txt -------------------------------------
+
+
+@SETTINGS
+@given(st.one_of(st.text(_ANY_CHAR, max_size=60), st.none()))
+def test_cache_control_never_raises(value: str | None) -> None:
+    seconds = max_age(value)
+    assert seconds is None or seconds >= 0
+
+
+@SETTINGS
+@given(st.integers(-(10**6), 10**6))
+def test_every_status_has_an_outcome(status: int) -> None:
+    assert kind_of_status(status) in {"parsed", "unavailable", "unreachable"}
+
+
+_HEADER_VALUE = st.one_of(
+    st.binary(max_size=80),
+    st.lists(
+        st.sampled_from(
+            [b"noindex", b"nofollow", b"none", b"googlebot:", b"examplebot:", b",",
+             b" ", b"max-snippet:", b"-1", b"unavailable_after:", b"\xff", b"\x00",
+             b"max-image-preview:large", b"27 Jun 2011 15:00:00 PST"]
+        ),
+        max_size=12,
+    ).map(b"".join),
+)  # fmt: skip
+_HTML_PIECE = st.sampled_from(
+    [
+        "<meta name=robots content=noindex>", '<meta name="ExampleBot" content="',
+        "<meta content='nofollow' name='robots'>", "<META NAME=ROBOTS>", "<!--",
+        "-->", "<script>", "</script>", "<head>", "</head>", "<body>", "\x00",
+        "\ufeff", "é", "<", ">", '"', "'", "=", " ", "content=none",
+    ]
+)  # fmt: skip
+
+
+@SETTINGS
+@given(
+    st.lists(_HEADER_VALUE, max_size=4),
+    st.one_of(
+        st.lists(_HTML_PIECE, max_size=40).map(lambda parts: "".join(parts).encode()),
+        st.binary(max_size=300),
+    ),
+    st.sampled_from([HtmlResponse, TextResponse, Response]),
+    AGENT,
+)
+def test_directives_for_never_raises(
+    headers: list[bytes], body: bytes, cls: type[Response], agent: str
+) -> None:
+    response = cls(
+        "http://example.com/",
+        body=body,
+        headers={"X-Robots-Tag": headers, "Content-Type": "text/html"},
+    )
+    assert isinstance(directives_for(response, agent), DirectiveSet)
+    for value in headers:
+        assert all(isinstance(d, DirectiveSet) for d in parse_directives(value))
+
+
+# -- stored outcomes that are not what they should be ---------------------------
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.text(max_size=12), children, max_size=6)
+    ),
+    max_leaves=20,
+)
+_OUTCOME_KEYS = st.sampled_from(
+    ["format", "kind", "fetched_at", "expires_at", "retain_until", "http_status",
+     "document", "detail", "unreachable_since", "grace_ends_at", "fallback"]
+)  # fmt: skip
+_ALMOST_OUTCOME = st.fixed_dictionaries(
+    {"format": st.sampled_from([1, 1, 2, "1", None]),
+     "kind": st.sampled_from(["parsed", "unavailable", "unreachable", "x", 3])},
+    optional={
+        "fetched_at": _JSON, "expires_at": _JSON, "retain_until": _JSON,
+        "document": _JSON | st.fixed_dictionaries(
+            {"profile": st.sampled_from(["rfc9309", "google", "x"]),
+             "groups": _JSON, "sitemaps": _JSON},
+        ),
+        "fallback": _JSON, "http_status": _JSON,
+    },
+)  # fmt: skip
+
+
+@SETTINGS
+@given(st.one_of(_JSON, _ALMOST_OUTCOME, st.dictionaries(_OUTCOME_KEYS, _JSON)))
+def test_outcome_from_dict_fails_only_as_documented(data: Any) -> None:
+    # Stores read outcomes written by other processes and versions: a bad
+    # one must be refused with the documented exceptions, nothing else.
+    try:
+        outcome = Outcome.from_dict(data)
+    except (ValueError, TypeError, KeyError):
+        return
+    assert Outcome.from_dict(json.loads(json.dumps(outcome.to_dict()))) == outcome
+
+
+@SETTINGS
+@given(st.one_of(_JSON, st.dictionaries(st.sampled_from(["profile", "groups",
+       "sitemaps", "records"]), _JSON)))  # fmt: skip
+def test_document_from_dict_fails_only_as_documented(data: Any) -> None:
+    try:
+        document = Document.from_dict(data)
+    except ValueError:
+        return
+    assert Document.from_dict(document.to_dict()) == document
+
+
+# -- cost: linear in the input ------------------------------------------------------
+
+
+def _calls(function: Callable[[], object]) -> int:
+    """The Python and C function calls ``function()`` makes: a deterministic
+    measure of its work (a regular expression's own work aside)."""
+    count = 0
+
+    def profiler(frame: Any, event: str, arg: Any) -> None:
+        nonlocal count
+        if event in ("call", "c_call"):
+            count += 1
+
+    previous = sys.getprofile()
+    sys.setprofile(profiler)
+    try:
+        function()
+    finally:
+        sys.setprofile(previous)
+    return count
+
+
+#: ``work(4n) / work(n)`` must stay under this for a linear algorithm (4,
+#: plus constant costs); a quadratic one gives 16.
+GROWTH = 6.0
+
+_LINE = st.one_of(
+    st.tuples(
+        st.sampled_from(
+            ["User-agent:", "Allow:", "Disallow:", "Sitemap:", "Crawl-delay:",
+             "Content-Signal:", "useragent", "disalow:", "Host:", "#", ""]
+        ),
+        st.text(st.sampled_from("/*$?=a%2Fツ é:#\x00\t"), max_size=12),
+        st.sampled_from(["\n", "\r\n", "\r", ""]),
+    ).map("".join),
+    st.binary(max_size=20).map(lambda b: b.decode("latin-1")),
+)  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(_LINE, min_size=1, max_size=8).map("".join), PROFILES)
+def test_parse_work_grows_linearly(unit: str, profile: str) -> None:
+    source = unit + "\n"
+    # Large enough that per-call constants do not dominate, far below the
+    # size limit so that the 4x input is read whole.
+    n = max(1, 2_000 // len(source.encode()))
+    small = source * n
+    large = source * (4 * n)
+    work_small = _calls(lambda: parse(small, profile=profile, max_bytes=10**7))
+    work_large = _calls(lambda: parse(large, profile=profile, max_bytes=10**7))
+    assert work_large <= GROWTH * work_small + 200
+
+
+_SHAPES = pytest.mark.parametrize(
+    "shape",
+    [
+        lambda n: "x" * (40 * n),  # one long line, no newline
+        lambda n: "\x00" * (40 * n),
+        lambda n: "\r" * (40 * n),
+        lambda n: "User-agent: a\n" * n,  # one group, many agents
+        lambda n: "User-agent: a\nDisallow: /x\n" * n,  # many groups
+        lambda n: "User-agent: *\n" + "Disallow: /*a*b*c$\n" * n,
+        lambda n: "Disallow: " + "*" * (40 * n) + "\n",
+        lambda n: "User-agent: *\nDisallow: " + "%" * (40 * n) + "\n",
+        lambda n: "Sitemap: http://a/" + "s\nSitemap: http://a/" * n,
+    ],
+    ids=["long-line", "nuls", "crs", "agents", "groups", "wildcards", "stars",
+         "percents", "sitemaps"],
+)  # fmt: skip
+
+
+@_SHAPES
+@pytest.mark.parametrize("profile", ["rfc9309", "google"])
+def test_parse_work_grows_linearly_on_adversarial_shapes(
+    shape: Callable[[int], str], profile: str
+) -> None:
+    small, large = shape(100), shape(400)
+    work_small = _calls(lambda: parse(small, profile=profile, max_bytes=10**7))
+    work_large = _calls(lambda: parse(large, profile=profile, max_bytes=10**7))
+    assert work_large <= GROWTH * work_small + 200
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(
+        st.tuples(
+            st.booleans(),
+            st.text(st.sampled_from("/ab*$%2F"), min_size=1, max_size=10),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    st.text(st.sampled_from("/ab?=%"), min_size=1, max_size=4),
+    PROFILES,
+)
+def test_matching_work_grows_linearly_with_the_url(
+    rules: list[tuple[bool, str]], unit: str, profile: str
+) -> None:
+    source = "User-agent: *\n" + "".join(
+        f"{'Allow' if allow else 'Disallow'}: /{pattern}\n" for allow, pattern in rules
+    )
+    matcher = compile(parse(source, profile=profile), "bot")
+    small = "/" + unit * 500
+    large = "/" + unit * 2_000
+    work_small = _calls(lambda: matcher.is_allowed(small))
+    work_large = _calls(lambda: matcher.is_allowed(large))
+    assert work_large <= GROWTH * work_small + 200
+
+
+# Call counts miss the work done inside one C call (a regular expression, a
+# str.find).  For that, time is compared, as a ratio of two runs in the same
+# process, with a bound that only a worse than linear cost can pass: an 8x
+# input costs 8x when linear, 64x when quadratic.
+_SLOWER = 24.0
+
+
+def _best_time(function: Callable[[], object]) -> float:
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+@_SHAPES
+def test_parse_time_grows_linearly_on_adversarial_shapes(
+    shape: Callable[[int], str],
+) -> None:
+    small, large = shape(1_000), shape(8_000)
+    time_small = _best_time(lambda: parse(small, max_bytes=10**7))
+    time_large = _best_time(lambda: parse(large, max_bytes=10**7))
+    assert time_large < _SLOWER * time_small + 0.001
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["/a*a*a*a*a*a*a*a*b$", "/*a*b*a*b*a*b", "/*ab$", "/a%2A*b", "/" + "a*" * 40],
+)
+@pytest.mark.parametrize("profile", ["rfc9309", "google"])
+def test_matching_time_grows_linearly_with_the_url(pattern: str, profile: str) -> None:
+    source = f"User-agent: *\nDisallow: {pattern}\nAllow: /a*a*c$\n"
+    matcher = compile(parse(source, profile=profile), "bot")
+    small, large = "/" + "a" * 20_000, "/" + "a" * 160_000
+    time_small = _best_time(lambda: matcher.is_allowed(small))
+    time_large = _best_time(lambda: matcher.is_allowed(large))
+    assert time_large < _SLOWER * time_small + 0.001
