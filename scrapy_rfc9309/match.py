@@ -12,19 +12,25 @@ import contextlib
 import re
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
-from itertools import accumulate
-from typing import Literal, NamedTuple
+from collections.abc import Sequence
+from itertools import accumulate, compress, count, repeat
+from operator import add, itemgetter, lshift
+from typing import Any, Literal, NamedTuple
 
 from .parse import (
     GOOGLE,
+    PROFILES,
+    RFC9309,
     Document,
     Group,
     Profile,
     Rule,
     applicable_groups,
+    body_text,
+    lines_of,
     merge_groups,
     product_token,
+    read_for,
 )
 from .urls import escape_pattern, normalize_path, normalize_pattern, request_path
 
@@ -33,6 +39,7 @@ __all__ = [
     "Matcher",
     "Reason",
     "compile",
+    "compile_source",
     "content_signals",
     "crawl_delay",
     "explain",
@@ -56,7 +63,6 @@ DEFAULT_ALLOW = Decision(True, "default_allow", None)
 ROBOTS_TXT = Decision(True, "robots_txt", None)
 _NO_RULE = -1
 _ROBOTS_TXT = -2
-
 # A URL whose path needs neither the slow path extraction nor (for the
 # rfc9309 profile) percent-encoding normalisation: a scheme and authority,
 # or none, then a path without fragment.  Anything else takes the exact,
@@ -67,354 +73,661 @@ _PLAIN_PATH = re.compile(_AUTHORITY + r"(/[^#]*)").fullmatch
 _NORMAL_PATH = re.compile(
     _AUTHORITY + r'(?!/robots\.txt(?:\?|\Z))(/[!"&-)+-~]*)'
 ).fullmatch
-# A pattern of printable ASCII without "%", "*" or "$": a plain prefix that
-# reads the same in both profiles.
-_SPECIAL = re.compile(r"[^!-#&-)+-~]").search
-# The same over patterns joined by newlines: the first one that is not such
-# a prefix, and each of them (the rest of its line).
+# Over patterns joined by newlines: the first one that is not a plain
+# prefix of printable ASCII without "%", "*" or "$" (which reads the same in
+# both profiles), and each of them (the rest of its line).
 _SPECIAL_LINES = re.compile(r"[^\n!-#&-)+-~]").search
 _SPECIAL_REST = re.compile(r"[^\n!-#&-)+-~][^\n]*")
+# Whether normalising changes a pattern: in the rfc9309 profile, any octet
+# but printable ASCII, "*" and a final "$" (see normalize_pattern()); for
+# Google's escaping, an octet outside ASCII or "%".
+_CHANGES = re.compile(r"[^!-$&-~]|\$.").search
+_CHANGES_LINES = re.compile(r"[^\n!-$&-~]|\$[^\n]").search
 
-# How a pattern with "*" or "$" (or percent-encoding to normalise)
-# matches; a plain prefix needs nothing more than its own string.
-_PREFIX, _EXACT, _CONTAINS, _ENDS, _WILDCARD, _WILDCARD_ENDS = range(6)
-_Form = tuple[int, str, str, tuple[str, ...]]
 
-# What a matcher looks entries up with (see _tables).
-_Tables = tuple[
+# The shapes of a normalised pattern: a plain prefix, "/*text" (or
+# "*text"), "/*text$", or another, filed by its head (the text before its
+# first "*"; before its final "$" if it has no "*").
+_PLAIN, _CONTAINS, _ENDS, _HEADED = range(4)
+# What follows the head of a pattern filed by its head: "*text" (or
+# "*text*"), "*text$", more wildcards (anchored or not), only "*"s (the head
+# is enough), or "$" (the head and nothing more).
+_FIND, _FIND_STAR, _SUFFIX, _WILDCARDS, _WILDCARDS_END, _ANY, _END = range(7)
+#: What matching an entry filed by its head needs (see _tail()).
+_Piece = str | tuple[str, ...]
+# The tables of the entries that are not plain prefixes.  "/*text" and
+# "/*text$" (most of them): the texts, their negated ranks (ascending) and
+# the number of their first entry.  The others, filed by head (the heads are
+# among the sorted plain prefixes): where the entries of each plain prefix
+# start, then for each entry a text the path must hold, what matching needs
+# (see _tail()), its negated rank and the kind of its tail, and the number
+# of the first entry.
+_Texts = tuple[tuple[str, ...], "array[int]", int]
+_Headed = tuple[
+    "array[int]",
+    tuple[str, ...],
+    # A str or a tuple of them, by the kind of tail.
+    tuple[Any, ...],
+    "array[int]",
+    bytes,
     int,
-    tuple[tuple[str, ...], ...],
-    "array[int] | None",
-    "dict[str, int] | None",
-    tuple[int, ...],
-    "tuple[tuple[str, ...], array[int]] | None",
-    "tuple[tuple[str, ...], array[int]] | None",
-    tuple[tuple[int, _Form], ...],
 ]
-# Plain prefixes are tried _CHUNK at a time; past _CHUNKED_MAX of them, a
-# matcher looks them up by the path's prefixes instead.
-_CHUNK = 8
-_CHUNKED_MAX = 256
+_Special = tuple[_Texts | None, _Texts | None, _Headed | None]
+# An entry filed by head, while compiling: (head, negated rank, kind of
+# tail, piece, needed text, meta, normalised, as written).
+_Filed = tuple[str, int, int, _Piece, str, int, str, str]
+# What _shape_of() tells: (shape, text or head, kind of tail, piece, needed
+# text), for the patterns seen lately (the same ones come back from file to
+# file).
+_Shape = tuple[int, str, int, _Piece, str]
+_SHAPES: dict[str, _Shape] = {}
+_SHAPES_SIZE = 4096
+
+# The rank of an entry as one integer: pattern length, then Allow before
+# Disallow, then the earlier line (RFC 9309 2.2.2, and which rule reports).
+# Lines stay below 2 ** 40 (a terabyte of robots.txt).
+_LINE_BITS = 40
+# Up to this many plain prefixes are first tried as one chunk: one
+# startswith() call rules out a path that starts with none of them.  Past
+# it, that call costs more than the bisection it saves.
+_CHUNKED_MAX = 16
 
 
-def _form(pattern: str) -> _Form:
-    """How a normalised ``pattern`` (with ``*`` or ``$``) matches:
-    ``(kind, head, last, middle)``, head being the text before its first
-    ``*``, last the text after its last one."""
+def _rank(size: int, meta: int) -> int:
+    """The rank of an entry of normalised length ``size`` and ``meta``
+    (``line << 1 | allow``): the higher one wins."""
+    return ((size << 1 | meta & 1) << _LINE_BITS) - (meta >> 1)
+
+
+def _shape(pattern: str) -> tuple[int, str]:
+    """How a normalised ``pattern`` matches, and the text it needs: the
+    text after the "*" for "/*text" and "/*text$", else the pattern."""
     anchored = pattern.endswith("$")
     # A trailing "*" matches anything, even nothing: "/a*b*" is "/a*b".
     body = pattern[:-1] if anchored else pattern.rstrip("*")
-    star = body.find("*")
-    if star == -1:
-        if len(body) < len(pattern) - anchored:
-            # "/a*": the prefix "/a", which ranks as long as "/a*" though, so
-            # not with the plain prefixes (looked up by their length).
-            return (_CONTAINS, body, "", ())
-        return (_EXACT if anchored else _PREFIX, body, "", ())
-    if body.find("*", star + 1) == -1:
-        # One "*", the usual case.
-        return (_ENDS if anchored else _CONTAINS, body[:star], body[star + 1 :], ())
-    head, *middle, last = body.split("*")
-    middle = [part for part in middle if part]
-    if middle:
-        return (_WILDCARD_ENDS if anchored else _WILDCARD, head, last, tuple(middle))
-    return (_ENDS if anchored else _CONTAINS, head, last, ())
+    if "*" not in body:
+        if anchored:
+            return _HEADED, pattern
+        if len(body) < len(pattern):
+            # "/a*" is the prefix "/a", which ranks as long as "/a*" though:
+            # not with the plain prefixes (ranked by their own length).
+            return (_CONTAINS, "") if body in ("", "/") else (_HEADED, pattern)
+        return _PLAIN, pattern
+    # Paths start with "/", so "*text" (text not starting with "/") matches
+    # where "/*text" does.
+    if body.startswith("/*"):
+        text = body[2:]
+    elif body.startswith("*") and body[1:2] != "/":
+        text = body[1:]
+    else:
+        return _HEADED, pattern
+    if "*" in text:
+        return _HEADED, pattern
+    return (_ENDS if anchored else _CONTAINS), text
 
 
-def _wildcard_matches(
-    path: str, pos: int, middle: tuple[str, ...], last: str, anchored: bool
+def _tail(pattern: str, size: int) -> tuple[int, _Piece]:
+    """What follows the head (``size`` characters) of ``pattern``: its kind
+    and what matching needs: the text of "*text", "*text*" and "*text$", the
+    texts after each "*" of more wildcards, else the pattern itself."""
+    tail = pattern[size:]
+    if tail == "$":
+        return _END, pattern
+    anchored = tail.endswith("$")
+    body = tail[:-1] if anchored else tail.rstrip("*")
+    if not body.strip("*"):
+        return _ANY, pattern
+    stars = len(tail) - len(body)
+    if body.find("*", 1) == -1 and stars <= 1:
+        return (_SUFFIX if anchored else (_FIND_STAR if stars else _FIND)), body[1:]
+    parts = tuple((tail[:-1] if anchored else tail)[1:].split("*"))
+    return (_WILDCARDS_END if anchored else _WILDCARDS), parts
+
+
+def _untail(head: str, kind: int, piece: _Piece) -> str:
+    """The normalised pattern of an entry filed under ``head``."""
+    if isinstance(piece, tuple):
+        return head + "*" + "*".join(piece) + ("$" if kind == _WILDCARDS_END else "")
+    if kind == _FIND:
+        return head + "*" + piece
+    if kind == _FIND_STAR:
+        return head + "*" + piece + "*"
+    if kind == _SUFFIX:
+        return head + "*" + piece + "$"
+    return piece
+
+
+def _shape_of(pattern: str) -> _Shape:
+    """:func:`_shape` of a normalised ``pattern``, and for one filed by its
+    head, the head, :func:`_tail` and the text the path must hold."""
+    found = _SHAPES.get(pattern)
+    if found is None:
+        shape, text = _shape(pattern)
+        if shape == _HEADED:
+            star = pattern.find("*")
+            head = pattern[: len(pattern) - 1 if star == -1 else star]
+            kind, piece = _tail(pattern, len(head))
+            # The text after the last "*" must be somewhere in the path.
+            needed = (
+                piece[-1]
+                if isinstance(piece, tuple)
+                else piece
+                if kind <= _SUFFIX
+                else ""
+            )
+            found = (shape, head, kind, piece, needed)
+        else:
+            found = (shape, text, 0, "", "")
+        if len(_SHAPES) < _SHAPES_SIZE:
+            _SHAPES[pattern] = found
+    return found
+
+
+def _wildcards_match(
+    path: str, pos: int, parts: tuple[str, ...], anchored: bool
 ) -> bool:
+    """Whether ``path`` from ``pos`` on matches ``*`` + ``"*".join(parts)``
+    (then the end of the path, if ``anchored``)."""
     # Each "*" takes the leftmost occurrence of the literal after it, which
     # leaves the most room for the rest: linear scans, no backtracking.
     find = path.find
-    for part in middle:
+    for part in parts[:-1]:
         pos = find(part, pos)
         if pos == -1:
             return False
         pos += len(part)
+    last = parts[-1]
     if anchored:
         return len(path) - len(last) >= pos and path.endswith(last)
     return find(last, pos) != -1
 
 
-def _with_index_html(
-    patterns: list[str],
-    sizes: list[int],
-    rules: list[Rule],
-    forms: dict[int, _Form],
-    normalize: Callable[[str], str],
-) -> tuple[list[str], list[int], list[Rule], dict[int, _Form]]:
-    """The entries with, after each allowed ".../index.htm[l]", one more
-    for the rule that allows ".../" (Google)."""
-    entries: tuple[list[str], list[int], list[Rule], dict[int, _Form]] = (
-        [],
-        [],
-        [],
-        {},
-    )
-    for position, rule in enumerate(rules):
-        form = forms.get(position)
-        if form is not None:
-            entries[3][len(entries[0])] = form
-        entries[0].append(patterns[position])
-        entries[1].append(sizes[position])
-        entries[2].append(rule)
-        pattern = rule.pattern if form is None else normalize(rule.pattern)
-        slash = pattern.rfind("/")
-        if rule.allow and pattern.startswith("/index.htm", slash):
-            entries[3][len(entries[0])] = (_EXACT, pattern[: slash + 1], "", ())
-            entries[0].append(rule.pattern)
-            entries[1].append(slash + 2)
-            entries[2].append(rule)
-    return entries
+def _uints(values: list[int]) -> array[int]:
+    # Four octets an entry, unless a line number needs more.
+    return array("I" if not values or max(values) < 1 << 32 else "Q", values)
 
 
-def _tables(patterns: tuple[str, ...], forms: list[_Form | None] | None) -> _Tables:
-    """The lookup tables of a matcher's entries (in rank order).
-
-    Plain prefixes (most entries) apart from the others: in chunks that one
-    startswith() call rules out at once, or, for the few matchers with very
-    many of them, by pattern in a dict probed with the path's own prefixes,
-    longest first.  The usual wildcard shapes, "/*text" and "/*text$" (or
-    "*text", "*text$"), as texts and their entries' indices; any other as
-    (index, form).
-    """
-    plain_only = forms is None
-    if forms is None:
-        # Only plain prefixes.
-        forms = []
-        heads: list[str] = list(patterns)
-        where: list[int] = []
-    else:
-        heads = []
-        where = []
-    contains: list[tuple[str, int]] = []
-    ends: list[tuple[str, int]] = []
-    other: list[tuple[int, _Form]] = []
-    for index, form in enumerate(forms):
-        if form is None:
-            heads.append(patterns[index])
-            where.append(index)
-            continue
-        kind, head, last, _ = form
-        # Paths start with "/", so "*text" (text not starting with "/")
-        # matches where "/*text" does.
-        rooted = head == "/" or (not head and last[:1] != "/")
-        if kind == _PREFIX:
-            heads.append(head)
-            where.append(index)
-        elif rooted and kind == _CONTAINS:
-            contains.append((last, index))
-        elif rooted and kind == _ENDS:
-            ends.append((last, index))
-        else:
-            other.append((index, form))
-    chunks: tuple[tuple[str, ...], ...] = ()
-    lookup: dict[str, int] | None = None
-    lengths: tuple[int, ...] = ()
-    if plain_only and len(patterns) <= _CHUNK:
-        # A handful of plain prefixes: one chunk, the patterns themselves.
-        chunks = (patterns,) if patterns else ()
-    elif len(heads) <= _CHUNKED_MAX:
-        chunks = tuple(
-            tuple(heads[start : start + _CHUNK])
-            for start in range(0, len(heads), _CHUNK)
-        )
-    else:
-        lookup = {}
-        for head, index in zip(heads, where or range(len(heads)), strict=True):
-            lookup.setdefault(head, index)
-        lengths = tuple(sorted({len(head) for head in lookup}, reverse=True))
-    return (
-        len(patterns),
-        chunks,
-        array("i", where) if chunks and where and len(where) < len(patterns) else None,
-        lookup,
-        lengths,
-        _texts(contains),
-        _texts(ends),
-        tuple(other),
-    )
-
-
-def _texts(pairs: list[tuple[str, int]]) -> tuple[tuple[str, ...], array[int]] | None:
-    if not pairs:
+def _parents(prefixes: Sequence[bytes]) -> array[int] | None:
+    """For each of the sorted ``prefixes``, the index of the longest other
+    one that it starts with (-1: none); ``None`` if none has one."""
+    size = len(prefixes)
+    # "" and "/" start every path: they are linked last, in bulk.
+    empty = 0 if size and not prefixes[0] else -1
+    slash = bisect_left(prefixes, b"/")
+    if slash == size or prefixes[slash] != b"/":
+        slash = -1
+    # In sorted order, a string's prefixes come before it, and every string
+    # between one of them and it starts with that prefix too: so a string
+    # that does not start with the one before it has no prefix but among
+    # the prefixes of that one.  Where no string starts with the one before
+    # it (most of the table), nothing has a parent.
+    follows = list(map(bytes.startswith, prefixes[1:], prefixes[:-1]))
+    for root in (empty, slash):
+        if 0 <= root < size - 1:
+            follows[root] = False
+    if True not in follows and empty < 0 and slash < 0:
         return None
-    texts, indices = zip(*pairs, strict=True)
-    return texts, array("i", indices)
+    parents = [-1] * size
+    index = follows.index(True) + 1 if True in follows else size
+    while index < size:
+        if follows[index - 1]:
+            parents[index] = index - 1
+        else:
+            parent = parents[index - 1]
+            if parent < 0:
+                try:
+                    index = follows.index(True, index) + 1
+                except ValueError:
+                    break
+                continue
+            prefix = prefixes[index]
+            while parent >= 0 and not prefix.startswith(prefixes[parent]):
+                parent = parents[parent]
+            parents[index] = parent
+        index += 1
+    if slash >= 0:
+        # Every string from "/" to "0" (the character after "/") starts with "/".
+        end = bisect_left(prefixes, b"0", slash)
+        parents[slash + 1 : end] = [
+            slash if parent < 0 else parent for parent in parents[slash + 1 : end]
+        ]
+        if empty >= 0:
+            parents[slash] = empty
+    if empty >= 0:
+        parents[1:] = [empty if parent < 0 else parent for parent in parents[1:]]
+        parents[0] = -1
+        if slash >= 0:
+            parents[slash] = empty
+    return array("i", parents)
+
+
+def _positions(regex: re.Pattern[str], joined: str, ends: list[int]) -> list[int]:
+    """The positions of the patterns (joined by newlines, ``ends`` being
+    where each one's line ends) where ``regex`` finds the rest of a line."""
+    return [bisect_right(ends, found.start()) for found in regex.finditer(joined)]
+
+
+_EMPTY_GROUP = Group(())
+# The decisions made lately, by matcher (by identity) and entry: a rule that
+# decided once usually decides again, and its Decision is made once.  Kept
+# here rather than in each matcher, so that memory stays bounded however
+# many matchers there are; emptied when full.
+_DECISIONS: dict[tuple[Matcher, int], Decision] = {}
+_DECISIONS_SIZE = 256
+_new = tuple.__new__
 
 
 class Matcher:
     """The rules of one robots.txt for one agent, ready to match URLs.
 
-    Built by :func:`compile`.  ``crawl_delay`` and ``content_signals`` are
-    those of the groups that apply to the agent.  Compact: a matcher keeps
-    the patterns and a few integers per rule, and makes the
-    :class:`Decision` of a rule the first time that rule decides.
+    Built by :func:`compile` (or :func:`compile_source`).  ``crawl_delay``
+    and ``content_signals`` are those of the groups that apply to the agent.
+    Compact: a matcher keeps one string and a few integers per pattern (most
+    patterns are plain prefixes, kept sorted as bytes for bisection); a
+    rule's :class:`Decision` is made when that rule decides.
     """
 
     __slots__ = (
-        "_decisions",
         "_meta",
         "_normalize",
-        "_patterns",
+        "_originals",
+        "_parent",
+        "_plain",
+        "_prefilter",
         "_signals",
-        "_tables",
+        "_special",
         "crawl_delay",
         "profile",
     )
+    _meta: array[int]
+    _normalize: bool
+    _originals: dict[int, str] | None
+    _parent: array[int] | None
+    _plain: tuple[bytes, ...]
+    _prefilter: bool
+    _signals: tuple[tuple[str, bool | str], ...]
+    _special: _Special | None
+    crawl_delay: float | None
+    profile: Profile
 
     def __init__(self, document: Document, user_agent: str) -> None:
         # The groups that apply to an agent act as one (RFC 9309 2.2.1).
         groups = applicable_groups(document, product_token(user_agent))
-        group = merge_groups(groups) if groups else Group(())
-        self.profile: Profile = document.profile
-        self.crawl_delay: float | None = group.crawl_delay
-        self._signals = tuple(group.content_signals.items())
-        self._normalize = document.profile != GOOGLE
-        # The decisions made so far, by entry (made when first needed).
-        self._decisions: dict[int, Decision] | None = None
-        # Priority 0: an empty pattern matches nothing (Google).
-        rules = [rule for rule in group.rules if rule[1]]
-        patterns = [rule[1] for rule in rules]
-        sizes = list(map(len, patterns))
-        # The rules whose pattern has a wildcard or needs normalising, found
-        # with one regex over all of them (most rules are plain prefixes).
-        forms: dict[int, _Form] = {}
+        group = merge_groups(groups) if groups else _EMPTY_GROUP
+        # Per rule at C speed: the patterns, and line << 1 | allow.
+        rules = group.rules
+        allows, patterns, lines = zip(*rules, strict=True) if rules else ((), (), ())
+        metas = list(map(add, map(lshift, lines, repeat(1)), allows))
+        if "" in patterns:
+            # Priority 0: an empty pattern matches nothing (Google).
+            keep = list(map(bool, patterns))
+            patterns = tuple(compress(patterns, keep))
+            metas = list(compress(metas, keep))
+        self._setup(
+            document.profile, group.crawl_delay, group.content_signals, patterns, metas
+        )
+
+    @classmethod
+    def _of(
+        cls,
+        profile: Profile,
+        crawl_delay: float | None,
+        content_signals: dict[str, bool | str],
+        patterns: Sequence[str],
+        metas: list[int],
+    ) -> Matcher:
+        """A matcher of the rules that apply: see _setup()."""
+        matcher = cls.__new__(cls)
+        matcher._setup(profile, crawl_delay, content_signals, patterns, metas)
+        return matcher
+
+    def _setup(
+        self,
+        profile: Profile,
+        crawl_delay: float | None,
+        content_signals: dict[str, bool | str],
+        patterns: Sequence[str],
+        metas: list[int],
+    ) -> None:
+        """The tables for the ``patterns`` (not empty, in file order) of the
+        rules that apply, with ``line << 1 | allow`` of each (``metas``).
+
+        The plain prefixes, and the heads of the entries filed by head, are
+        one sorted table, numbered from 0; then come the "/*text" entries
+        and the "/*text$" entries in rank order, and the entries filed by
+        head.  ``_meta`` holds ``line << 1 | allow`` of each entry (0 for a
+        head that is no plain prefix).
+        """
+        self.profile = profile
+        self.crawl_delay = crawl_delay
+        self._signals = tuple(content_signals.items())
+        self._normalize = profile != GOOGLE
         joined = "\n".join(patterns)
-        found = _SPECIAL_LINES(joined)
-        if found is not None:
-            normalize = normalize_pattern if self._normalize else escape_pattern
-            starts = [0, *accumulate(size + 1 for size in sizes)]
-            for special in _SPECIAL_REST.finditer(joined, found.start()):
-                position = bisect_right(starts, special.start()) - 1
-                pattern = normalize(patterns[position])
-                sizes[position] = len(pattern)
-                forms[position] = _form(pattern)
-        if "/index.htm" in joined:
-            patterns, sizes, rules, forms = _with_index_html(
-                patterns,
-                sizes,
-                rules,
-                forms,
-                normalize_pattern if self._normalize else escape_pattern,
+        special = _SPECIAL_LINES(joined) is not None
+        index_html = "/index.htm" in joined
+        # The earliest line of each pattern: the last value given for a key
+        # stays, so in reverse...
+        prefixes = dict(zip(reversed(patterns), reversed(metas), strict=True))
+        if len(prefixes) < len(patterns):
+            # ...unless an Allow of the same pattern wins the tie.
+            for pattern, meta in zip(patterns, metas, strict=True):
+                if meta & 1 and not prefixes[pattern] & 1:
+                    prefixes[pattern] = meta
+        if not special and not index_html:
+            # Only plain prefixes (most files): no pattern needs a closer look.
+            plain = sorted(prefixes)
+            self._meta = _uints(list(map(prefixes.__getitem__, plain)))
+            self._plain = tuple(map(str.encode, plain))
+            self._prefilter = len(plain) <= _CHUNKED_MAX
+            self._parent = _parents(self._plain)
+            self._originals = None
+            self._special = None
+            return
+        # The patterns with a wildcard or octets to normalise, and those
+        # that normalising changes, found by one regex over all of them.
+        ends = list(map(add, accumulate(map(len, patterns)), count(1)))
+        positions = _positions(_SPECIAL_REST, joined, ends) if special else []
+        for position in positions:
+            prefixes.pop(patterns[position], None)
+        if index_html:
+            positions = sorted(
+                {
+                    *positions,
+                    *(
+                        position
+                        for position, pattern in enumerate(patterns)
+                        if metas[position] & 1 and "/index.htm" in pattern
+                    ),
+                }
             )
-        # Longest pattern first, Allow first among equals, then file order
-        # (the sort is stable, rules are in file order): the first entry in
-        # this order that matches decides.
-        ranks = [size << 1 | rule[0] for size, rule in zip(sizes, rules, strict=True)]
-        order = sorted(range(len(ranks)), key=ranks.__getitem__, reverse=True)
-        self._patterns = tuple([patterns[i] for i in order])
-        self._meta = array("i", [rules[i][2] << 1 | rules[i][0] for i in order])
-        self._tables = _tables(
-            self._patterns, [forms.get(i) for i in order] if forms else None
+        normalize = normalize_pattern if self._normalize else escape_pattern
+        # Prefixes only once normalised: normalised -> pattern as written.
+        written: dict[str, str] = {}
+        # "/*text" and "/*text$" entries: (negated rank, meta, text, pattern).
+        texts: tuple[list[tuple[int, int, str, str]], ...] = ([], [])
+        filed: list[_Filed] = []
+        # Whether normalising may change any of them (seldom).
+        changes = (
+            _CHANGES_LINES(joined) is not None
+            if self._normalize
+            else "%" in joined or not joined.isascii()
+        )
+        shapes = _SHAPES
+        for position in positions:
+            pattern = patterns[position]
+            meta = metas[position]
+            if changes and (
+                _CHANGES(pattern) is not None
+                if self._normalize
+                else "%" in pattern or not pattern.isascii()
+            ):
+                normal = normalize(pattern)
+            else:
+                normal = pattern
+            entries = [normal]
+            if meta & 1:
+                # Google: an Allow of ".../index.htm..." also allows ".../$".
+                slash = normal.rfind("/")
+                if normal.startswith("/index.htm", slash):
+                    entries.append(normal[: slash + 1] + "$")
+            for entry in entries:
+                shape, text, kind, piece, needed = shapes.get(entry) or _shape_of(entry)
+                if shape == _PLAIN:
+                    known = prefixes.get(entry)
+                    if known is None or _rank(0, meta) > _rank(0, known):
+                        prefixes[entry] = meta
+                        if entry == pattern:
+                            written.pop(entry, None)
+                        else:
+                            written[entry] = pattern
+                elif shape == _HEADED:
+                    filed.append(
+                        (
+                            text,
+                            -_rank(len(entry), meta),
+                            kind,
+                            piece,
+                            needed,
+                            meta,
+                            entry,
+                            pattern,
+                        )
+                    )
+                else:
+                    texts[shape - _CONTAINS].append(
+                        (-_rank(len(entry), meta), meta, text, pattern)
+                    )
+        # Each head among the plain prefixes, 0 as its meta if it is no
+        # plain prefix itself.
+        plain = sorted(prefixes.keys() | {entry[0] for entry in filed})
+        metas = list(map(prefixes.get, plain, repeat(0)))
+        originals = (
+            {bisect_left(plain, prefix): pattern for prefix, pattern in written.items()}
+            if written
+            else {}
+        )
+        tables: list[_Texts | None] = []
+        for items, suffix in zip(texts, ("", "$"), strict=True):
+            if not items:
+                tables.append(None)
+                continue
+            # Highest rank first: the first text that matches is the best.
+            items.sort()
+            base = len(metas)
+            for offset, (_, meta, text, pattern) in enumerate(items):
+                metas.append(meta)
+                if pattern != "/*" + text + suffix:
+                    originals[base + offset] = pattern
+            tables.append(
+                (
+                    tuple([item[2] for item in items]),
+                    array("q", [item[0] for item in items]),
+                    base,
+                )
+            )
+        self._plain = tuple(map(str.encode, plain))
+        self._prefilter = len(plain) <= _CHUNKED_MAX
+        self._parent = _parents(self._plain)
+        self._special = (
+            tables[0],
+            tables[1],
+            self._headed(plain, filed, metas, originals) if filed else None,
+        )
+        self._meta = _uints(metas)
+        self._originals = originals or None
+
+    @staticmethod
+    def _headed(
+        plain: list[str],
+        filed: list[_Filed],
+        metas: list[int],
+        originals: dict[int, str],
+    ) -> _Headed:
+        """The table of the entries ``filed`` by head."""
+        # By head, highest rank first within each.
+        filed.sort(key=itemgetter(0, 1))
+        base = len(metas)
+        metas.extend(map(itemgetter(5), filed))
+        for offset, entry in enumerate(filed):
+            if entry[7] != entry[6]:
+                originals[base + offset] = entry[7]
+        # Where the entries of each plain prefix start: all heads are plain
+        # prefixes, so those of one end where those of the next start.
+        heads = [entry[0] for entry in filed]
+        starts = list(map(bisect_left, repeat(heads), plain))
+        starts.append(len(filed))
+        return (
+            array("I", starts),
+            tuple([entry[4] for entry in filed]),
+            tuple([entry[3] for entry in filed]),
+            array("q", [entry[1] for entry in filed]),
+            bytes([entry[2] for entry in filed]),
+            base,
         )
 
     def _find(self, url: str) -> int:
-        """The index of the entry deciding for ``url``, or a negative code."""
+        """The entry deciding for ``url``, or a negative code."""
         # Hot path, written for speed: one regex for the usual URL shape,
-        # one startswith() call per chunk of plain prefixes, a few
-        # operations per wildcard pattern, everything in local variables.
+        # one bisection (after one startswith() call over a few prefixes)
+        # for the plain prefixes and heads, C-level string tests for the
+        # rest, everything in local variables.
+        # The plain prefixes are kept as bytes (smaller), the rest as str
+        # (bytes substring tests are slower): the path is needed as both.
         if self._normalize:
             found = _NORMAL_PATH(url)
             if found is None:
-                path = normalize_path(request_path(url))
-                if path == "/robots.txt" or path.startswith("/robots.txt?"):
+                text = normalize_path(request_path(url))
+                if text == "/robots.txt" or text.startswith("/robots.txt?"):
                     return _ROBOTS_TXT
             else:
-                path = found[1]
+                text = found[1]
+            # Printable ASCII either way.
+            path = text.encode()
         else:
             found = _PLAIN_PATH(url)
-            path = request_path(url) if found is None else found[1]
-        count, chunks, plain_at, lookup, lengths, contains, ends, special = self._tables
-        best = count
-        startswith = path.startswith
-        if chunks:
-            offset = 0
-            for chunk in chunks:
-                if startswith(chunk):
-                    for head in chunk:
-                        if startswith(head):
-                            best = offset + chunk.index(head)
-                            break
-                    if plain_at is not None:
-                        best = plain_at[best]
-                    break
-                offset += _CHUNK
-        elif lookup is not None:
-            size = len(path)
-            for length in lengths:
-                if length <= size:
-                    index = lookup.get(path[:length])
-                    if index is not None:
-                        best = index
-                        break
+            text = request_path(url) if found is None else found[1]
+            path = text.encode("utf-8", "surrogatepass")
+        plain = self._plain
+        if self._prefilter and not path.startswith(plain):
+            node = _NO_RULE
+        else:
+            # The greatest prefix not after the path: the longest one the
+            # path starts with, or a string that one of those is a prefix of.
+            node = bisect_right(plain, path) - 1
+            if node >= 0 and not path.startswith(plain[node]):
+                parents = self._parent
+                if parents is None:
+                    node = _NO_RULE
+                else:
+                    node = parents[node]
+                    while node >= 0 and not path.startswith(plain[node]):
+                        node = parents[node]
+        special = self._special
+        if special is None:
+            return node
+        contains, ends, headed = special
+        meta = self._meta
+        parents = self._parent
+        best = node
+        if headed is not None:
+            # The longest plain prefix is the first one from there on that
+            # is not only a head.
+            while best >= 0 and not meta[best]:
+                best = _NO_RULE if parents is None else parents[best]
+        # Only entries ranked above the best so far can decide; ranks are
+        # negated, lower is better (see _rank()).  In each table, the first
+        # entry that matches is its best.
+        if best >= 0:
+            bound = (meta[best] >> 1) - (
+                (len(plain[best]) << 1 | meta[best] & 1) << _LINE_BITS
+            )
+        else:
+            bound = 0
         if contains is not None or ends is not None:
-            # After the leading "/": "/*text" matches when text is in there.
-            rest = path[1:]
+            rest = text[1:]
             if contains is not None:
-                texts, indices = contains
-                if best < count:
-                    texts = texts[: bisect_left(indices, best)]
-                for text in texts:
-                    if text in rest:
-                        best = indices[texts.index(text)]
+                texts, ranks, base = contains
+                for needle in texts:
+                    if needle in rest:
+                        index = texts.index(needle)
+                        if ranks[index] < bound:
+                            best = base + index
+                            bound = ranks[index]
                         break
             if ends is not None:
-                texts, indices = ends
-                if best < count:
-                    texts = texts[: bisect_left(indices, best)]
+                texts, ranks, base = ends
                 if rest.endswith(texts):
-                    for text in texts:
-                        if rest.endswith(text):
-                            best = indices[texts.index(text)]
+                    for needle in texts:
+                        if rest.endswith(needle):
+                            index = texts.index(needle)
+                            if ranks[index] < bound:
+                                best = base + index
+                                bound = ranks[index]
                             break
-        for index, (kind, head, last, middle) in special:
-            if index >= best:
-                break
-            # What every kind needs: the head, and the text after the last "*".
-            if last not in path or not startswith(head):
-                continue
-            if kind == _CONTAINS:
-                if path.find(last, len(head)) != -1:
-                    best = index
+        if headed is None:
+            return best
+        starts, needs, pieces, ranks, tails, base = headed
+        # The entries filed under each head the path starts with: that
+        # node and its parents.
+        while node >= 0:
+            start = starts[node]
+            stop = starts[node + 1]
+            if start < stop:
+                size = len(plain[node])
+                # A text each entry needs somewhere in the path rules out
+                # most of them in one test.
+                for index, needed in enumerate(needs[start:stop], start):
+                    if needed not in text:
+                        continue
+                    rank = ranks[index]
+                    if rank >= bound:
+                        break
+                    tail = tails[index]
+                    if tail <= _FIND_STAR:
+                        if text.find(needed, size) == -1:
+                            continue
+                    elif tail == _SUFFIX:
+                        if len(text) - len(needed) < size or not text.endswith(needed):
+                            continue
+                    elif tail == _END:
+                        if len(text) != size:
+                            continue
+                    elif tail <= _WILDCARDS_END and not _wildcards_match(
+                        text, size, pieces[index], tail == _WILDCARDS_END
+                    ):
+                        continue
+                    best = base + index
+                    bound = rank
                     break
-            elif kind == _ENDS:
-                if path.endswith(last) and len(path) - len(last) >= len(head):
-                    best = index
-                    break
-            elif kind == _EXACT:
-                if path == head:
-                    best = index
-                    break
-            elif _wildcard_matches(
-                path, len(head), middle, last, kind == _WILDCARD_ENDS
-            ):
-                best = index
-                break
-        return best if best < count else _NO_RULE
+            node = _NO_RULE if parents is None else parents[node]
+        return best
+
+    def _pattern(self, entry: int) -> str:
+        """The pattern, as written, of ``entry``."""
+        if self._originals is not None:
+            original = self._originals.get(entry)
+            if original is not None:
+                return original
+        if entry < len(self._plain):
+            return self._plain[entry].decode()
+        contains, ends, headed = self._special  # type: ignore[misc]
+        for texts, suffix in ((contains, ""), (ends, "$")):
+            if texts is not None and 0 <= entry - texts[2] < len(texts[0]):
+                return "/*" + texts[0][entry - texts[2]] + suffix
+        assert headed is not None
+        starts, _, pieces, _, tails, base = headed
+        index = entry - base
+        head = self._plain[bisect_right(starts, index) - 1]
+        piece = pieces[index]
+        return _untail(head.decode(), tails[index], piece)
 
     def explain(self, url: str) -> Decision:
         """The decision for ``url`` (absolute, or a ``/``-rooted path)."""
-        index = self._find(url)
-        if index < 0:
-            return ROBOTS_TXT if index == _ROBOTS_TXT else DEFAULT_ALLOW
-        decisions = self._decisions
-        if decisions is None:
-            decisions = self._decisions = {}
-        decision = decisions.get(index)
+        entry = self._find(url)
+        if entry < 0:
+            return ROBOTS_TXT if entry == _ROBOTS_TXT else DEFAULT_ALLOW
+        key = (self, entry)
+        decision = _DECISIONS.get(key)
         if decision is None:
-            meta = self._meta[index]
-            allow = bool(meta & 1)
-            rule = Rule(allow, self._patterns[index], meta >> 1)
-            decision = Decision(allow, "rule_allow" if allow else "rule_disallow", rule)
-            decisions[index] = decision
+            meta = self._meta[entry]
+            allow = meta & 1 == 1
+            decision = _new(
+                Decision,
+                (
+                    allow,
+                    "rule_allow" if allow else "rule_disallow",
+                    _new(Rule, (allow, self._pattern(entry), meta >> 1)),
+                ),
+            )
+            if len(_DECISIONS) >= _DECISIONS_SIZE:
+                _DECISIONS.clear()
+            _DECISIONS[key] = decision
         return decision
 
     def is_allowed(self, url: str) -> bool:
         """Whether ``url`` (absolute, or a ``/``-rooted path) may be crawled."""
-        index = self._find(url)
-        return index < 0 or self._meta[index] & 1 == 1
+        entry = self._find(url)
+        return entry < 0 or self._meta[entry] & 1 == 1
 
     @property
     def content_signals(self) -> dict[str, bool | str]:
@@ -423,7 +736,8 @@ class Matcher:
 
     def __repr__(self) -> str:
         return (
-            f"<Matcher profile={self.profile!r} entries={len(self._patterns)} "
+            f"<Matcher profile={self.profile!r} "
+            f"entries={len(self._meta) - self._meta.count(0)} "
             f"crawl_delay={self.crawl_delay!r}>"
         )
 
@@ -431,6 +745,30 @@ class Matcher:
 def compile(document: Document, user_agent: str) -> Matcher:
     """A :class:`Matcher` answering for ``user_agent`` (its product token)."""
     return Matcher(document, user_agent)
+
+
+def compile_source(
+    source: str | bytes,
+    user_agent: str,
+    *,
+    profile: Profile = RFC9309,
+    max_bytes: int = 512_000,
+) -> Matcher:
+    """``compile(parse(source, profile=..., max_bytes=...), user_agent)``,
+    about twice as fast: only the groups that apply to ``user_agent`` are
+    read into rules, and no :class:`~scrapy_rfc9309.parse.Document` is made.
+
+    For a crawler that only needs to answer for its own agent.
+    """
+    if profile not in PROFILES:
+        raise ValueError(
+            f"unknown robots.txt profile {profile!r}; use one of {PROFILES}"
+        )
+    lines = lines_of(body_text(source, max_bytes))
+    patterns, metas, delay, signals = read_for(
+        lines, profile, product_token(user_agent)
+    )
+    return Matcher._of(profile, delay, signals, patterns, metas)
 
 
 # Compiled matchers of the documents asked about most recently, so that the

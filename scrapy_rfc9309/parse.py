@@ -449,13 +449,9 @@ _KIND_CACHE_SIZE = 2048
 def key_info(key: str, profile: Profile) -> KeyInfo:
     """What ``key`` (as written, whitespace around it allowed) is in
     ``profile``."""
+    kind = _kind(key, profile)
     name = key.strip(_WHITESPACE).lower()
-    found = key_kind(name, profile) if name else _NO_KEY
-    kind = _RECORD if found is None else found
     canonical = _CANONICAL.get(kind)
-    cache = _KIND_CACHE[profile]
-    if len(cache) < _KIND_CACHE_SIZE:
-        cache[key] = kind
     return KeyInfo(kind, name, None if canonical in (None, name) else canonical)
 
 
@@ -578,6 +574,249 @@ def read(
     return Document(tuple(groups), tuple(sitemaps), tuple(records), profile)
 
 
+# Lines without a colon as written -> what they say, (key, value) or None:
+# the same few lines (blank ones, HTML tags) come back again and again.
+_NO_COLON: dict[str, tuple[str, str] | None] = {}
+_NO_COLON_SIZE = 1024
+# Longer lines (junk, mostly) are not worth keeping.
+_NO_COLON_LINE = 100
+# Told apart by identity: no line reads as it.
+_UNKNOWN = ("", "")
+_object_new = object.__new__
+
+
+def _read_fast(lines: list[str], profile: Profile) -> Document:
+    """``read(lines, profile)``, without reporting, written for speed."""
+    groups: list[Group] = []
+    sitemaps: dict[str, None] = {}
+    records: list[Record] = []
+    agents: list[str] = []
+    rules: list[Rule] = []
+    delay: float | None = None
+    signals: dict[str, bool | str] = {}
+    first_line = 0
+    after_rule = False
+    kinds = _KIND_CACHE[profile]
+    no_colon = _NO_COLON
+    # Hot loop, written for speed: str methods, cache lookups for the key
+    # and for lines without a colon, the branches in the order of how
+    # common they are.
+    for number, line in enumerate(lines, 1):
+        if "#" in line:
+            line = line[: line.index("#")]
+        key, colon, value = line.partition(":")
+        if colon:
+            value = value.strip(_WHITESPACE)
+        elif not line:
+            continue
+        else:
+            found = no_colon.get(line, _UNKNOWN)
+            if found is _UNKNOWN:
+                found = _without_colon(line)
+            if found is None:
+                continue
+            key, value = found
+        kind = kinds.get(key)
+        if kind is None:
+            kind = _kind(key, profile)
+        if kind <= _ALLOW:
+            if agents:
+                rules.append(_new(Rule, (kind == _ALLOW, value, number)))
+                after_rule = True
+        elif kind == _USER_AGENT:
+            if after_rule:
+                groups.append(_group(agents, rules, delay, signals, first_line))
+                agents, rules, delay, signals = [], [], None, {}
+                after_rule = False
+            if not agents:
+                first_line = number
+            agents.append(value)
+        elif kind == _RECORD:
+            records.append(
+                _new(Record, (key.strip(_WHITESPACE).lower(), value, number))
+            )
+        elif kind == _SITEMAP:
+            if value:
+                sitemaps[value] = None
+        elif kind == _NO_KEY or not agents:
+            continue
+        elif kind == _CRAWL_DELAY:
+            if delay is None:
+                delay = parse_crawl_delay(value)
+        else:
+            merge_signals(signals, parse_content_signal(value)[0])
+    if agents:
+        groups.append(_group(agents, rules, delay, signals, first_line))
+    document = _object_new(Document)
+    fields = document.__dict__
+    fields["groups"] = tuple(groups)
+    fields["sitemaps"] = tuple(sitemaps)
+    fields["records"] = tuple(records)
+    fields["profile"] = profile
+    return document
+
+
+# First characters of the lines read_for() never needs: the key of a rule,
+# User-agent, Crawl-delay or Content-Signal line (or a misspelling of one,
+# in either profile) starts with "u", "a", "d" or "c" in either case, after
+# any whitespace.  Blank lines, comments, other records, sitemaps and most
+# junk start with one of these.
+_IRRELEVANT_START = frozenset(
+    [""] + [chr(octet) for octet in range(0x80) if chr(octet) not in "uUaAdDcC \t\v\f"]
+)
+
+# First characters of lines that are no User-agent line.
+_NOT_AGENT_START = _IRRELEVANT_START | frozenset("aAdDcC")
+
+# The rules of some groups while read_for() reads: patterns, metas,
+# Crawl-delays and the Content-Signal values of each group.
+_Collected = tuple[list[str], list[int], list[float], list[dict[str, bool | str]]]
+
+#: What matching for one agent needs from a robots.txt (see read_for()):
+#: the patterns (none empty) of the rules that apply, in file order, their
+#: ``line << 1 | allow``, the Crawl-delay and the Content-Signal values.
+AgentRules = tuple[list[str], list[int], float | None, dict[str, bool | str]]
+
+
+def read_for(lines: list[str], profile: Profile, token: str) -> AgentRules:
+    """What matching for the agent of product ``token`` needs from the
+    robots.txt ``lines``: the same as the groups of ``read(lines, profile)``
+    that apply to it (:func:`applicable_groups`), merged, without reading
+    the rest into a :class:`Document`."""
+    kinds = _KIND_CACHE[profile]
+    no_colon = _NO_COLON
+    # The rules of the groups naming the token, and of those naming "*".
+    named: _Collected = ([], [], [], [])
+    starred: _Collected = ([], [], [], [])
+    found_named = False
+    # The group being read: the tokens of its agents, whether a rule was
+    # read (its agents are all known then), where its rules go, its
+    # Crawl-delay and Content-Signal values.
+    agents: list[str] = []
+    after_rule = False
+    into = starred
+    keep = False
+    delay: float | None = None
+    signals: dict[str, bool | str] = {}
+    # The lines that cannot matter, by how they start: once the rules of a
+    # group that does not apply have begun, only a User-agent line can.
+    skip = _IRRELEVANT_START
+    # Hot loop, written for speed, as _read_fast(); only the rules of the
+    # groups that apply are kept, other lines are looked at no more than
+    # needed to tell where groups start.
+    for number, line in enumerate(lines, 1):
+        if line[:1] in skip:
+            continue
+        if "#" in line:
+            line = line[: line.index("#")]
+        key, colon, value = line.partition(":")
+        if not colon:
+            if not line:
+                continue
+            found = no_colon.get(line, _UNKNOWN)
+            if found is _UNKNOWN:
+                found = _without_colon(line)
+            if found is None:
+                continue
+            key, value = found
+        kind = kinds.get(key)
+        if kind is None:
+            kind = _kind(key, profile)
+        if kind <= _ALLOW:
+            if not after_rule:
+                if not agents:
+                    continue
+                after_rule = True
+                if token and token in agents:
+                    into, keep, found_named = named, True, True
+                else:
+                    into, keep = starred, not found_named and "*" in agents
+                    if not keep:
+                        skip = _NOT_AGENT_START
+            if keep:
+                value = value.strip(_WHITESPACE)
+                if value:
+                    into[0].append(value)
+                    into[1].append(number << 1 | kind)
+        elif kind == _USER_AGENT:
+            if after_rule:
+                if keep:
+                    _group_done(into, delay, signals)
+                agents, after_rule, delay, signals = [], False, None, {}
+                skip = _IRRELEVANT_START
+            agents.append(agent_token(value.strip(_WHITESPACE)))
+        elif not agents:
+            continue
+        elif kind == _CRAWL_DELAY:
+            if delay is None:
+                delay = parse_crawl_delay(value.strip(_WHITESPACE))
+        elif kind == _CONTENT_SIGNAL:
+            merge_signals(signals, parse_content_signal(value.strip(_WHITESPACE))[0])
+    if agents:
+        if not after_rule:
+            # A last group without rules applies too.
+            if token and token in agents:
+                into, keep, found_named = named, True, True
+            else:
+                into, keep = starred, not found_named and "*" in agents
+        if keep:
+            _group_done(into, delay, signals)
+    patterns, metas, delays, values = named if found_named else starred
+    merged: dict[str, bool | str] = {}
+    for group_signals in values:
+        merge_signals(merged, group_signals)
+    return patterns, metas, max(delays) if delays else None, merged
+
+
+def _group_done(
+    into: _Collected, delay: float | None, signals: dict[str, bool | str]
+) -> None:
+    if delay is not None:
+        into[2].append(delay)
+    into[3].append(signals)
+
+
+def _group(
+    agents: list[str],
+    rules: list[Rule],
+    delay: float | None,
+    signals: dict[str, bool | str],
+    line: int,
+) -> Group:
+    # Group(...) without its dataclass __init__ (five object.__setattr__
+    # calls), which costs four times as much: parse() makes thousands.
+    group = _object_new(Group)
+    fields = group.__dict__
+    fields["user_agents"] = tuple(agents)
+    fields["rules"] = tuple(rules)
+    fields["crawl_delay"] = delay
+    fields["content_signals"] = signals
+    fields["line"] = line
+    return group
+
+
+def _without_colon(line: str) -> tuple[str, str] | None:
+    """``(key, value)`` of a line without a colon, or ``None``, as read()
+    takes it; kept in the cache."""
+    stripped = line.strip(_WHITESPACE)
+    two = _TWO_TOKENS(stripped) if stripped else None
+    found = None if two is None else (two[1], two[2].strip(_WHITESPACE))
+    if len(_NO_COLON) < _NO_COLON_SIZE and len(line) <= _NO_COLON_LINE:
+        _NO_COLON[line] = found
+    return found
+
+
+def _kind(key: str, profile: Profile) -> int:
+    """What ``key`` (as written) is in ``profile``; kept in the cache."""
+    name = key.strip(_WHITESPACE).lower()
+    found = key_kind(name, profile) if name else _NO_KEY
+    kind = _RECORD if found is None else found
+    cache = _KIND_CACHE[profile]
+    if len(cache) < _KIND_CACHE_SIZE:
+        cache[key] = kind
+    return kind
+
+
 def parse(
     source: str | bytes, *, profile: Profile = RFC9309, max_bytes: int = 512_000
 ) -> Document:
@@ -593,4 +832,4 @@ def parse(
         raise ValueError(
             f"unknown robots.txt profile {profile!r}; use one of {PROFILES}"
         )
-    return read(lines_of(body_text(source, max_bytes)), profile)
+    return _read_fast(lines_of(body_text(source, max_bytes)), profile)

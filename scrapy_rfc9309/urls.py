@@ -93,6 +93,32 @@ _NEEDS_NORMALIZING = re.compile(r"[^!-#&-)+-~]").search
 _NEEDS_NORMALIZING_PATTERN = re.compile(r"[^!-#&-~]").search
 
 
+def _canonical(octet: int) -> str:
+    """An octet in the canonical form: itself if safe, else ``%XX``."""
+    return chr(octet) if octet in _NORMAL_SAFE else f"%{octet:02X}"
+
+
+# For ASCII text, normalising maps each escape and each other character
+# on its own: the canonical form of every "%xx" and unsafe character.
+_ASCII_CANONICAL = {
+    **{
+        f"%{high}{low}": _canonical(int(high + low, 16))
+        for high in "0123456789ABCDEFabcdef"
+        for low in "0123456789ABCDEFabcdef"
+    },
+    **{
+        chr(octet): _canonical(octet)
+        for octet in range(0x80)
+        if octet not in _NORMAL_SAFE
+    },
+}
+_ASCII_ESCAPES = re.compile(r"%[0-9A-Fa-f]{2}|[^!-#&-)+-~]")
+
+
+def _ascii_canonical(found: re.Match[str]) -> str:
+    return _ASCII_CANONICAL[found[0]]
+
+
 def normalize_path(path: str) -> str:
     """``path`` (from :func:`request_path`) in the canonical percent-encoding
     of the ``rfc9309`` profile (RFC 9309 section 2.2.2).
@@ -105,6 +131,8 @@ def normalize_path(path: str) -> str:
     """
     if _NEEDS_NORMALIZING(path) is None:
         return path
+    if path.isascii():
+        return _ASCII_ESCAPES.sub(_ascii_canonical, path)
     return quote_from_bytes(unquote_to_bytes(encode(path)), _NORMAL_SAFE)
 
 

@@ -10,12 +10,15 @@ from hypothesis import strategies as st
 
 from scrapy_rfc9309 import match
 from scrapy_rfc9309.lint import CODES, lint
-from scrapy_rfc9309.match import Decision, compile, explain
+from scrapy_rfc9309.match import Decision, compile, compile_source, explain
 from scrapy_rfc9309.parse import (
     Document,
     applicable_groups,
+    body_text,
+    lines_of,
     parse,
     product_token,
+    read,
 )
 from scrapy_rfc9309.stringify import stringify
 from scrapy_rfc9309.urls import (
@@ -209,3 +212,54 @@ def test_many_rules_agree_with_brute_force(
         match._CHUNKED_MAX = saved
     line = decision.rule.line if decision.rule is not None else 0
     assert (decision.allowed, line) == _reference(document, "bot", url)
+
+
+@SETTINGS
+@given(st.one_of(ROBOTS_TXT, st.text(max_size=300), st.binary(max_size=300)), PROFILES)
+def test_parse_reads_as_the_reporting_reader(source: str | bytes, profile: str) -> None:
+    # parse() has a reader of its own, written for speed; it must read
+    # every body as read(), which lint() reports with, does.
+    lines = lines_of(body_text(source, 512_000))
+    assert parse(source, profile=profile) == read(lines, profile)
+
+
+@SETTINGS
+@given(ROBOTS_TXT, PROFILES, AGENT, st.lists(URL, max_size=5))
+def test_compile_source_answers_as_compile_of_parse(
+    source: str, profile: str, agent: str, urls: list[str]
+) -> None:
+    ours = compile_source(source, agent, profile=profile)
+    reference = compile(parse(source, profile=profile), agent)
+    assert ours.profile == reference.profile
+    assert ours.crawl_delay == reference.crawl_delay
+    assert ours.content_signals == reference.content_signals
+    for url in urls:
+        assert ours.explain(url) == reference.explain(url)
+
+
+# Patterns made of a few pieces, so that they share prefixes and heads
+# ("/a", "/a/b", "/a*b", "*b$") often.
+_PIECE = st.sampled_from(["/", "a", "b", "/a", "*", "$", "?", "%61", "ツ"])
+_RULE = st.tuples(st.booleans(), st.lists(_PIECE, max_size=5).map("".join))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_RULE, max_size=40),
+    st.lists(st.lists(_PIECE, max_size=6).map(lambda parts: "/" + "".join(parts))),
+    PROFILES,
+)
+def test_shared_prefixes_agree_with_brute_force(
+    rules: list[tuple[bool, str]], paths: list[str], profile: str
+) -> None:
+    # Plain prefixes, heads of wildcard patterns and "/" all in one sorted
+    # table: the longest match must still win, whatever sorts between.
+    source = "User-agent: *\n" + "".join(
+        f"{'Allow' if allow else 'Disallow'}: {pattern}\n" for allow, pattern in rules
+    )
+    document = parse(source, profile=profile)
+    matcher = compile(document, "bot")
+    for path in paths:
+        decision = matcher.explain(path)
+        line = decision.rule.line if decision.rule is not None else 0
+        assert (decision.allowed, line) == _reference(document, "bot", path)

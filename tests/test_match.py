@@ -8,6 +8,7 @@ from scrapy_rfc9309.match import (
     Decision,
     Matcher,
     compile,
+    compile_source,
     content_signals,
     crawl_delay,
     explain,
@@ -339,3 +340,75 @@ def test_filed_matcher_agrees_with_a_scan(path: str) -> None:
         expected.allow,
         expected.pattern,
     )
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_index_html_after_a_wildcard_allows_every_such_directory(profile: str) -> None:
+    # Google adds ".../$" with the pattern's own wildcards: "/*/index.html"
+    # also allows "/*/$", that is any "/x/".
+    body = "User-agent: *\nDisallow: /\nAllow: /*/index.html\n"
+    assert decide(body, "/abc/", profile=profile) == Decision(
+        True, "rule_allow", Rule(True, "/*/index.html", 3)
+    )
+    assert decide(body, "/abc/x", profile=profile).allowed is False
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_odd_octets_in_urls_get_an_answer(profile: str) -> None:
+    # Lone surrogates (from undecodable input) and non-ASCII text never
+    # raise, and only ever match patterns written with the same octets.
+    document = parse(b"User-agent: *\nDisallow: /a\nDisallow: /\xff\n", profile=profile)
+    matcher = compile(document, "bot")
+    assert matcher.is_allowed("/a\udcff") is False
+    assert matcher.is_allowed("https://h/b\ud800x") is True
+    assert matcher.is_allowed("/ツ") is True
+    # The pattern's octet 0xFF: the same octet in the URL matches in the
+    # rfc9309 profile; Google compares the URL as given with "/%FF".
+    rule = Rule(False, "/\udcff", 3)
+    assert matcher.explain("/%FF").rule == rule
+    expected = rule if profile == "rfc9309" else None
+    assert matcher.explain("/\udcff").rule == expected
+
+
+def test_decisions_are_made_once_per_rule() -> None:
+    matcher = compile(parse("User-agent: *\nDisallow: /a\nDisallow: /b\n"), "bot")
+    first = matcher.explain("/a")
+    assert matcher.explain("/b") is not first
+    assert matcher.explain("/a/x") is first
+    other = compile(parse("User-agent: *\nDisallow: /a\n"), "bot")
+    assert other.explain("/a") == first
+    assert other.explain("/a").rule == Rule(False, "/a", 2)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize(
+    "body",
+    [
+        "",
+        "User-agent: *\nDisallow: /x\n",
+        "User-agent: foobot\nCrawl-delay: 3\nUser-agent: *\nDisallow: /\n",
+        "User-agent: *\nContent-Signal: search=no\nUser-agent: foobot\nAllow: /a\n"
+        "Disallow: /\nUser-agent: FooBot/2\nCrawl-delay: 7\nDisallow: /*.pdf$\n",
+        "Disallow: /early\nUser-agent: foobot\n",
+        "\ufeffUser-agent: *\r\nDisallow: /%61*\r\n\x00junk\n",
+    ],
+)
+def test_compile_source_answers_as_compile_of_parse(body: str, profile: str) -> None:
+    ours = compile_source(body.encode(), "FooBot/1.0", profile=profile)
+    reference = compile(parse(body, profile=profile), "FooBot/1.0")
+    assert (ours.profile, ours.crawl_delay, ours.content_signals) == (
+        reference.profile,
+        reference.crawl_delay,
+        reference.content_signals,
+    )
+    for url in ["/", "/x", "/a", "/a.pdf", "/early", "/abc", "/robots.txt"]:
+        assert ours.explain(url) == reference.explain(url)
+
+
+def test_compile_source_reads_as_parse_does() -> None:
+    with pytest.raises(ValueError, match="profile"):
+        compile_source("", "bot", profile="other")
+    body = "User-agent: *\nDisallow: /a\n" + "#" * 100 + "\nDisallow: /b\n"
+    matcher = compile_source(body, "bot", max_bytes=40)
+    assert matcher.is_allowed("/a") is False
+    assert matcher.is_allowed("/b") is True

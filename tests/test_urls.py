@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+from urllib.parse import quote_from_bytes, unquote_to_bytes
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scrapy_rfc9309.urls import (
+    _NORMAL_SAFE,
     escape_pattern,
     normalize_path,
     normalize_pattern,
@@ -143,3 +148,23 @@ def test_normalize_path(path: str, normal: str) -> None:
 )
 def test_normalize_pattern(pattern: str, normal: str) -> None:
     assert normalize_pattern(pattern) == normal
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.characters(max_codepoint=0x7F),
+            st.sampled_from(
+                ["%2f", "%2F", "%e3", "%zz", "%", "%4", "%41", "%2a", "%24"]
+            ),
+        ),
+        max_size=20,
+    ).map("".join)
+)
+def test_normalize_path_of_ascii_is_unquote_then_quote(path: str) -> None:
+    # ASCII text takes a shortcut (one regex); it must give what the
+    # definition gives: every valid escape decoded, then every octet
+    # outside the safe set encoded with upper-case hex.
+    expected = quote_from_bytes(unquote_to_bytes(path.encode()), _NORMAL_SAFE)
+    assert normalize_path("/" + path) == "/" + expected
