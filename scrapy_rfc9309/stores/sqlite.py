@@ -171,25 +171,40 @@ class SQLiteStore(OutcomeStore):
         # Text comes back undecoded: an entry that is not UTF-8 is then a
         # decoding failure of that entry, not an error of the store.
         connection.text_factory = bytes
-        try:
-            (version,) = connection.execute("PRAGMA user_version").fetchone()
-            if version > SCHEMA_VERSION:
-                raise StoreError(
-                    f"SQLite store {self.path}: written by a newer version of "
-                    f"scrapy-rfc9309 (schema {version}, this one reads "
-                    f"{SCHEMA_VERSION})"
-                )
-            connection.execute("PRAGMA journal_mode = WAL")
-            # WAL makes NORMAL safe against corruption; a power cut may lose
-            # the last outcomes, which are then fetched again.
-            connection.execute("PRAGMA synchronous = NORMAL")
-            for statement in _SCHEMA:
-                connection.execute(statement)
-            self._purge(connection)
-        except BaseException:
-            connection.close()
-            raise
-        return connection
+        # Processes opening a new file at once race to switch it to WAL and
+        # create the tables; SQLite may answer "database is locked" there
+        # without waiting for its busy timeout, so the set-up is retried
+        # until that timeout has passed.
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                self._set_up(connection)
+            except sqlite3.OperationalError as exc:  # noqa: PERF203 - a retry
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    connection.close()
+                    raise
+                time.sleep(0.02)
+            except BaseException:
+                connection.close()
+                raise
+            else:
+                return connection
+
+    def _set_up(self, connection: sqlite3.Connection) -> None:
+        (version,) = connection.execute("PRAGMA user_version").fetchone()
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"SQLite store {self.path}: written by a newer version of "
+                f"scrapy-rfc9309 (schema {version}, this one reads "
+                f"{SCHEMA_VERSION})"
+            )
+        connection.execute("PRAGMA journal_mode = WAL")
+        # WAL makes NORMAL safe against corruption; a power cut may lose
+        # the last outcomes, which are then fetched again.
+        connection.execute("PRAGMA synchronous = NORMAL")
+        for statement in _SCHEMA:
+            connection.execute(statement)
+        self._purge(connection)
 
     @staticmethod
     def _purge(connection: sqlite3.Connection) -> None:
