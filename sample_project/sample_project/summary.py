@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.settings import Settings
+    from typing_extensions import Self
 
     from scrapy_rfc9309 import Outcome
 
@@ -235,8 +236,8 @@ def _drop(request: Request, error: RobotsDisallowed) -> Drop:
     )
 
 
-class DropRecorder:
-    """Downloader middleware: records each request that robots.txt drops."""
+class _Recorder:
+    """A middleware writing into the summary extension's record."""
 
     def __init__(self, crawler: Crawler) -> None:
         extension = crawler.get_extension(SummaryExtension)
@@ -245,31 +246,25 @@ class DropRecorder:
         self.record = extension.record
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> DropRecorder:
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
+
+
+class DropRecorder(_Recorder):
+    """Downloader middleware: records each request that robots.txt drops."""
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         if isinstance(exception, RobotsDisallowed):
             self.record.host(request.url).dropped.append(_drop(request, exception))
 
 
-class DirectivesRecorder:
+class DirectivesRecorder(_Recorder):
     """Spider middleware: records what noindex and nofollow take away.
 
     It runs before ``DirectivesMiddleware`` on the spider's output, so it
     counts the items of noindex pages and the links of nofollow pages
     before they are dropped.
     """
-
-    def __init__(self, crawler: Crawler) -> None:
-        extension = crawler.get_extension(SummaryExtension)
-        if extension is None:
-            raise NotConfigured("SummaryExtension is not enabled")
-        self.record = extension.record
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> DirectivesRecorder:
-        return cls(crawler)
 
     async def process_spider_output(
         self, response: Response | None, result: AsyncIterator[Any]
