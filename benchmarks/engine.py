@@ -58,7 +58,11 @@ def clear_caches() -> None:
     parse_module._AGENT_TOKENS.clear()
     parse_module._NO_COLON.clear()
     match_module._SHAPES.clear()
+    for normals in match_module._NORMALS.values():
+        normals.clear()
     match_module._CACHE.clear()
+    for cache in sys.modules["scrapy_rfc9309._scan"]._AGENT_LINE_TOKENS.values():
+        cache.clear()
 
 
 def best_of(repeat: int, run: Callable[[], object]) -> float:

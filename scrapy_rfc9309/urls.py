@@ -119,6 +119,24 @@ def _ascii_canonical(found: re.Match[str]) -> str:
     return _ASCII_CANONICAL[found[0]]
 
 
+_ESCAPE_DIGITS = re.compile("%([0-9A-Fa-f]{2})").findall
+# The hex digits of the escapes that normalising rewrites: lower-case ones,
+# and those of an octet that stands for itself.
+_REWRITTEN = frozenset(
+    escape[1:] for escape, canonical in _ASCII_CANONICAL.items() if escape != canonical
+)
+
+
+def _canonical_escapes_only(path: str) -> bool:
+    """Whether the ASCII ``path`` is canonical but for "%", each "%" starting
+    an escape that normalising leaves as it is (most escaped paths: octets
+    outside ASCII, upper-case hex)."""
+    if path.encode("ascii").translate(None, _NORMAL_SAFE).strip(b"%"):
+        return False
+    digits = _ESCAPE_DIGITS(path)
+    return len(digits) == path.count("%") and _REWRITTEN.isdisjoint(digits)
+
+
 def normalize_path(path: str) -> str:
     """``path`` (from :func:`request_path`) in the canonical percent-encoding
     of the ``rfc9309`` profile (RFC 9309 section 2.2.2).
@@ -132,6 +150,8 @@ def normalize_path(path: str) -> str:
     if _NEEDS_NORMALIZING(path) is None:
         return path
     if path.isascii():
+        if _canonical_escapes_only(path):
+            return path
         return _ASCII_ESCAPES.sub(_ascii_canonical, path)
     return quote_from_bytes(unquote_to_bytes(encode(path)), _NORMAL_SAFE)
 

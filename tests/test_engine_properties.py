@@ -263,3 +263,6 @@ def test_shared_prefixes_agree_with_brute_force(
         decision = matcher.explain(path)
         line = decision.rule.line if decision.rule is not None else 0
         assert (decision.allowed, line) == _reference(document, "bot", path)
+        # is_allowed() may stop early once no other rule could change the
+        # verdict: it must still give the same one.
+        assert matcher.is_allowed(path) == decision.allowed

@@ -1,0 +1,307 @@
+"""Reading a robots.txt for one agent without splitting all of it into lines.
+
+:func:`scan_for` gives exactly what ``read_for(lines_of(text), ...)`` gives.
+Regular expressions run over the whole text find the User-agent lines and,
+between two of them, whether a rule ends a group; only the lines of the
+groups that apply are read one by one, and even there the usual
+``Disallow: ...`` lines are cut apart by one ``str.split``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .parse import (
+    _ALLOW,
+    _CONTENT_SIGNAL,
+    _CRAWL_DELAY,
+    _IRRELEVANT_START,
+    _KIND_CACHE,
+    _NO_COLON,
+    _SAFE_CHARS,
+    _UNKNOWN,
+    _USER_AGENT,
+    _WHITESPACE,
+    MAX_LINE_BYTES,
+    PROFILES,
+    AgentRules,
+    Profile,
+    _kind,
+    _without_colon,
+    agent_token,
+    cap_line,
+    merge_signals,
+    parse_content_signal,
+    parse_crawl_delay,
+)
+
+__all__ = ["scan_for"]
+
+# A CR not before a LF ends a line as well.
+_LONE_CR = re.compile(r"\r(?!\n)").search
+# The rest of a line from a NUL, which ends its content; and from a "#".
+_AFTER_NUL = re.compile("\0[^\n]*")
+_COMMENTS = re.compile("#[^\n]*")
+# A line that is surely a rule in either profile: a usual spelling of the
+# key, then the colon, well within the line cap.
+_SURE = (
+    r"\n[ \t\v\f]{0,1000}+(?:Disallow|disallow|DISALLOW|Allow|allow|ALLOW)"
+    r"[ \t\v\f]{0,1000}+:"
+)
+_SURE_RULE = re.compile(_SURE).search
+# After any whitespace, the key of every User-agent line (misspellings and
+# Google's prefix keys included) starts with "user" in some case, and that
+# of every Allow or Disallow line with "al" or "di": no other character
+# lower-cases to those letters.  Searching from a "\n" lets the regex engine
+# skip ahead to each line start at C speed.  Group 2 tells a User-agent
+# line followed by a rule.
+_AGENT_LINES = re.compile(
+    r"(?i)\n([ \t\v\f]*+user[^\n]*+)(?=(?-i:(" + _SURE + "))|)"
+).finditer
+_RULE_LINES = re.compile(r"(?i)\n([ \t\v\f]*+(?:al|di)[^\n]*+)").finditer
+# How nearly every rule line starts: what follows it in a group is a
+# Disallow pattern (and, if another line follows, that line).
+_DISALLOW = "\nDisallow: "
+# Lines of a group that apply which no longer matter: its User-agent lines
+# are known already.
+_SKIP_IN_GROUP = _IRRELEVANT_START | frozenset("uU")
+# Whether a line after the first may be a rule, a Crawl-delay or a
+# Content-Signal line.
+_RELEVANT = re.compile(r"\n[ \t\v\f]*+[aAdDcC]").search
+
+# User-agent lines as written -> the token they name, or None for a line
+# that is no User-agent line; per profile.  The same few lines come back
+# again and again.
+_AGENT_LINE_TOKENS: dict[Profile, dict[str, str | None]] = {
+    profile: {} for profile in PROFILES
+}
+_AGENT_LINE_TOKENS_SIZE = 4096
+_AGENT_LINE_CHARS = 200
+# Told apart from any token by identity: no token holds a NUL.
+_MISSING = "\0"
+
+
+def scan_for(text: str, profile: Profile, token: str) -> AgentRules:
+    """``read_for(lines_of(text), profile, token)``, for ``text`` as
+    :func:`~scrapy_rfc9309.parse.body_text` gives it."""
+    if "\r" in text and _LONE_CR(text):
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    # Otherwise a CR can stay before its LF: every value is stripped of it,
+    # and a line of it alone is blank, as read_for() reads lines.  A NUL
+    # is cut from the lines read only.  With a "\n" before the first line,
+    # every line starts after one.
+    text = "\n" + text
+    tokens = _AGENT_LINE_TOKENS[profile]
+    # Where each group starts and the tokens of its agents; where the last
+    # User-agent line ends, and whether a rule surely follows it: a rule
+    # before the next one ends the group (RFC 9309 section 2.2.4).
+    starts: list[int] = []
+    groups: list[list[str]] = []
+    agents: list[str] = []
+    end = -1
+    ruled = False
+    # Hot loop, written for speed: a cache lookup per User-agent line, and
+    # seldom a regex search for a rule between two of them.
+    for match in _AGENT_LINES(text):
+        agent = tokens.get(match[1], _MISSING)
+        if agent is _MISSING:
+            agent = _agent_of(match[1], profile)
+        if agent is None:
+            continue
+        start, stop = match.span(1)
+        if end < 0 or (
+            end + 1 < start
+            and (
+                ruled
+                or _SURE_RULE(text, end, start)
+                or _has_rule(text, end, start, profile)
+            )
+        ):
+            agents = []
+            groups.append(agents)
+            starts.append(start)
+        agents.append(agent)
+        end = stop
+        ruled = match.lastindex == 2
+    # The groups naming the token if any, else those naming "*" (RFC 9309
+    # section 2.2.1).
+    chosen = []
+    if token:
+        chosen = [index for index, names in enumerate(groups) if token in names]
+    if not chosen:
+        chosen = [index for index, names in enumerate(groups) if "*" in names]
+    patterns: list[str] = []
+    metas: list[int] = []
+    delays: list[float] = []
+    signals: dict[str, bool | str] = {}
+    starts.append(len(text))
+    position, number = 0, 0
+    for index in chosen:
+        start = starts[index]
+        number += text.count("\n", position, start)
+        position = start
+        group_signals: dict[str, bool | str] = {}
+        delay = _read_group(
+            text[start : starts[index + 1]],
+            number,
+            profile,
+            patterns,
+            metas,
+            group_signals,
+        )
+        if delay is not None:
+            delays.append(delay)
+        if group_signals:
+            merge_signals(signals, group_signals)
+    return patterns, metas, max(delays) if delays else None, signals
+
+
+def _key_value(line: str, profile: Profile) -> tuple[int, str] | None:
+    """A line's kind and value (not stripped) as read_for() reads them, or
+    ``None`` for a line that says nothing."""
+    if "\0" in line:
+        line = line[: line.index("\0")]
+    if len(line) > _SAFE_CHARS:
+        line = cap_line(line)
+    if "#" in line:
+        line = line[: line.index("#")]
+    key, colon, value = line.partition(":")
+    if not colon:
+        if not line:
+            return None
+        found = _NO_COLON.get(line, _UNKNOWN)
+        if found is _UNKNOWN:
+            found = _without_colon(line)
+        if found is None:
+            return None
+        key, value = found
+    kind = _KIND_CACHE[profile].get(key)
+    if kind is None:
+        kind = _kind(key, profile)
+    return kind, value
+
+
+def _agent_of(line: str, profile: Profile) -> str | None:
+    """The token a User-agent line names, ``None`` for another line."""
+    tokens = _AGENT_LINE_TOKENS[profile]
+    agent = tokens.get(line, _MISSING)
+    if agent is not _MISSING:
+        return agent
+    key_value = _key_value(line, profile)
+    agent = None
+    if key_value is not None and key_value[0] == _USER_AGENT:
+        agent = agent_token(key_value[1].strip(_WHITESPACE))
+    if len(tokens) < _AGENT_LINE_TOKENS_SIZE and len(line) <= _AGENT_LINE_CHARS:
+        tokens[line] = agent
+    return agent
+
+
+def _has_rule(text: str, start: int, end: int, profile: Profile) -> bool:
+    """Whether an Allow or Disallow line, spelt as it may be, lies between
+    ``start`` (a "\\n") and ``end``."""
+    for match in _RULE_LINES(text, start, end):
+        key_value = _key_value(match[1], profile)
+        if key_value is not None and key_value[0] <= _ALLOW:
+            return True
+    return False
+
+
+def _read_group(
+    chunk: str,
+    number: int,
+    profile: Profile,
+    patterns: list[str],
+    metas: list[int],
+    signals: dict[str, bool | str],
+) -> float | None:
+    """Add the rules of the group in ``chunk`` (its lines, the first of them
+    numbered ``number``) to ``patterns`` and ``metas``, and its
+    Content-Signal values to ``signals``; its Crawl-delay."""
+    if "\0" in chunk:
+        chunk = _AFTER_NUL.sub("", chunk)
+    if "#" in chunk:
+        # Cutting each line at "#" first reads the same: the comment goes
+        # whatever the line cap leaves of it.
+        chunk = _COMMENTS.sub("", chunk)
+    pieces = chunk.split(_DISALLOW)
+    # The line of a piece is "Disallow: " longer; no line of an ASCII text
+    # has more octets than characters.
+    longest = MAX_LINE_BYTES if chunk.isascii() else _SAFE_CHARS
+    if len(chunk) > longest and max(map(len, pieces)) >= longest - len(_DISALLOW):
+        lines = chunk.split("\n")
+        if max(map(len, lines)) > longest:
+            # A line over the cap: read them all, capped as lines_of() does.
+            lines = [cap_line(line) for line in lines]
+            return _read_lines(lines, number, profile, patterns, metas, None, signals)
+    # The first piece holds the User-agent lines, each other piece starts
+    # with the pattern of a "Disallow: " line, and any line after it in the
+    # same piece is of another kind: read as lines, if any may matter.
+    head = pieces[0]
+    delay = None
+    if "\n" in head and _RELEVANT(head):
+        delay = _read_lines(
+            head.split("\n"), number, profile, patterns, metas, delay, signals
+        )
+    meta = number + head.count("\n") << 1
+    whitespace = _WHITESPACE
+    add_pattern = patterns.append
+    add_meta = metas.append
+    # Hot loop, written for speed: a piece is nearly always one line.
+    for piece in pieces[1:]:
+        meta += 2
+        rest = None
+        if "\n" in piece:
+            whole = piece
+            piece, _, rest = whole.partition("\n")
+        pattern = piece.strip(whitespace)
+        if pattern:
+            add_pattern(pattern)
+            add_meta(meta)
+        if rest is not None:
+            if rest and _RELEVANT(whole, len(piece)):
+                delay = _read_lines(
+                    rest.split("\n"),
+                    (meta >> 1) + 1,
+                    profile,
+                    patterns,
+                    metas,
+                    delay,
+                    signals,
+                )
+            meta += rest.count("\n") + 1 << 1
+    return delay
+
+
+def _read_lines(
+    lines: list[str],
+    number: int,
+    profile: Profile,
+    patterns: list[str],
+    metas: list[int],
+    delay: float | None,
+    signals: dict[str, bool | str],
+) -> float | None:
+    """Read ``lines`` of a group that applies (numbered from ``number``) as
+    read_for() does: rules into ``patterns`` and ``metas``, Content-Signal
+    values into ``signals``; the group's Crawl-delay, ``delay`` if set."""
+    skip = _SKIP_IN_GROUP
+    # Lines that cannot matter are told by their first character, as in
+    # read_for(); the others are few.
+    for line_number, line in enumerate(lines, number):
+        if line[:1] in skip:
+            continue
+        key_value = _key_value(line, profile)
+        if key_value is None:
+            continue
+        kind, value = key_value
+        if kind <= _ALLOW:
+            value = value.strip(_WHITESPACE)
+            if value:
+                patterns.append(value)
+                metas.append(line_number << 1 | kind)
+        elif kind == _CRAWL_DELAY:
+            if delay is None:
+                delay = parse_crawl_delay(value.strip(_WHITESPACE))
+        elif kind == _CONTENT_SIGNAL:
+            merge_signals(signals, parse_content_signal(value.strip(_WHITESPACE))[0])
+    return delay
