@@ -557,8 +557,8 @@ class Matcher:
                 if meta & 1 and "/index.htm" in pattern:
                     specials.append(pattern)
                     special_metas.append(meta)
-        # Normalising seldom changes anything: one regex over all of them
-        # tells whether each needs a look.
+        # Normalising seldom changes anything: only the patterns it may
+        # change are looked at.
         normals = _normalized(specials, self._normalize)
         # Prefixes only once normalised: normalised -> pattern as written.
         written: dict[str, str] = {}
