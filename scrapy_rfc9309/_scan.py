@@ -96,8 +96,10 @@ def scan_for(text: str, profile: Profile, token: str) -> AgentRules:
     # User-agent line ends, and whether a rule surely follows it: a rule
     # before the next one ends the group (RFC 9309 section 2.2.4).
     starts: list[int] = []
-    groups: list[list[str]] = []
-    agents: list[str] = []
+    # The groups naming the token, and those naming "*", by number; each
+    # once (the last number is the group being read).
+    named: list[int] = []
+    starred: list[int] = []
     end = -1
     ruled = False
     # Hot loop, written for speed: a cache lookup per User-agent line, and
@@ -117,19 +119,17 @@ def scan_for(text: str, profile: Profile, token: str) -> AgentRules:
                 or _has_rule(text, end, start, profile)
             )
         ):
-            agents = []
-            groups.append(agents)
             starts.append(start)
-        agents.append(agent)
+        if agent == token:
+            if not named or named[-1] != len(starts) - 1:
+                named.append(len(starts) - 1)
+        elif agent == "*" and (not starred or starred[-1] != len(starts) - 1):
+            starred.append(len(starts) - 1)
         end = stop
         ruled = match.lastindex == 2
     # The groups naming the token if any, else those naming "*" (RFC 9309
     # section 2.2.1).
-    chosen = []
-    if token:
-        chosen = [index for index, names in enumerate(groups) if token in names]
-    if not chosen:
-        chosen = [index for index, names in enumerate(groups) if "*" in names]
+    chosen = named if token and named else starred
     patterns: list[str] = []
     metas: list[int] = []
     delays: list[float] = []

@@ -674,8 +674,10 @@ class Matcher:
         originals: dict[int, str],
     ) -> _Headed:
         """The table of the entries ``filed`` by head."""
-        # By head, highest rank first within each.
-        filed.sort(key=itemgetter(0, 1))
+        # By head, highest rank first within each.  Rules of a parsed file
+        # never share both (a rank holds the line), so the rest of the
+        # tuples decides nothing; a kind always has the same type of piece.
+        filed.sort()
         heads, ranks, kinds, pieces, needs, filed_metas, normals, written_as = zip(
             *filed, strict=True
         )
