@@ -112,29 +112,21 @@ _ASCII_CANONICAL = {
         if octet not in _NORMAL_SAFE
     },
 }
-_ASCII_ESCAPES = re.compile(r"%[0-9A-Fa-f]{2}|[^!-#&-)+-~]")
 
 
 def _ascii_canonical(found: re.Match[str]) -> str:
     return _ASCII_CANONICAL[found[0]]
 
 
-_ESCAPE_DIGITS = re.compile("%([0-9A-Fa-f]{2})").findall
-# The hex digits of the escapes that normalising rewrites: lower-case ones,
-# and those of an octet that stands for itself.
-_REWRITTEN = frozenset(
-    escape[1:] for escape, canonical in _ASCII_CANONICAL.items() if escape != canonical
+# What normalising changes in ASCII text, and only that: an escape with a
+# lower-case hex digit, or of a safe octet (anything printable but "$", "%"
+# and "*"); a "%" that starts no escape; an unsafe character.  Escapes that
+# stay as they are (most: octets outside ASCII) cost no call.
+_ASCII_CHANGES = re.compile(
+    "%(?:[0-9A-F][a-f]|[a-f][0-9A-Fa-f]|2[1-35-9B-F]|[3-6][0-9A-F]|7[0-9A-E])"
+    "|%(?![0-9A-Fa-f]{2})"
+    "|[^!-#%&-)+-~]"
 )
-
-
-def _canonical_escapes_only(path: str) -> bool:
-    """Whether the ASCII ``path`` is canonical but for "%", each "%" starting
-    an escape that normalising leaves as it is (most escaped paths: octets
-    outside ASCII, upper-case hex)."""
-    if path.encode("ascii").translate(None, _NORMAL_SAFE).strip(b"%"):
-        return False
-    digits = _ESCAPE_DIGITS(path)
-    return len(digits) == path.count("%") and _REWRITTEN.isdisjoint(digits)
 
 
 def normalize_path(path: str) -> str:
@@ -150,9 +142,7 @@ def normalize_path(path: str) -> str:
     if _NEEDS_NORMALIZING(path) is None:
         return path
     if path.isascii():
-        if _canonical_escapes_only(path):
-            return path
-        return _ASCII_ESCAPES.sub(_ascii_canonical, path)
+        return _ASCII_CHANGES.sub(_ascii_canonical, path)
     return quote_from_bytes(unquote_to_bytes(encode(path)), _NORMAL_SAFE)
 
 

@@ -156,7 +156,10 @@ def test_normalize_pattern(pattern: str, normal: str) -> None:
         st.one_of(
             st.characters(max_codepoint=0x7F),
             st.sampled_from(
-                ["%2f", "%2F", "%e3", "%zz", "%", "%4", "%41", "%2a", "%24"]
+                [
+                    *("%2f", "%2F", "%e3", "%E3", "%zz", "%", "%4", "%41"),
+                    *("%2a", "%24", "%3A", "%3a", "%7E", "%7F", "%20", "%25"),
+                ]
             ),
         ),
         max_size=20,
@@ -168,3 +171,15 @@ def test_normalize_path_of_ascii_is_unquote_then_quote(path: str) -> None:
     # outside the safe set encoded with upper-case hex.
     expected = quote_from_bytes(unquote_to_bytes(path.encode()), _NORMAL_SAFE)
     assert normalize_path("/" + path) == "/" + expected
+
+
+def test_normalize_path_of_every_ascii_escape_and_character() -> None:
+    # The shortcut calls back only for what changes: every escape and every
+    # character, next to a safe one, against the definition.
+    digits = "0123456789ABCDEFabcdef"
+    texts = [f"%{high}{low}" for high in digits for low in digits]
+    texts += [chr(octet) for octet in range(0x80)]
+    for text in texts:
+        path = f"/a{text}b"
+        expected = quote_from_bytes(unquote_to_bytes(path.encode()), _NORMAL_SAFE)
+        assert normalize_path(path) == expected, path
