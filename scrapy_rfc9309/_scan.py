@@ -281,19 +281,30 @@ def _read_lines(
     delay: float | None,
     signals: dict[str, bool | str],
 ) -> float | None:
-    """Read ``lines`` of a group that applies (numbered from ``number``) as
-    read_for() does: rules into ``patterns`` and ``metas``, Content-Signal
-    values into ``signals``; the group's Crawl-delay, ``delay`` if set."""
+    """Read ``lines`` of a group that applies (numbered from ``number``;
+    without NULs and comments, within the line cap) as read_for() does:
+    rules into ``patterns`` and ``metas``, Content-Signal values into
+    ``signals``; the group's Crawl-delay, ``delay`` if set."""
     skip = _SKIP_IN_GROUP
+    kinds = _KIND_CACHE[profile]
     # Lines that cannot matter are told by their first character, as in
     # read_for(); the others are few.
     for line_number, line in enumerate(lines, number):
         if line[:1] in skip:
             continue
-        key_value = _key_value(line, profile)
-        if key_value is None:
-            continue
-        kind, value = key_value
+        key, colon, value = line.partition(":")
+        if not colon:
+            if not line:
+                continue
+            found = _NO_COLON.get(line, _UNKNOWN)
+            if found is _UNKNOWN:
+                found = _without_colon(line)
+            if found is None:
+                continue
+            key, value = found
+        kind = kinds.get(key)
+        if kind is None:
+            kind = _kind(key, profile)
         if kind <= _ALLOW:
             value = value.strip(_WHITESPACE)
             if value:
