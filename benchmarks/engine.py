@@ -63,6 +63,7 @@ def clear_caches() -> None:
     for normals in match_module._NORMALS.values():
         normals.clear()
     match_module._CACHE.clear()
+    match_module._TOKENS.clear()
     for cache in sys.modules["scrapy_rfc9309._scan"]._AGENT_LINE_TOKENS.values():
         cache.clear()
 

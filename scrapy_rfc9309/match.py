@@ -206,34 +206,30 @@ def _shape_of(pattern: str) -> _Shape:
     """:func:`_shape` of a normalised ``pattern``, and for one filed by its
     head, the head, :func:`_tail` and the text the path must hold."""
     found = _SHAPES.get(pattern)
-    if found is None:
-        one = _ONE_STAR(pattern)
-        if one is not None:
-            found = _one_star_shape(pattern, *one.groups())
+    if found is not None:
+        return found
+    one = _ONE_STAR(pattern)
+    if one is None:
+        found = _any_shape(pattern)
+    else:
+        # Most wildcard patterns: "head*text", then perhaps a "*" or a "$".
+        head, text, star, anchor = one.groups()
+        if head == "/" or (not head and text[:1] != "/"):
+            found = (_CONTAINS if anchor is None else _ENDS, text, 0, "", "")
+        elif not text:
+            found = (_HEADED, head, _ANY, pattern, "")
+        elif anchor is not None:
+            found = (_HEADED, head, _SUFFIX, text, text)
         else:
-            found = _any_shape(pattern)
-        if len(_SHAPES) < _SHAPES_SIZE:
-            _SHAPES[pattern] = found
+            found = (_HEADED, head, _FIND if star is None else _FIND_STAR, text, text)
+    if len(_SHAPES) < _SHAPES_SIZE:
+        _SHAPES[pattern] = found
     return found
 
 
 # Most wildcard patterns have one "*" (and perhaps one more at the end, or
 # a final "$"): their shape is read off one regex match.
 _ONE_STAR = re.compile(r"([^*$]*)\*([^*$]*)(?:(\*)|(\$))?").fullmatch
-
-
-def _one_star_shape(
-    pattern: str, head: str, text: str, star: str | None, anchor: str | None
-) -> _Shape:
-    """:func:`_shape_of` a ``pattern`` of ``head * text``, then ``*`` (if
-    ``star``) or ``$`` (if ``anchor``)."""
-    if head == "/" or (not head and text[:1] != "/"):
-        return (_CONTAINS if anchor is None else _ENDS, text, 0, "", "")
-    if not text:
-        return (_HEADED, head, _ANY, pattern, "")
-    if anchor is not None:
-        return (_HEADED, head, _SUFFIX, text, text)
-    return (_HEADED, head, _FIND if star is None else _FIND_STAR, text, text)
 
 
 def _any_shape(pattern: str) -> _Shape:
@@ -895,6 +891,11 @@ def compile(document: Document, user_agent: str) -> Matcher:
     return Matcher(document, user_agent)
 
 
+# The product tokens of the agents compiled for (a crawler has one or two).
+_TOKENS: dict[str, str] = {}
+_TOKENS_SIZE = 64
+
+
 def compile_source(
     source: str | bytes,
     user_agent: str,
@@ -913,8 +914,13 @@ def compile_source(
         raise ValueError(
             f"unknown robots.txt profile {profile!r}; use one of {PROFILES}"
         )
+    token = _TOKENS.get(user_agent)
+    if token is None:
+        token = product_token(user_agent)
+        if len(_TOKENS) < _TOKENS_SIZE:
+            _TOKENS[user_agent] = token
     patterns, metas, delay, signals = scan_for(
-        body_text(source, max_bytes), profile, product_token(user_agent)
+        body_text(source, max_bytes), profile, token
     )
     return Matcher._of(profile, delay, signals, patterns, metas)
 

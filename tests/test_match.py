@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import pickle
+from itertools import product
 
 import pytest
 
+from scrapy_rfc9309 import match as match_module
 from scrapy_rfc9309.match import (
     Decision,
     Matcher,
@@ -412,3 +414,17 @@ def test_compile_source_reads_as_parse_does() -> None:
     matcher = compile_source(body, "bot", max_bytes=40)
     assert matcher.is_allowed("/a") is False
     assert matcher.is_allowed("/b") is True
+
+
+def test_one_star_shapes_read_as_the_general_reading() -> None:
+    # Most wildcard patterns are read off one regex match; every pattern
+    # of up to four pieces must get the shape the general reading gives.
+    pieces = ["", "/", "a", "*", "$", "/a", "ab", "**", "*$", "/*"]
+    for size in range(1, 5):
+        for parts in product(pieces, repeat=size):
+            pattern = "".join(parts)
+            if "*" not in pattern:
+                continue
+            match_module._SHAPES.clear()
+            shape = match_module._shape_of(pattern)
+            assert shape == match_module._any_shape(pattern), pattern
