@@ -333,18 +333,21 @@ def _parents(prefixes: Sequence[bytes]) -> array[int] | None:
     return array("i", parents)
 
 
-def _specials(patterns: Iterable[str], joined: str) -> list[str] | None:
-    """Those of ``patterns`` (``joined`` without separator) that are not
-    plain prefixes of printable ASCII without "%", "*" or "$"; ``None`` if
-    none is."""
-    ascii_only = joined.isascii()
-    # The ASCII octets that make a pattern special, found at C speed
-    # (deleting the others is far quicker than a regex over the text); then
-    # the cheapest test per pattern that tells ("in" is quicker than any
+def _special_octets(joined: str) -> set[str]:
+    """The ASCII octets of ``joined`` (patterns without separator) that
+    make a pattern special, found at C speed (deleting the others is far
+    quicker than a regex over the text)."""
+    return set(joined.encode("ascii", "ignore").translate(None, _PLAIN_OCTETS).decode())
+
+
+def _specials(
+    patterns: Iterable[str], ascii_only: bool, found: set[str]
+) -> list[str] | None:
+    """Those of ``patterns`` (ASCII only or not, holding the special
+    octets ``found``) that are not plain prefixes of printable ASCII without
+    "%", "*" or "$"; ``None`` if none is."""
+    # The cheapest test per pattern that tells ("in" is quicker than any
     # regex): nearly always a wildcard or an anchor.
-    found = set(
-        joined.encode("ascii", "ignore").translate(None, _PLAIN_OCTETS).decode()
-    )
     if ascii_only and not found:
         return None
     if not found <= _USUAL_SPECIAL:
@@ -360,7 +363,7 @@ def _specials(patterns: Iterable[str], joined: str) -> list[str] | None:
             or "%" in pattern
         ]
     if len(found) == 1:
-        octet = found.pop()
+        octet = next(iter(found))
         return [pattern for pattern in patterns if octet in pattern]
     if "%" not in found:
         return [pattern for pattern in patterns if "*" in pattern or "$" in pattern]
@@ -373,11 +376,22 @@ def _specials(patterns: Iterable[str], joined: str) -> list[str] | None:
 
 # The octets that make most special patterns special.
 _USUAL_SPECIAL = frozenset("*$%")
+_WILDCARDS_AND_ANCHORS = frozenset("*$")
 
 
-def _normalized(patterns: list[str], normalize: bool) -> list[str]:
+def _normalized(
+    patterns: list[str], normalize: bool, ascii_only: bool, found: set[str]
+) -> list[str]:
     """``patterns`` normalised (``normalize``: the rfc9309 profile, else
-    Google's escaping), looking only at those it may change."""
+    Google's escaping), looking only at those it may change: the special
+    octets ``found`` in them (and whether they are ASCII only) may tell
+    that there is none."""
+    if (
+        ascii_only
+        and found <= _WILDCARDS_AND_ANCHORS
+        and ("$" not in found or not normalize)
+    ):
+        return patterns
     joined = "\n".join(patterns)
     if not joined.isascii():
         changes = _CHANGES if normalize else _GOOGLE_CHANGES
@@ -385,16 +399,16 @@ def _normalized(patterns: list[str], normalize: bool) -> list[str]:
             _normal(pattern, normalize) if changes(pattern) else pattern
             for pattern in patterns
         ]
-    found = joined.encode("ascii").translate(None, _UNCHANGED_OCTETS)
+    octets = joined.encode("ascii").translate(None, _UNCHANGED_OCTETS)
     if normalize:
         # Anything but printable ASCII and "*", or a "$" before the end.
         ends = joined.count("$\n") + joined.endswith("$")
-        if joined.count("$") != ends or found.strip(b"%"):
+        if joined.count("$") != ends or octets.strip(b"%"):
             return [
                 _normal(pattern, normalize) if _CHANGES(pattern) else pattern
                 for pattern in patterns
             ]
-    if b"%" not in found:
+    if b"%" not in octets:
         return patterns
     # Only escapes to normalise (most often): in the patterns that hold one.
     return [
@@ -545,7 +559,9 @@ class Matcher:
         # Each pattern once, with the meta of the rule of it that would win.
         prefixes = _earliest(patterns, metas)
         # The patterns with a wildcard or octets to normalise.
-        specials = _specials(prefixes, joined)
+        ascii_only = joined.isascii()
+        found = _special_octets(joined)
+        specials = _specials(prefixes, ascii_only, found)
         if specials is None and not index_html:
             # Only plain prefixes (most files): no pattern needs a closer look.
             plain = sorted(prefixes)
@@ -570,7 +586,7 @@ class Matcher:
                     special_metas.append(meta)
         # Normalising seldom changes anything: only the patterns it may
         # change are looked at.
-        normals = _normalized(specials, self._normalize)
+        normals = _normalized(specials, self._normalize, ascii_only, found)
         # Prefixes only once normalised: normalised -> pattern as written.
         written: dict[str, str] = {}
         # "/*text" and "/*text$" entries: (negated rank, meta, text, pattern).
