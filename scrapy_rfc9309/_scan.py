@@ -17,19 +17,16 @@ from .parse import (
     _CRAWL_DELAY,
     _IRRELEVANT_START,
     _KIND_CACHE,
-    _NO_COLON,
     _SAFE_CHARS,
-    _UNKNOWN,
     _USER_AGENT,
     _WHITESPACE,
     MAX_LINE_BYTES,
     PROFILES,
     AgentRules,
     Profile,
-    _kind,
-    _without_colon,
     agent_token,
     cap_line,
+    kind_and_value,
     merge_signals,
     parse_content_signal,
     parse_crawl_delay,
@@ -165,20 +162,7 @@ def _key_value(line: str, profile: Profile) -> tuple[int, str] | None:
         line = cap_line(line)
     if "#" in line:
         line = line[: line.index("#")]
-    key, colon, value = line.partition(":")
-    if not colon:
-        if not line:
-            return None
-        found = _NO_COLON.get(line, _UNKNOWN)
-        if found is _UNKNOWN:
-            found = _without_colon(line)
-        if found is None:
-            return None
-        key, value = found
-    kind = _KIND_CACHE[profile].get(key)
-    if kind is None:
-        kind = _kind(key, profile)
-    return kind, value
+    return kind_and_value(line, _KIND_CACHE[profile], profile)
 
 
 def _agent_of(line: str, profile: Profile) -> str | None:
@@ -292,19 +276,10 @@ def _read_lines(
     for line_number, line in enumerate(lines, number):
         if line[:1] in skip:
             continue
-        key, colon, value = line.partition(":")
-        if not colon:
-            if not line:
-                continue
-            found = _NO_COLON.get(line, _UNKNOWN)
-            if found is _UNKNOWN:
-                found = _without_colon(line)
-            if found is None:
-                continue
-            key, value = found
-        kind = kinds.get(key)
-        if kind is None:
-            kind = _kind(key, profile)
+        kind_value = kind_and_value(line, kinds, profile)
+        if kind_value is None:
+            continue
+        kind, value = kind_value
         if kind <= _ALLOW:
             value = value.strip(_WHITESPACE)
             if value:

@@ -682,9 +682,13 @@ def read_for(lines: list[str], profile: Profile, token: str) -> AgentRules:
     """What matching for the agent of product ``token`` needs from the
     robots.txt ``lines``: the same as the groups of ``read(lines, profile)``
     that apply to it (:func:`applicable_groups`), merged, without reading
-    the rest into a :class:`Document`."""
+    the rest into a :class:`Document`.
+
+    Line by line: the definition that
+    :func:`~scrapy_rfc9309.match.compile_source`'s faster
+    reader (``scrapy_rfc9309._scan.scan_for``) is tested against.
+    """
     kinds = _KIND_CACHE[profile]
-    no_colon = _NO_COLON
     # The rules of the groups naming the token, and of those naming "*".
     named: _Collected = ([], [], [], [])
     starred: _Collected = ([], [], [], [])
@@ -701,27 +705,17 @@ def read_for(lines: list[str], profile: Profile, token: str) -> AgentRules:
     # The lines that cannot matter, by how they start: once the rules of a
     # group that does not apply have begun, only a User-agent line can.
     skip = _IRRELEVANT_START
-    # Hot loop, written for speed, as _read_fast(); only the rules of the
-    # groups that apply are kept, other lines are looked at no more than
-    # needed to tell where groups start.
+    # Only the rules of the groups that apply are kept, other lines are
+    # looked at no more than needed to tell where groups start.
     for number, line in enumerate(lines, 1):
         if line[:1] in skip:
             continue
         if "#" in line:
             line = line[: line.index("#")]
-        key, colon, value = line.partition(":")
-        if not colon:
-            if not line:
-                continue
-            found = no_colon.get(line, _UNKNOWN)
-            if found is _UNKNOWN:
-                found = _without_colon(line)
-            if found is None:
-                continue
-            key, value = found
-        kind = kinds.get(key)
-        if kind is None:
-            kind = _kind(key, profile)
+        kind_value = kind_and_value(line, kinds, profile)
+        if kind_value is None:
+            continue
+        kind, value = kind_value
         if kind <= _ALLOW:
             if not after_rule:
                 if not agents:
@@ -793,6 +787,28 @@ def _group(
     fields["content_signals"] = signals
     fields["line"] = line
     return group
+
+
+def kind_and_value(
+    line: str, kinds: dict[str, int], profile: Profile
+) -> tuple[int, str] | None:
+    """What a line (comment cut) is and says, as read() takes it: its kind
+    (``kinds`` is the profile's cache) and its value, not stripped; ``None``
+    for a line that says nothing."""
+    key, colon, value = line.partition(":")
+    if not colon:
+        if not line:
+            return None
+        found = _NO_COLON.get(line, _UNKNOWN)
+        if found is _UNKNOWN:
+            found = _without_colon(line)
+        if found is None:
+            return None
+        key, value = found
+    kind = kinds.get(key)
+    if kind is None:
+        kind = _kind(key, profile)
+    return kind, value
 
 
 def _without_colon(line: str) -> tuple[str, str] | None:
