@@ -89,9 +89,9 @@ def scan_for(text: str, profile: Profile, token: str) -> AgentRules:
     # every line starts after one.
     text = "\n" + text
     tokens = _AGENT_LINE_TOKENS[profile]
-    # Where each group starts and the tokens of its agents; where the last
-    # User-agent line ends, and whether a rule surely follows it: a rule
-    # before the next one ends the group (RFC 9309 section 2.2.4).
+    # Where each group starts; where the last User-agent line ends, and
+    # whether a rule surely follows it: a rule before the next one ends the
+    # group (RFC 9309 section 2.2.4).
     starts: list[int] = []
     # The groups naming the token, and those naming "*", by number; each
     # once (the last number is the group being read).
