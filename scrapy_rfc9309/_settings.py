@@ -17,6 +17,21 @@ def setting(settings: BaseSettings, name: str) -> Any:
     return DEFAULTS[name] if value is None else value
 
 
+def positive_int(settings: BaseSettings, name: str, *, minimum: int) -> int:
+    """``name`` as an integer of at least ``minimum``; ``ValueError``
+    otherwise, since crawling on with a setting ignored would be wrong."""
+    value = setting(settings, name)
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = minimum - 1
+    if number < minimum:
+        raise ValueError(
+            f"{name} must be an integer of at least {minimum}, not {value!r}"
+        )
+    return number
+
+
 def robots_user_agent(settings: BaseSettings, spider: Spider | None = None) -> str:
     """The agent whose robots.txt rules apply to this crawl.
 

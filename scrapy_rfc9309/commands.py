@@ -29,7 +29,7 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredList
 
-from ._settings import robots_user_agent, setting
+from ._settings import positive_int, robots_user_agent, setting
 from .addon import Addon
 from .lint import Diagnostic, lint
 from .match import Decision, content_signals, crawl_delay, product_token
@@ -495,16 +495,10 @@ class RobotsCommand(ScrapyCommand):
         return 1 if counts["error"] else 0
 
     def _max_bytes(self) -> int:
-        value = setting(self._settings, "ROBOTS_MAX_BYTES")
         try:
-            max_bytes = int(value)
-        except (TypeError, ValueError):
-            max_bytes = 0
-        if max_bytes < 1:
-            raise UsageError(
-                f"ROBOTS_MAX_BYTES must be a positive integer, not {value!r}"
-            )
-        return max_bytes
+            return positive_int(self._settings, "ROBOTS_MAX_BYTES", minimum=1)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
 
     def _read(self, source: str) -> bytes:
         if source == "-":

@@ -32,7 +32,7 @@ from twisted.internet.defer import Deferred
 from w3lib.url import safe_url_string
 
 from . import signals as robots_signals
-from ._settings import robots_user_agent, setting
+from ._settings import positive_int, robots_user_agent, setting
 from .match import Decision
 from .outcome import (
     PARSED,
@@ -233,8 +233,8 @@ class RobotsMiddleware:
                 f"ROBOTS_PROFILE must be one of {', '.join(map(repr, PROFILES))},"
                 f" not {settings.get('ROBOTS_PROFILE')!r}"
             )
-        self.max_bytes = _positive_int(settings, "ROBOTS_MAX_BYTES", minimum=1)
-        self.max_redirects = _positive_int(settings, "ROBOTS_MAX_REDIRECTS", minimum=0)
+        self.max_bytes = positive_int(settings, "ROBOTS_MAX_BYTES", minimum=1)
+        self.max_redirects = positive_int(settings, "ROBOTS_MAX_REDIRECTS", minimum=0)
         self.lifetimes = Lifetimes(
             cache=_seconds(settings, "ROBOTS_CACHE_LIFETIME"),
             unreachable=_seconds(settings, "ROBOTS_UNREACHABLE_LIFETIME"),
@@ -840,19 +840,6 @@ def _build_store(crawler: Crawler) -> OutcomeStore:
     if not isinstance(store, OutcomeStore):
         raise ValueError(f"ROBOTS_STORE {name!r} is not an OutcomeStore")
     return store
-
-
-def _positive_int(settings: Any, name: str, *, minimum: int) -> int:
-    value = setting(settings, name)
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = minimum - 1
-    if number < minimum:
-        raise ValueError(
-            f"{name} must be an integer of at least {minimum}, not {value!r}"
-        )
-    return number
 
 
 def _seconds(settings: Any, name: str) -> float:

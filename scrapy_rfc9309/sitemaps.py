@@ -31,7 +31,7 @@ from scrapy.utils.sitemap import Sitemap
 from w3lib.url import safe_url_string
 
 from . import signals as robots_signals
-from ._settings import setting
+from ._settings import positive_int, setting
 from .middleware import RobotsMiddleware
 from .outcome import PARSED
 from .urls import robots_url
@@ -229,16 +229,7 @@ class SitemapsMiddleware:
 def _max_depth(settings: BaseSettings) -> int:
     """``ROBOTS_SITEMAP_MAX_DEPTH``: how many levels of sitemaps below
     robots.txt are requested (1: only the sitemaps robots.txt names)."""
-    value = setting(settings, "ROBOTS_SITEMAP_MAX_DEPTH")
-    try:
-        depth = int(value)
-    except (TypeError, ValueError):
-        depth = 0
-    if depth < 1:
-        raise ValueError(
-            f"ROBOTS_SITEMAP_MAX_DEPTH must be an integer of at least 1, not {value!r}"
-        )
-    return depth
+    return positive_int(settings, "ROBOTS_SITEMAP_MAX_DEPTH", minimum=1)
 
 
 def _page_callback(spider: Spider) -> CallbackT:
