@@ -36,6 +36,7 @@ from .match import Decision, content_signals, crawl_delay, product_token
 from .middleware import RobotsDisallowed, RobotsMiddleware
 from .outcome import Outcome, explain_by
 from .parse import PROFILES, Rule
+from .stringify import rule_line, signal_text
 from .urls import robots_url
 
 if TYPE_CHECKING:
@@ -158,7 +159,7 @@ class _Row:
                 "line": rule.line,
                 "allow": rule.allow,
                 "pattern": rule.pattern,
-                "text": _rule_text(rule),
+                "text": rule_line(rule),
             },
             "note": self.note or None,
             "robots_txt": self.robots_txt,
@@ -179,7 +180,7 @@ class _Row:
         parts = ["allowed   " if self.allowed else "DISALLOWED", self.url]
         why = self.reason
         if self.rule is not None:
-            why += f" (line {self.rule.line}: {_rule_text(self.rule)})"
+            why += f" (line {self.rule.line}: {rule_line(self.rule)})"
         elif self.note:
             why += f" ({self.note})"
         parts.append(why)
@@ -195,23 +196,11 @@ class _Row:
             parts.append(
                 "content-signal "
                 + ", ".join(
-                    f"{key}={_signal_text(value)}"
+                    f"{key}={signal_text(value)}"
                     for key, value in self.content_signals.items()
                 )
             )
         return "  ".join(parts)
-
-
-def _rule_text(rule: Rule) -> str:
-    return f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}"
-
-
-def _signal_text(value: bool | str) -> str:
-    if value is True:
-        return "yes"
-    if value is False:
-        return "no"
-    return value
 
 
 async def _check(crawler: Crawler, urls: list[str]) -> list[_Row]:

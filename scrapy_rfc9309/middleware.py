@@ -51,6 +51,7 @@ from .parse import parse
 from .stores import STORES
 from .stores.base import OutcomeStore, StoreError
 from .stores.memory import Entry, MemoryStore
+from .stringify import rule_line
 from .urls import robots_url
 
 if TYPE_CHECKING:
@@ -389,8 +390,7 @@ class RobotsMiddleware:
         self.stats.inc_value(f"robots/forbidden/{cause}")
         rule = decision.rule
         if rule is not None:
-            directive = "Allow" if rule.allow else "Disallow"
-            why = f"line {rule.line}: {directive}: {rule.pattern}"
+            why = f"line {rule.line}: {rule_line(rule)}"
         elif not why:
             why = (
                 f"{outcome.kind}, {outcome.detail}" if outcome.detail else outcome.kind

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from .parse import Document, Group
+from .parse import Document, Group, Rule
 
 __all__ = ["stringify"]
 
 
-def _signal(value: bool | str) -> str:
+def rule_line(rule: Rule) -> str:
+    """``rule`` as its robots.txt line: ``Disallow: /private/``."""
+    return f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}"
+
+
+def signal_text(value: bool | str) -> str:
+    """A Content-Signal value as written: ``yes``, ``no`` or the text."""
     if value is True:
         return "yes"
     if value is False:
@@ -21,13 +27,11 @@ def _group_lines(group: Group) -> list[str]:
         lines.append(f"Crawl-delay: {group.crawl_delay!r}")
     if group.content_signals:
         signals = ", ".join(
-            f"{key}={_signal(value)}" for key, value in group.content_signals.items()
+            f"{key}={signal_text(value)}"
+            for key, value in group.content_signals.items()
         )
         lines.append(f"Content-Signal: {signals}")
-    lines.extend(
-        f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}"
-        for rule in group.rules
-    )
+    lines.extend(map(rule_line, group.rules))
     return lines
 
 
