@@ -37,6 +37,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from benchmarks._timing import timed_crawl
+
 MODES = ("none", "builtin", "ours")
 AGENT = "BenchBot/1.0 (+http://127.0.0.1/bot)"
 PAGE = (
@@ -154,8 +156,7 @@ def settings_for(mode: str) -> dict[str, Any]:
 def crawl(mode: str, origins: list[str], pages: int) -> dict[str, Any]:
     """One crawl in this process; what it did, how fast, how big."""
     raise_file_limit()
-    from scrapy import Request, Spider, signals
-    from scrapy.crawler import AsyncCrawlerProcess
+    from scrapy import Request, Spider
 
     class Broad(Spider):
         name = "broad"
@@ -171,48 +172,19 @@ def crawl(mode: str, origins: list[str], pages: int) -> dict[str, Any]:
         def parse(self, response: Any) -> None:
             Broad.crawled += 1
 
-    times: dict[str, float] = {}
-    process = AsyncCrawlerProcess(settings_for(mode))
-    crawler = process.create_crawler(Broad)
-
-    def cpu() -> float:
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        return usage.ru_utime + usage.ru_stime
-
-    def user() -> float:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_utime
-
-    def started() -> None:
-        times["start"], times["cpu_start"] = time.perf_counter(), cpu()
-        times["user_start"] = user()
-
-    def closed() -> None:
-        times["end"], times["cpu_end"] = time.perf_counter(), cpu()
-        times["user_end"] = user()
-
-    crawler.signals.connect(started, signal=signals.engine_started)
-    crawler.signals.connect(closed, signal=signals.spider_closed)
-    process.crawl(crawler)
-    process.start()
+    crawler, times = timed_crawl(settings_for(mode), Broad)
     assert crawler.stats is not None
     stats = crawler.stats.get_stats()
-    elapsed = times["end"] - times["start"]
+    elapsed = times.wall
     crawled = max(Broad.crawled, 1)
     return {
         "mode": mode,
         "pages": Broad.crawled,
         "seconds": elapsed,
         "pages_per_second": Broad.crawled / elapsed,
-        "cpu_ms_per_page": (times["cpu_end"] - times["cpu_start"]) * 1000 / crawled,
-        "user_ms_per_page": (times["user_end"] - times["user_start"]) * 1000 / crawled,
-        "sys_ms_per_page": (
-            times["cpu_end"]
-            - times["cpu_start"]
-            - times["user_end"]
-            + times["user_start"]
-        )
-        * 1000
-        / crawled,
+        "cpu_ms_per_page": times.cpu * 1000 / crawled,
+        "user_ms_per_page": times.user * 1000 / crawled,
+        "sys_ms_per_page": times.system * 1000 / crawled,
         # ru_maxrss is in KiB on Linux.
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "robots_fetch_count": stats.get("robots/fetch_count")

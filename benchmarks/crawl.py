@@ -25,13 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks._timing import timed_crawl
 
 MODES = ("none", "builtin", "ours", "addon")
 
@@ -98,8 +98,7 @@ def settings_for(mode: str) -> dict[str, Any]:
 
 def crawl(mode: str, origins: list[str], pages: int) -> dict[str, Any]:
     """One crawl in this process; what it did and how fast."""
-    from scrapy import Request, Spider, signals
-    from scrapy.crawler import AsyncCrawlerProcess
+    from scrapy import Request, Spider
 
     class Bench(Spider):
         name = "bench"
@@ -114,34 +113,15 @@ def crawl(mode: str, origins: list[str], pages: int) -> dict[str, Any]:
         def parse(self, response: Any) -> None:
             Bench.crawled += 1
 
-    times: dict[str, float] = {}
-    process = AsyncCrawlerProcess(settings_for(mode))
-    crawler = process.create_crawler(Bench)
-
-    def cpu() -> float:
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        return usage.ru_utime + usage.ru_stime
-
-    def started() -> None:
-        times["start"], times["cpu_start"] = time.perf_counter(), cpu()
-
-    def closed() -> None:
-        times["end"], times["cpu_end"] = time.perf_counter(), cpu()
-
-    crawler.signals.connect(started, signal=signals.engine_started)
-    crawler.signals.connect(closed, signal=signals.spider_closed)
-    process.crawl(crawler)
-    process.start()
+    crawler, times = timed_crawl(settings_for(mode), Bench)
     assert crawler.stats is not None
-    elapsed = times["end"] - times["start"]
+    elapsed = times.wall
     return {
         "mode": mode,
         "pages": Bench.crawled,
         "seconds": elapsed,
         "pages_per_second": Bench.crawled / elapsed,
-        "cpu_ms_per_page": (times["cpu_end"] - times["cpu_start"])
-        * 1000
-        / Bench.crawled,
+        "cpu_ms_per_page": times.cpu * 1000 / Bench.crawled,
         "robots_fetches": crawler.stats.get_value("robots/fetch_count")
         or crawler.stats.get_value("robotstxt/request_count")
         or 0,
