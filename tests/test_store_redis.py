@@ -16,22 +16,10 @@ from scrapy_rfc9309.stores import StoreError
 from scrapy_rfc9309.stores._codec import encode
 from scrapy_rfc9309.stores.redis import DEFAULT_PREFIX, RedisStore, redis_url
 from tests.redis_server import RedisServer
-from tests.utils import coroutine_test
+from tests.utils import STORE_ORIGIN, coroutine_test, stored_outcome
 
-ORIGIN = "http://example.com/robots.txt"
-
-
-def outcome(retain: float = 3600.0) -> Outcome:
-    now = time.time()
-    return Outcome(
-        kind="parsed",
-        fetched_at=now,
-        expires_at=now + min(retain, 60.0),
-        retain_until=now + retain,
-        http_status=200,
-        document=parse("User-agent: *\nDisallow: /private\nSitemap: /s.xml\n"),
-        detail="HTTP 200",
-    )
+ORIGIN = STORE_ORIGIN
+outcome = stored_outcome
 
 
 @pytest.fixture

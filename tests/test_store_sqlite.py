@@ -27,24 +27,12 @@ from scrapy_rfc9309.parse import parse
 from scrapy_rfc9309.stores import StoreError
 from scrapy_rfc9309.stores._codec import encode
 from scrapy_rfc9309.stores.sqlite import FILE_NAME, SQLiteStore, sqlite_path
-from tests.utils import coroutine_test
+from tests.utils import STORE_ORIGIN, coroutine_test, stored_outcome
 
-ORIGIN = "http://example.com/robots.txt"
+ORIGIN = STORE_ORIGIN
+outcome = stored_outcome
 
 _T = TypeVar("_T")
-
-
-def outcome(retain: float = 3600.0) -> Outcome:
-    now = time.time()
-    return Outcome(
-        kind="parsed",
-        fetched_at=now,
-        expires_at=now + min(retain, 60.0),
-        retain_until=now + retain,
-        http_status=200,
-        document=parse("User-agent: *\nDisallow: /private\nSitemap: /s.xml\n"),
-        detail="HTTP 200",
-    )
 
 
 @pytest.fixture

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Coroutine
 from functools import wraps
 from typing import Any
 
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.reactor import is_reactor_installed
+
+from scrapy_rfc9309.outcome import Outcome
+from scrapy_rfc9309.parse import parse
 
 
 def coroutine_test(
@@ -29,3 +33,22 @@ def coroutine_test(
         return deferred_from_coro(coro_f(*args, **kwargs))
 
     return f
+
+
+#: The origin the store tests keep outcomes under.
+STORE_ORIGIN = "http://example.com/robots.txt"
+
+
+def stored_outcome(retain: float = 3600.0) -> Outcome:
+    """A parsed outcome, fresh for a minute at most and kept ``retain``
+    seconds: what the store tests put and get back."""
+    now = time.time()
+    return Outcome(
+        kind="parsed",
+        fetched_at=now,
+        expires_at=now + min(retain, 60.0),
+        retain_until=now + retain,
+        http_status=200,
+        document=parse("User-agent: *\nDisallow: /private\nSitemap: /s.xml\n"),
+        detail="HTTP 200",
+    )
