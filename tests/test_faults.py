@@ -15,7 +15,7 @@ import socket
 import tracemalloc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from scrapy import Request
@@ -42,6 +42,9 @@ from tests.fault_server import (
 )
 from tests.utils import coroutine_test
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
 MiB = 1024 * 1024
 LIMIT = 512_000
 RULES = "User-agent: *\nDisallow: /p/private\n"
@@ -56,34 +59,30 @@ MEMORY_BOUND = 24 * MiB
 _hosts = (f"127.9.{i // 250}.{i % 250 + 2}" for i in itertools.count())
 
 
-class Counter:
-    """Test-only downloader middleware just before RobotsMiddleware: counts
-    the requests entering it, the spider's and robots.txt hops apart."""
+class _Counting:
+    """A test-only downloader middleware that keeps counts in the stats."""
 
     def __init__(self, crawler: Crawler) -> None:
         assert crawler.stats is not None
         self.stats = crawler.stats
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Counter:
+    def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
+
+
+class Counter(_Counting):
+    """Just before RobotsMiddleware: counts the requests entering it, the
+    spider's and robots.txt hops apart."""
 
     def process_request(self, request: Request) -> None:
         hop = META_KEY in request.meta
         self.stats.inc_value("test/robots_hops" if hop else "test/requests_in")
 
 
-class Dropper:
-    """Test-only downloader middleware after RobotsMiddleware: drops the
-    requests of ``/p/dropped``, as another middleware of a project might."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        assert crawler.stats is not None
-        self.stats = crawler.stats
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Dropper:
-        return cls(crawler)
+class Dropper(_Counting):
+    """After RobotsMiddleware: drops the requests of ``/p/dropped``, as
+    another middleware of a project might."""
 
     def process_request(self, request: Request) -> None:
         if request.url.endswith("/p/dropped"):
