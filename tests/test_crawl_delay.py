@@ -4,9 +4,14 @@ Only lower bounds are checked (a gap is at least the delay, less a small
 tolerance): a slow machine makes gaps longer, never shorter.  The tolerance
 covers what lies between the downloader starting a request, which is what
 the slot spaces, and the request arriving at the server: connection set-up,
-which varies from one request to the next (most for the first request of a
-reactor-less crawl, whose aiohttp session starts with it, on a loaded
-machine: 36 ms seen in CI).
+which varies a little from one request to the next.
+
+The gap after the first request of a crawl is not checked.  That request
+also pays for setting up the download handler's client (a reactor-less
+crawl starts its aiohttp session with it), which on a loaded machine took
+from 36 ms to 75 ms in CI.  The slot counts the gap from when the request
+left, so the next request can reach the server less than the delay after
+it, with no fault in the spacing.
 """
 
 from __future__ import annotations
@@ -31,7 +36,9 @@ BURST = {"CONCURRENT_REQUESTS_PER_DOMAIN": 8, "CONCURRENT_REQUESTS": 16}
 
 
 def _gaps(server: Server) -> list[float]:
-    times = sorted(server.times())
+    """The gaps between the requests the server saw, from the second one
+    on (see the module docstring)."""
+    times = sorted(server.times())[1:]
     return [later - earlier for earlier, later in pairwise(times)]
 
 
@@ -56,7 +63,8 @@ async def test_crawl_delay_spaces_requests(server: Server) -> None:
     # DOWNLOAD_DELAY_JITTER (0.5 by default) would make some gaps shorter.
     crawler = await crawl(urls, BURST)
     assert len(crawler.spider.crawled) == 5
-    # robots.txt and the five pages, each at least DELAY apart.
+    # robots.txt and the five pages, each page at least DELAY after the
+    # one before.
     assert len(server.hits) == 6
     _assert_spaced(server)
     assert stats(crawler)["robots/crawl_delay/origins"] == 1
