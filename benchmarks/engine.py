@@ -59,7 +59,6 @@ def clear_caches() -> None:
         cache.clear()
     parse_module._AGENT_TOKENS.clear()
     parse_module._NO_COLON.clear()
-    match_module._SHAPES.clear()
     for normals in match_module._NORMALS.values():
         normals.clear()
     match_module._CACHE.clear()

@@ -63,14 +63,17 @@ ROBOTS_TXT = Decision(True, "robots_txt", None)
 _NO_RULE = -1
 _ROBOTS_TXT = -2
 # A URL whose path needs neither the slow path extraction nor (for the
-# rfc9309 profile) percent-encoding normalisation: a scheme and authority,
-# or none, then a path without fragment.  Anything else takes the exact,
-# slower route through request_path(); a leading "//" is an authority.
-_AUTHORITY = r"(?:[A-Za-z][A-Za-z0-9+.-]*://[^/?;#]*|(?!//))"
-_PLAIN_PATH = re.compile(_AUTHORITY + r"(/[^#]*)").fullmatch
+# rfc9309 profile) percent-encoding normalisation: a scheme and an authority
+# of printable ASCII other than "/", "?", ";" and "#", or none, then a path
+# without fragment.  Anything else takes the exact, slower route through
+# request_path(); a leading "//" is an authority.  Positive classes and
+# possessive repeats: the regex engine goes through them quicker than a
+# negated class or a repeat it may backtrack into.
+_AUTHORITY = r'(?:[A-Za-z][A-Za-z0-9+.-]*+://[!"$-.0-:<->@-~]*+|(?!//))'
+_PLAIN_PATH = re.compile(_AUTHORITY + r"(/[^#]*+)").fullmatch
 # /robots.txt itself takes the slow route too (it is always allowed there).
 _NORMAL_PATH = re.compile(
-    _AUTHORITY + r'(?!/robots\.txt(?:\?|\Z))(/[!"&-)+-~]*)'
+    _AUTHORITY + r'(?!/robots\.txt(?:\?|\Z))(/[!"&-)+-~]*+)'
 ).fullmatch
 # A pattern that is not a plain prefix of printable ASCII without "%", "*"
 # or "$" (which reads the same in both profiles).
@@ -121,12 +124,9 @@ _Special = tuple[_Texts | None, _Texts | None, _Headed | None, int]
 # An entry filed by head, while compiling: (head, negated rank, kind of
 # tail, piece, needed text, meta, normalised, as written).
 _Filed = tuple[str, int, int, _Piece, str, int, str, str]
-# What _shape_of() tells: (shape, text or head, kind of tail, piece, needed
-# text), for the patterns seen lately (the same ones come back from file to
-# file).
+# How a normalised pattern matches: (shape, text or head, kind of tail,
+# piece, needed text); see _any_shape().
 _Shape = tuple[int, str, int, _Piece, str]
-_SHAPES: dict[str, _Shape] = {}
-_SHAPES_SIZE = 2048
 
 # The rank of an entry as one integer: pattern length, then Allow before
 # Disallow, then the earlier line (RFC 9309 2.2.2, and which rule reports).
@@ -202,38 +202,17 @@ def _untail(head: str, kind: int, piece: _Piece) -> str:
     return piece
 
 
-def _shape_of(pattern: str) -> _Shape:
-    """:func:`_shape` of a normalised ``pattern``, and for one filed by its
-    head, the head, :func:`_tail` and the text the path must hold."""
-    found = _SHAPES.get(pattern)
-    if found is not None:
-        return found
-    one = _ONE_STAR(pattern)
-    if one is None:
-        found = _any_shape(pattern)
-    else:
-        # Most wildcard patterns: "head*text", then perhaps a "*" or a "$".
-        head, text, star, anchor = one.groups()
-        if head == "/" or (not head and text[:1] != "/"):
-            found = (_CONTAINS if anchor is None else _ENDS, text, 0, "", "")
-        elif not text:
-            found = (_HEADED, head, _ANY, pattern, "")
-        elif anchor is not None:
-            found = (_HEADED, head, _SUFFIX, text, text)
-        else:
-            found = (_HEADED, head, _FIND if star is None else _FIND_STAR, text, text)
-    if len(_SHAPES) < _SHAPES_SIZE:
-        _SHAPES[pattern] = found
-    return found
-
-
-# Most wildcard patterns have one "*" (and perhaps one more at the end, or
-# a final "$"): their shape is read off one regex match.
-_ONE_STAR = re.compile(r"([^*$]*)\*([^*$]*)(?:(\*)|(\$))?").fullmatch
+# Most wildcard patterns are "head*text", then perhaps a "*" or a "$": one
+# regex over the patterns of a file, a match a line, reads them (quicker
+# than a match each); group 4 holds any other pattern.
+_ONE_STAR_LINES = re.compile(
+    r"^(?:([^*$\n]*)\*([^*$\n]*)([*$]?)|(.+))$", re.MULTILINE
+).findall
 
 
 def _any_shape(pattern: str) -> _Shape:
-    """:func:`_shape_of` any ``pattern``."""
+    """:func:`_shape` of a normalised ``pattern``, and for one filed by its
+    head, the head, :func:`_tail` and the text the path must hold."""
     shape, text = _shape(pattern)
     if shape == _HEADED:
         star = pattern.find("*")
@@ -555,6 +534,11 @@ class Matcher:
         self._signals = tuple(content_signals.items())
         self._normalize = profile != GOOGLE
         joined = "".join(patterns)
+        if "\n" in joined:
+            # Only a hand-built Rule holds a line break: read as a URL
+            # carries it (the tables are built from newline-joined text).
+            patterns = [pattern.replace("\n", "%0A") for pattern in patterns]
+            joined = "".join(patterns)
         index_html = "/index.htm" in joined
         # Each pattern once, with the meta of the rule of it that would win.
         prefixes = _earliest(patterns, metas)
@@ -592,7 +576,6 @@ class Matcher:
         # "/*text" and "/*text$" entries: (negated rank, meta, text, pattern).
         texts: tuple[list[tuple[int, int, str, str]], ...] = ([], [])
         filed: list[_Filed] = []
-        shapes = _SHAPES
         if index_html:
             # Google: an Allow of ".../index.htm..." also allows ".../$".
             normals = list(normals)
@@ -604,31 +587,31 @@ class Matcher:
                     specials.append(pattern)
                     special_metas.append(meta)
                     normals.append(normal[: slash + 1] + "$")
-        get = shapes.get
-        for pattern, meta, entry in zip(specials, special_metas, normals, strict=True):
-            shape, text, kind, piece, needed = get(entry) or _shape_of(entry)
+        # Hot loop, written for speed: the shape of most patterns is read
+        # off one regex match a line (see _any_shape() for the others).
+        for (head, tail, end, other), pattern, meta, entry in zip(
+            _ONE_STAR_LINES("\n".join(normals)),
+            specials,
+            special_metas,
+            normals,
+            strict=True,
+        ):
+            rank = (meta >> 1) - ((len(entry) << 1 | meta & 1) << _LINE_BITS)
+            if not other:
+                # "head*tail", then perhaps a "*" or a "$" (end).
+                if head == "/" or (not head and tail[:1] != "/"):
+                    texts[end == "$"].append((rank, meta, tail, pattern))
+                elif not tail:
+                    filed.append((head, rank, _ANY, entry, "", meta, entry, pattern))
+                else:
+                    kind = _SUFFIX if end == "$" else _FIND_STAR if end else _FIND
+                    filed.append((head, rank, kind, tail, tail, meta, entry, pattern))
+                continue
+            shape, text, kind, piece, needed = _any_shape(entry)
             if shape == _HEADED:
-                filed.append(
-                    (
-                        text,
-                        (meta >> 1) - ((len(entry) << 1 | meta & 1) << _LINE_BITS),
-                        kind,
-                        piece,
-                        needed,
-                        meta,
-                        entry,
-                        pattern,
-                    )
-                )
+                filed.append((text, rank, kind, piece, needed, meta, entry, pattern))
             elif shape != _PLAIN:
-                texts[shape - _CONTAINS].append(
-                    (
-                        (meta >> 1) - ((len(entry) << 1 | meta & 1) << _LINE_BITS),
-                        meta,
-                        text,
-                        pattern,
-                    )
-                )
+                texts[shape - _CONTAINS].append((rank, meta, text, pattern))
             else:
                 known = prefixes.get(entry)
                 if known is None or _rank(0, meta) > _rank(0, known):

@@ -1,11 +1,9 @@
 from __future__ import annotations
 
 import pickle
-from itertools import product
 
 import pytest
 
-from scrapy_rfc9309 import match as match_module
 from scrapy_rfc9309.match import (
     Decision,
     Matcher,
@@ -16,7 +14,7 @@ from scrapy_rfc9309.match import (
     explain,
     is_allowed,
 )
-from scrapy_rfc9309.parse import Rule, parse
+from scrapy_rfc9309.parse import Document, Group, Rule, parse
 
 PROFILES = ["rfc9309", "google"]
 
@@ -416,15 +414,12 @@ def test_compile_source_reads_as_parse_does() -> None:
     assert matcher.is_allowed("/b") is True
 
 
-def test_one_star_shapes_read_as_the_general_reading() -> None:
-    # Most wildcard patterns are read off one regex match; every pattern
-    # of up to four pieces must get the shape the general reading gives.
-    pieces = ["", "/", "a", "*", "$", "/a", "ab", "**", "*$", "/*"]
-    for size in range(1, 5):
-        for parts in product(pieces, repeat=size):
-            pattern = "".join(parts)
-            if "*" not in pattern:
-                continue
-            match_module._SHAPES.clear()
-            shape = match_module._shape_of(pattern)
-            assert shape == match_module._any_shape(pattern), pattern
+@pytest.mark.parametrize("profile", PROFILES)
+def test_a_hand_built_pattern_with_a_line_break(profile: str) -> None:
+    # parse() never makes one; read as a URL carries it, as "%0A".
+    rules = (Rule(False, "/a\nb", 1), Rule(True, "/c", 2), Rule(False, "/", 3))
+    document = Document(groups=(Group(("*",), rules),), profile=profile)
+    matcher = compile(document, "bot")
+    assert matcher.explain("/a%0Ab").rule == Rule(False, "/a%0Ab", 1)
+    assert matcher.explain("/c").rule == rules[1]
+    assert matcher.explain("/a").rule == rules[2]
