@@ -10,6 +10,8 @@ groups that apply are read one by one, and even there the usual
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from itertools import chain
 
 from .parse import (
     _ALLOW,
@@ -52,13 +54,17 @@ _SURE_RULE = re.compile(_SURE).search
 # lower-cases to those letters.  Searching from a "\n" lets the regex engine
 # skip ahead to each line start at C speed.  Group 2 tells a User-agent
 # line followed by a rule.
-_AGENT_LINES = re.compile(
-    r"(?i)\n([ \t\v\f]*+user[^\n]*+)(?=(?-i:(" + _SURE + "))|)"
-).finditer
+_AGENT_LINE = r"([ \t\v\f]*+user[^\n]*+)(?=(?-i:(" + _SURE + "))|)"
+_AGENT_LINES = re.compile(r"(?i)\n" + _AGENT_LINE).finditer
+# The first line has no "\n" before it (adding one would copy the text).
+_FIRST_AGENT_LINE = re.compile(r"(?i)" + _AGENT_LINE).match
+_FIRST_AGENT_LINE_STARTS = frozenset(" \t\v\fuU")
 _RULE_LINES = re.compile(r"(?i)\n([ \t\v\f]*+(?:al|di)[^\n]*+)").finditer
 # How nearly every rule line starts: what follows it in a group is a
 # Disallow pattern (and, if another line follows, that line).
 _DISALLOW = "\nDisallow: "
+# And how nearly every other rule line starts.
+_ALLOW_KEY = "Allow: "
 # Lines of a group that apply which no longer matter: its User-agent lines
 # are known already.
 _SKIP_IN_GROUP = _IRRELEVANT_START | frozenset("uU")
@@ -85,9 +91,12 @@ def scan_for(text: str, profile: Profile, token: str) -> AgentRules:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     # Otherwise a CR can stay before its LF: every value is stripped of it,
     # and a line of it alone is blank, as read_for() reads lines.  A NUL
-    # is cut from the lines read only.  With a "\n" before the first line,
-    # every line starts after one.
-    text = "\n" + text
+    # is cut from the lines read only.
+    matches: Iterator[re.Match[str]] = _AGENT_LINES(text)
+    if text[:1] in _FIRST_AGENT_LINE_STARTS:
+        first = _FIRST_AGENT_LINE(text)
+        if first is not None:
+            matches = chain((first,), matches)
     tokens = _AGENT_LINE_TOKENS[profile]
     # Where each group starts; where the last User-agent line ends, and
     # whether a rule surely follows it: a rule before the next one ends the
@@ -101,7 +110,7 @@ def scan_for(text: str, profile: Profile, token: str) -> AgentRules:
     ruled = False
     # Hot loop, written for speed: a cache lookup per User-agent line, and
     # seldom a regex search for a rule between two of them.
-    for match in _AGENT_LINES(text):
+    for match in matches:
         agent = tokens.get(match[1], _MISSING)
         if agent is _MISSING:
             agent = _agent_of(match[1], profile)
@@ -132,7 +141,7 @@ def scan_for(text: str, profile: Profile, token: str) -> AgentRules:
     delays: list[float] = []
     signals: dict[str, bool | str] = {}
     starts.append(len(text))
-    position, number = 0, 0
+    position, number = 0, 1
     for index in chosen:
         start = starts[index]
         number += text.count("\n", position, start)
@@ -275,6 +284,13 @@ def _read_lines(
     # read_for(); the others are few.
     for line_number, line in enumerate(lines, number):
         if line[:1] in skip:
+            continue
+        if line.startswith(_ALLOW_KEY):
+            # The usual spelling of most of the lines read here.
+            value = line[len(_ALLOW_KEY) :].strip(_WHITESPACE)
+            if value:
+                patterns.append(value)
+                metas.append(line_number << 1 | _ALLOW)
             continue
         kind_value = kind_and_value(line, kinds, profile)
         if kind_value is None:

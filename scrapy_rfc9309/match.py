@@ -204,9 +204,10 @@ def _untail(head: str, kind: int, piece: _Piece) -> str:
 
 # Most wildcard patterns are "head*text", then perhaps a "*" or a "$": one
 # regex over the patterns of a file, a match a line, reads them (quicker
-# than a match each); group 4 holds any other pattern.
+# than a match each); group 4 holds any other pattern.  Each match takes
+# its line's "\n", so that the next one starts where it ended.
 _ONE_STAR_LINES = re.compile(
-    r"^(?:([^*$\n]*)\*([^*$\n]*)([*$]?)|(.+))$", re.MULTILINE
+    r"(?:([^*$\n]*+)\*([^*$\n]*+)([*$]?+)|(.+))(?:\n|\Z)"
 ).findall
 
 
@@ -262,6 +263,8 @@ def _parents(prefixes: Sequence[bytes]) -> array[int] | None:
     """For each of the sorted ``prefixes``, the index of the longest other
     one that it starts with (-1: none); ``None`` if none has one."""
     size = len(prefixes)
+    if size < 2:
+        return None
     # "" and "/" start every path: they are linked last, in bulk.
     empty = 0 if size and not prefixes[0] else -1
     slash = bisect_left(prefixes, b"/")
@@ -416,9 +419,12 @@ _NORMALS_SIZE = 4096
 def _earliest(patterns: Sequence[str], metas: Sequence[int]) -> dict[str, int]:
     """Each of ``patterns`` -> its meta: of its earliest line, unless an
     Allow of the same pattern wins the tie."""
-    # The last value given for a key stays, so in reverse...
-    earliest = dict(zip(reversed(patterns), reversed(metas), strict=True))
+    # Nearly always each pattern once: then any order of building will do,
+    # and in file order is quickest.
+    earliest = dict(zip(patterns, metas, strict=True))
     if len(earliest) < len(patterns):
+        # The last value given for a key stays, so in reverse...
+        earliest = dict(zip(reversed(patterns), reversed(metas), strict=True))
         # ...then the Allows again, over the Disallows of the same pattern.
         allows = list(map(and_, metas, repeat(1)))
         earliest.update(
