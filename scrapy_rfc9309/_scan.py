@@ -242,26 +242,29 @@ def _read_group(
     # Hot loop, written for speed: a piece is nearly always one line.
     for piece in pieces[1:]:
         meta += 2
-        rest = None
-        if "\n" in piece:
-            whole = piece
-            piece, _, rest = whole.partition("\n")
-        pattern = piece.strip(whitespace)
+        if "\n" not in piece:
+            pattern = piece.strip(whitespace)
+            if pattern:
+                add_pattern(pattern)
+                add_meta(meta)
+            continue
+        # The pattern, then lines of other kinds.
+        line, _, rest = piece.partition("\n")
+        pattern = line.strip(whitespace)
         if pattern:
             add_pattern(pattern)
             add_meta(meta)
-        if rest is not None:
-            if rest and _RELEVANT(whole, len(piece)):
-                delay = _read_lines(
-                    rest.split("\n"),
-                    (meta >> 1) + 1,
-                    profile,
-                    patterns,
-                    metas,
-                    delay,
-                    signals,
-                )
-            meta += rest.count("\n") + 1 << 1
+        if rest and _RELEVANT(piece, len(line)):
+            delay = _read_lines(
+                rest.split("\n"),
+                (meta >> 1) + 1,
+                profile,
+                patterns,
+                metas,
+                delay,
+                signals,
+            )
+        meta += rest.count("\n") + 1 << 1
     return delay
 
 

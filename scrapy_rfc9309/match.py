@@ -445,6 +445,8 @@ def _encoded(strings: list[str]) -> tuple[bytes, ...]:
 
 
 _EMPTY_GROUP = Group(())
+# The metas of a matcher without entries (never written to, so shared).
+_NO_METAS = array("I")
 # The decisions made lately, by matcher (by identity) and entry: a rule that
 # decided once usually decides again, and its Decision is made once.  Kept
 # here rather than in each matcher, so that memory stays bounded however
@@ -537,8 +539,18 @@ class Matcher:
         """
         self.profile = profile
         self.crawl_delay = crawl_delay
-        self._signals = tuple(content_signals.items())
+        self._signals = tuple(content_signals.items()) if content_signals else ()
         self._normalize = profile != GOOGLE
+        if not patterns:
+            # No rule applies (no group names the agent or "*", or its
+            # rules are empty): nothing to build.
+            self._meta = _NO_METAS
+            self._plain = ()
+            self._prefilter = True
+            self._parent = None
+            self._originals = None
+            self._special = None
+            return
         joined = "".join(patterns)
         if "\n" in joined:
             # Only a hand-built Rule holds a line break: read as a URL
