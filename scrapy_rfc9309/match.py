@@ -506,20 +506,6 @@ class Matcher:
             document.profile, group.crawl_delay, group.content_signals, patterns, metas
         )
 
-    @classmethod
-    def _of(
-        cls,
-        profile: Profile,
-        crawl_delay: float | None,
-        content_signals: dict[str, bool | str],
-        patterns: Sequence[str],
-        metas: list[int],
-    ) -> Matcher:
-        """A matcher of the rules that apply: see _setup()."""
-        matcher = cls.__new__(cls)
-        matcher._setup(profile, crawl_delay, content_signals, patterns, metas)
-        return matcher
-
     def _setup(
         self,
         profile: Profile,
@@ -939,7 +925,9 @@ def compile_source(
     patterns, metas, delay, signals = scan_for(
         body_text(source, max_bytes), profile, token
     )
-    return Matcher._of(profile, delay, signals, patterns, metas)
+    matcher = Matcher.__new__(Matcher)
+    matcher._setup(profile, delay, signals, patterns, metas)
+    return matcher
 
 
 # Compiled matchers of the documents asked about most recently, so that the

@@ -336,8 +336,9 @@ def body_text(source: str | bytes, max_bytes: int) -> str:
     if len(data) > max_bytes:
         data = cut(data, max_bytes)
     skip = 0
-    while skip < 3 and data[skip : skip + 1] == _UTF8_BOM[skip : skip + 1]:
-        skip += 1
+    if data[:1] == b"\xef":
+        while skip < 3 and data[skip : skip + 1] == _UTF8_BOM[skip : skip + 1]:
+            skip += 1
     return data[skip:].decode("utf-8", "surrogateescape")
 
 
