@@ -375,13 +375,17 @@ def _normalized(
     ):
         return patterns
     joined = "\n".join(patterns)
-    if not joined.isascii():
+    if ascii_only and found <= _WILDCARDS_AND_ANCHORS:
+        # Printable ASCII, "*" and "$" only: only a "$" may change.
+        octets = b""
+    elif not joined.isascii():
         changes = _CHANGES if normalize else _GOOGLE_CHANGES
         return [
             _normal(pattern, normalize) if changes(pattern) else pattern
             for pattern in patterns
         ]
-    octets = joined.encode("ascii").translate(None, _UNCHANGED_OCTETS)
+    else:
+        octets = joined.encode("ascii").translate(None, _UNCHANGED_OCTETS)
     if normalize:
         # Anything but printable ASCII and "*", or a "$" before the end.
         ends = joined.count("$\n") + joined.endswith("$")
@@ -658,9 +662,8 @@ class Matcher:
         self._parent = _parents(self._plain)
         headed = self._headed(plain, filed, metas, originals) if filed else None
         # Only their verdicts: those of the plain prefixes were filed first.
-        verdicts = list(map(and_, metas[len(plain) :], repeat(1)))
-        allows = sum(verdicts)
-        verdict = 1 if allows == len(verdicts) else 0 if not allows else -1
+        allows = sum(map(and_, metas[len(plain) :], repeat(1)))
+        verdict = 1 if allows == len(metas) - len(plain) else 0 if not allows else -1
         self._special = (tables[0], tables[1], headed, verdict)
         self._meta = _uints(metas)
         self._originals = originals or None
