@@ -99,7 +99,9 @@ async def test_crawl_delay(server: Server) -> None:
     builtin_gap = min(b - a for a, b in pairwise(builtin_times))
     ours_gap = min(b - a for a, b in pairwise(ours_times))
     assert builtin_gap < 0.25  # Crawl-delay ignored
-    assert ours_gap >= 0.27
+    # The delay less what one request's latency may differ from the next
+    # on a loaded machine (as in test_crawl_delay.py).
+    assert ours_gap >= 0.25
 
 
 @coroutine_test
