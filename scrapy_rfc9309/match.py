@@ -266,7 +266,7 @@ def _parents(prefixes: Sequence[bytes]) -> array[int] | None:
     if size < 2:
         return None
     # "" and "/" start every path: they are linked last, in bulk.
-    empty = 0 if size and not prefixes[0] else -1
+    empty = 0 if not prefixes[0] else -1
     slash = bisect_left(prefixes, b"/")
     if slash == size or prefixes[slash] != b"/":
         slash = -1
@@ -368,15 +368,13 @@ def _normalized(
     Google's escaping), looking only at those it may change: the special
     octets ``found`` in them (and whether they are ASCII only) may tell
     that there is none."""
-    if (
-        ascii_only
-        and found <= _WILDCARDS_AND_ANCHORS
-        and ("$" not in found or not normalize)
-    ):
+    # Printable ASCII, "*" and "$" only: only a "$" may change (not the
+    # last of a pattern, in the rfc9309 profile); no octet scan below.
+    anchors_only = ascii_only and found <= _WILDCARDS_AND_ANCHORS
+    if anchors_only and ("$" not in found or not normalize):
         return patterns
     joined = "\n".join(patterns)
-    if ascii_only and found <= _WILDCARDS_AND_ANCHORS:
-        # Printable ASCII, "*" and "$" only: only a "$" may change.
+    if anchors_only:
         octets = b""
     elif not joined.isascii():
         changes = _CHANGES if normalize else _GOOGLE_CHANGES
