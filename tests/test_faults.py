@@ -124,6 +124,18 @@ _HTML_ERROR_PAGE = (
 _EARLY_LATE = b"User-agent: *\nDisallow: /p/early\n"
 
 
+def _hundred_thousand_rules(server: FaultServer) -> dict[str, Behaviour]:
+    """A 1.6 MB robots.txt: /d0/ to /d99999/, then /p/private, disallowed."""
+    return {
+        "/robots.txt": respond(
+            200,
+            "User-agent: *\n"
+            + _lines(100_000, "Disallow: /d{}/\n")
+            + "Disallow: /p/private\n",
+        )
+    }
+
+
 @dataclass(frozen=True)
 class Case:
     """One hostile server: its robots.txt routes, what the crawl expects."""
@@ -343,27 +355,13 @@ CASES: dict[str, Case] = {
         {"/p/early": "rule"},
     ),
     "100000-rules-cut-at-the-limit": Case(
-        lambda s: {
-            "/robots.txt": respond(
-                200,
-                "User-agent: *\n"
-                + _lines(100_000, "Disallow: /d{}/\n")
-                + "Disallow: /p/private\n",
-            )
-        },
+        _hundred_thousand_rules,
         "parsed",
         ("/p/private", "/d0/x", "/d30000/x"),
         {"/d0/x": "rule"},
     ),
     "100000-rules": Case(
-        lambda s: {
-            "/robots.txt": respond(
-                200,
-                "User-agent: *\n"
-                + _lines(100_000, "Disallow: /d{}/\n")
-                + "Disallow: /p/private\n",
-            )
-        },
+        _hundred_thousand_rules,
         "parsed",
         ("/p/private", "/p/public", "/d0/x", "/d99999/x", "/d100000/x"),
         {"/p/private": "rule", "/d0/x": "rule", "/d99999/x": "rule"},
