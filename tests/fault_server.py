@@ -23,6 +23,8 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tests.server import LoopbackServer
+
 __all__ = [
     "Behaviour",
     "Exchange",
@@ -271,7 +273,7 @@ class _TCPServer(socketserver.ThreadingTCPServer):
     owner: FaultServer
 
 
-class FaultServer:
+class FaultServer(LoopbackServer):
     """A hostile HTTP/1.1 server on ``host`` (port chosen by the OS).
 
     ``routes`` maps a path (query string ignored) to its behaviour; other
@@ -286,22 +288,9 @@ class FaultServer:
         )
         self.served: dict[str, Served] = {}
         self.lock = threading.Lock()
-        self.closing = threading.Event()
-        self._tcp = _TCPServer((host, 0), _Handler)
-        self._tcp.owner = self
-        self.host = host
-        self.port: int = self._tcp.server_address[1]
-        self._thread = threading.Thread(
-            target=self._tcp.serve_forever, args=(0.05,), daemon=True
-        )
-        self._thread.start()
-
-    @property
-    def origin(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    def url(self, path: str = "/") -> str:
-        return self.origin + path
+        tcp = _TCPServer((host, 0), _Handler)
+        tcp.owner = self
+        super().__init__(host, tcp)
 
     def serve(self, path: str) -> tuple[Behaviour, Served]:
         """The behaviour for ``path``, its hit counted."""
@@ -317,8 +306,3 @@ class FaultServer:
             if path is not None:
                 return self.served.get(path, Served()).hits
             return sum(served.hits for served in self.served.values())
-
-    def close(self) -> None:
-        self.closing.set()
-        self._tcp.shutdown()
-        self._tcp.server_close()

@@ -10,6 +10,7 @@ distinct hosts, hence distinct downloader slots.
 from __future__ import annotations
 
 import contextlib
+import socketserver
 import threading
 import time
 from collections.abc import Callable
@@ -36,7 +37,35 @@ class Hit:
     headers: dict[str, str]
 
 
-class Server:
+class LoopbackServer:
+    """What the test servers share: a socketserver ``listening`` on
+    ``host`` (port chosen by the OS), served from a daemon thread until
+    :meth:`close`; ``closing`` is set as it closes, for handlers that wait."""
+
+    def __init__(self, host: str, listening: socketserver.BaseServer) -> None:
+        self.host = host
+        self.port: int = listening.server_address[1]  # type: ignore[index]
+        self.closing = threading.Event()
+        self._listening = listening
+        self._thread = threading.Thread(
+            target=listening.serve_forever, args=(0.05,), daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def origin(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def url(self, path: str = "/") -> str:
+        return self.origin + path
+
+    def close(self) -> None:
+        self.closing.set()
+        self._listening.shutdown()
+        self._listening.server_close()
+
+
+class Server(LoopbackServer):
     """An HTTP server on ``host`` (port chosen by the OS) with a route table.
 
     Unknown paths answer 200 with a small HTML page that links nowhere, unless
@@ -51,7 +80,6 @@ class Server:
         )
         self.hits: list[Hit] = []
         self._lock = threading.Lock()
-        self._closing = threading.Event()
         server = self
 
         class _Handler(BaseHTTPRequestHandler):
@@ -68,7 +96,7 @@ class Server:
                         self.path.split("?", 1)[0], server.default
                     )
                 if route.delay:
-                    server._closing.wait(route.delay)
+                    server.closing.wait(route.delay)
                 if route.handler is not None:
                     route.handler(self)
                     return
@@ -83,21 +111,9 @@ class Server:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer((host, 0), _Handler)
-        self.httpd.daemon_threads = True
-        self.host = host
-        self.port = self.httpd.server_address[1]
-        self._thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-
-    @property
-    def origin(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    def url(self, path: str = "/") -> str:
-        return self.origin + path
+        httpd = ThreadingHTTPServer((host, 0), _Handler)
+        httpd.daemon_threads = True
+        super().__init__(host, httpd)
 
     def route(self, path: str, body: bytes | str = b"", **kwargs: Any) -> None:
         if isinstance(body, str):
@@ -111,8 +127,3 @@ class Server:
     def times(self, path_prefix: str = "/") -> list[float]:
         with self._lock:
             return [hit.time for hit in self.hits if hit.path.startswith(path_prefix)]
-
-    def close(self) -> None:
-        self._closing.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
