@@ -31,6 +31,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+if not __package__:
+    # Run as a script (as documented, and as it runs its own child
+    # processes): the repository root holds the benchmarks package.
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from benchmarks._timing import timed_crawl
 
 MODES = ("none", "builtin", "ours", "addon")
