@@ -42,7 +42,7 @@ if not __package__:
     # processes): the repository root holds the benchmarks package.
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._timing import timed_crawl
+from benchmarks._timing import crawl_settings, timed_crawl
 
 MODES = ("none", "builtin", "ours")
 AGENT = "BenchBot/1.0 (+http://127.0.0.1/bot)"
@@ -139,25 +139,6 @@ def serve(count: int) -> None:
     loop.run()
 
 
-def settings_for(mode: str) -> dict[str, Any]:
-    settings: dict[str, Any] = {
-        "LOG_LEVEL": "ERROR",
-        "TELNETCONSOLE_ENABLED": False,
-        "RETRY_ENABLED": False,
-        "COOKIES_ENABLED": False,
-        "CONCURRENT_REQUESTS": 64,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": 4,
-        # Not DownloaderAwarePriorityQueue, which Scrapy advises for broad
-        # crawls: it scans every slot with pending requests on each pop, a
-        # cost that grows with the origins whatever the middleware.
-        "USER_AGENT": AGENT,
-        "ROBOTSTXT_OBEY": mode == "builtin",
-    }
-    if mode == "ours":
-        settings["DOWNLOADER_MIDDLEWARES"] = {"scrapy_rfc9309.RobotsMiddleware": 100}
-    return settings
-
-
 def crawl(mode: str, origins: list[str], pages: int) -> dict[str, Any]:
     """One crawl in this process; what it did, how fast, how big."""
     raise_file_limit()
@@ -177,7 +158,12 @@ def crawl(mode: str, origins: list[str], pages: int) -> dict[str, Any]:
         def parse(self, response: Any) -> None:
             Broad.crawled += 1
 
-    crawler, times = timed_crawl(settings_for(mode), Broad)
+    # Scrapy's default queue, not DownloaderAwarePriorityQueue, which Scrapy
+    # advises for broad crawls: it scans every slot with pending requests on
+    # each pop, a cost that grows with the origins whatever the middleware.
+    crawler, times = timed_crawl(
+        crawl_settings(mode, per_domain=4, user_agent=AGENT), Broad
+    )
     assert crawler.stats is not None
     stats = crawler.stats.get_stats()
     elapsed = times.wall

@@ -36,9 +36,10 @@ if not __package__:
     # processes): the repository root holds the benchmarks package.
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._timing import timed_crawl
+from benchmarks._timing import crawl_settings, timed_crawl
 
 MODES = ("none", "builtin", "ours", "addon")
+AGENT = "BenchBot/1.0 (+http://127.0.0.1/bot)"
 
 ROBOTS = (
     "User-agent: *\n"
@@ -83,24 +84,6 @@ def serve(hosts: list[str]) -> None:
     reactor.run()  # type: ignore[attr-defined]
 
 
-def settings_for(mode: str) -> dict[str, Any]:
-    settings: dict[str, Any] = {
-        "LOG_LEVEL": "ERROR",
-        "TELNETCONSOLE_ENABLED": False,
-        "RETRY_ENABLED": False,
-        "COOKIES_ENABLED": False,
-        "CONCURRENT_REQUESTS": 64,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
-        "USER_AGENT": "BenchBot/1.0 (+http://127.0.0.1/bot)",
-        "ROBOTSTXT_OBEY": mode == "builtin",
-    }
-    if mode == "ours":
-        settings["DOWNLOADER_MIDDLEWARES"] = {"scrapy_rfc9309.RobotsMiddleware": 100}
-    elif mode == "addon":
-        settings["ADDONS"] = {"scrapy_rfc9309.Addon": 100}
-    return settings
-
-
 def crawl(mode: str, origins: list[str], pages: int) -> dict[str, Any]:
     """One crawl in this process; what it did and how fast."""
     from scrapy import Request, Spider
@@ -118,7 +101,9 @@ def crawl(mode: str, origins: list[str], pages: int) -> dict[str, Any]:
         def parse(self, response: Any) -> None:
             Bench.crawled += 1
 
-    crawler, times = timed_crawl(settings_for(mode), Bench)
+    crawler, times = timed_crawl(
+        crawl_settings(mode, per_domain=8, user_agent=AGENT), Bench
+    )
     assert crawler.stats is not None
     elapsed = times.wall
     return {
