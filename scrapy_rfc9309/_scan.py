@@ -36,8 +36,9 @@ from .parse import (
 
 __all__ = ["scan_for"]
 
-# A CR not before a LF ends a line as well.
-_LONE_CR = re.compile(r"\r(?!\n)").search
+# A CR not before a LF ends a line as well (this finds all but one at the
+# end of the text, quicker than a lookahead).
+_LONE_CR = re.compile(r"\r[^\n]").search
 # The rest of a line from a NUL, which ends its content; and from a "#".
 _AFTER_NUL = re.compile("\0[^\n]*")
 _COMMENTS = re.compile("#[^\n]*")
@@ -87,7 +88,7 @@ _MISSING = "\0"
 def scan_for(text: str, profile: Profile, token: str) -> AgentRules:
     """``read_for(lines_of(text), profile, token)``, for ``text`` as
     :func:`~scrapy_rfc9309.parse.body_text` gives it."""
-    if "\r" in text and _LONE_CR(text):
+    if "\r" in text and (_LONE_CR(text) or text.endswith("\r")):
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     # Otherwise a CR can stay before its LF: every value is stripped of it,
     # and a line of it alone is blank, as read_for() reads lines.  A NUL
@@ -175,11 +176,9 @@ def _key_value(line: str, profile: Profile) -> tuple[int, str] | None:
 
 
 def _agent_of(line: str, profile: Profile) -> str | None:
-    """The token a User-agent line names, ``None`` for another line."""
+    """The token a User-agent line names, ``None`` for another line; kept
+    in the cache (which the caller looked in first)."""
     tokens = _AGENT_LINE_TOKENS[profile]
-    agent = tokens.get(line, _MISSING)
-    if agent is not _MISSING:
-        return agent
     key_value = _key_value(line, profile)
     agent = None
     if key_value is not None and key_value[0] == _USER_AGENT:

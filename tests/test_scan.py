@@ -25,6 +25,8 @@ TEXTS = {
     "cr only": "User-agent: *\rDisallow: /a\rUser-agent: examplebot\rDisallow: /b\r",
     "crlf": "User-agent: *\r\nDisallow: /a \r\n\r\nUser-agent: examplebot\r\n"
     "Disallow: /b\r\nAllow: /c\r\n",
+    "crlf, then a lone cr at the end": "User-agent: examplebot\r\n"
+    "Disallow: /a\r\nUser-agent: examplebot\r",
     "mixed line ends": "User-agent: *\r\nDisallow: /a\rAllow: /b\n"
     "User-agent: examplebot\r\n\r\nDisallow: /c\r\r\nDisallow: /d",
     "nul": "User-agent: exa\0mplebot\nDisallow: /a\0b\nUser-agent: *\n"
