@@ -173,6 +173,33 @@ def test_normalize_path_of_ascii_is_unquote_then_quote(path: str) -> None:
     assert normalize_path("/" + path) == "/" + expected
 
 
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.characters(),
+            st.sampled_from(
+                [
+                    *("é", "ツ", "\U0001f600", "\udc80", "\udcff", "\ud800", "\x80"),
+                    *("%e3", "%E3", "%83%84", "%ff", "%C3%A9", "%2f", "%zz", "%4"),
+                ]
+            ),
+        ),
+        max_size=20,
+    ).map("".join)
+)
+def test_normalize_path_of_any_text_is_unquote_then_quote(path: str) -> None:
+    # Text outside ASCII is normalised octet by octet over its UTF-8 (lone
+    # surrogates as their escaped octets, or as surrogatepass writes them):
+    # the same as the definition.
+    try:
+        octets = path.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        octets = path.encode("utf-8", "surrogatepass")
+    expected = quote_from_bytes(unquote_to_bytes(octets), _NORMAL_SAFE)
+    assert normalize_path("/" + path) == "/" + expected
+
+
 def test_normalize_path_of_every_ascii_escape_and_character() -> None:
     # The shortcut calls back only for what changes: every escape and every
     # character, next to a safe one, against the definition.
