@@ -616,12 +616,20 @@ class Matcher:
                     kind = _SUFFIX if end == "$" else _FIND_STAR if end else _FIND
                     filed.append((head, rank, kind, tail, tail, meta, entry, pattern))
                 continue
-            shape, text, kind, piece, needed = _any_shape(entry)
-            if shape == _HEADED:
-                filed.append((text, rank, kind, piece, needed, meta, entry, pattern))
-            elif shape != _PLAIN:
-                texts[shape - _CONTAINS].append((rank, meta, text, pattern))
+            if "*" in other:
+                # More wildcards.
+                shape, text, kind, piece, needed = _any_shape(entry)
+                if shape == _HEADED:
+                    filed.append(
+                        (text, rank, kind, piece, needed, meta, entry, pattern)
+                    )
+                else:
+                    texts[shape - _CONTAINS].append((rank, meta, text, pattern))
+            elif other[-1] == "$":
+                # "head$": the head and nothing more.
+                filed.append((other[:-1], rank, _END, entry, "", meta, entry, pattern))
             else:
+                # A plain prefix once normalised.
                 known = prefixes.get(entry)
                 if known is None or _rank(0, meta) > _rank(0, known):
                     prefixes[entry] = meta
