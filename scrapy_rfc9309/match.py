@@ -91,10 +91,10 @@ _UNCHANGED_OCTETS = bytes(
 )
 
 
-# The shapes of a normalised pattern: a plain prefix, "/*text" (or
-# "*text"), "/*text$", or another, filed by its head (the text before its
-# first "*"; before its final "$" if it has no "*").
-_PLAIN, _CONTAINS, _ENDS, _HEADED = range(4)
+# The shapes of a normalised pattern with a "*" (those without one are a
+# plain prefix or "head$", told in Matcher._setup()): "/*text" (or "*text"),
+# "/*text$", or another, filed by its head (the text before its first "*").
+_CONTAINS, _ENDS, _HEADED = range(3)
 # What follows the head of a pattern filed by its head: "*text" (or
 # "*text*"), "*text$", more wildcards (anchored or not), only "*"s (the head
 # is enough), or "$" (the head and nothing more).
@@ -124,8 +124,8 @@ _Special = tuple[_Texts | None, _Texts | None, _Headed | None, int]
 # An entry filed by head, while compiling: (head, negated rank, kind of
 # tail, piece, needed text, meta, normalised, as written).
 _Filed = tuple[str, int, int, _Piece, str, int, str, str]
-# How a normalised pattern matches: (shape, text or head, kind of tail,
-# piece, needed text); see _any_shape().
+# How a normalised pattern with a "*" matches: (shape, text or head, kind
+# of tail, piece, needed text); see _any_shape().
 _Shape = tuple[int, str, int, _Piece, str]
 
 # The rank of an entry as one integer: pattern length, then Allow before
@@ -145,19 +145,17 @@ def _rank(size: int, meta: int) -> int:
 
 
 def _shape(pattern: str) -> tuple[int, str]:
-    """How a normalised ``pattern`` matches, and the text it needs: the
-    text after the "*" for "/*text" and "/*text$", else the pattern."""
+    """How a normalised ``pattern`` holding a "*" matches, and the text it
+    needs: the text after the "*" for "/*text" and "/*text$", else the
+    pattern."""
     anchored = pattern.endswith("$")
     # A trailing "*" matches anything, even nothing: "/a*b*" is "/a*b".
     body = pattern[:-1] if anchored else pattern.rstrip("*")
     if "*" not in body:
-        if anchored:
-            return _HEADED, pattern
-        if len(body) < len(pattern):
-            # "/a*" is the prefix "/a", which ranks as long as "/a*" though:
-            # not with the plain prefixes (ranked by their own length).
-            return (_CONTAINS, "") if body in ("", "/") else (_HEADED, pattern)
-        return _PLAIN, pattern
+        # Only trailing "*"s: "/a*" is the prefix "/a", which ranks as long
+        # as "/a*" though: not with the plain prefixes (ranked by their own
+        # length).
+        return (_CONTAINS, "") if body in ("", "/") else (_HEADED, pattern)
     # Paths start with "/", so "*text" (text not starting with "/") matches
     # where "/*text" does.
     if body.startswith("/*"):
@@ -212,12 +210,12 @@ _ONE_STAR_LINES = re.compile(
 
 
 def _any_shape(pattern: str) -> _Shape:
-    """:func:`_shape` of a normalised ``pattern``, and for one filed by its
-    head, the head, :func:`_tail` and the text the path must hold."""
+    """:func:`_shape` of a normalised ``pattern`` holding a "*", and for
+    one filed by its head, the head, :func:`_tail` and the text the path
+    must hold."""
     shape, text = _shape(pattern)
     if shape == _HEADED:
-        star = pattern.find("*")
-        head = pattern[: len(pattern) - 1 if star == -1 else star]
+        head = pattern[: pattern.find("*")]
         kind, piece = _tail(pattern, len(head))
         # A text the path must hold: the longest, which rules out the
         # most paths.
