@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..match import Matcher
     from ..outcome import Outcome
 
-__all__ = ["Entry", "MemoryStore"]
+__all__ = ["Entry", "MemoryStore", "new_entry"]
 
 
 class Entry(NamedTuple):
@@ -34,6 +34,15 @@ class Entry(NamedTuple):
     outcome: Outcome
     #: Compiled from ``outcome.rules``; ``None`` when there are none.
     matcher: Matcher | None
+
+
+def new_entry(outcome: Outcome, user_agent: str | None) -> Entry:
+    """What the memory store keeps of ``outcome`` to answer for ``user_agent``
+    (``None``: the whole outcome, matched for ``*``)."""
+    if user_agent is not None:
+        outcome = outcome.slimmed(user_agent)
+    rules = outcome.rules
+    return Entry(outcome, None if rules is None else compile(rules, user_agent or "*"))
 
 
 class MemoryStore(OutcomeStore):
@@ -93,11 +102,7 @@ class MemoryStore(OutcomeStore):
 
     def store(self, origin: str, outcome: Outcome) -> Entry:
         """Keep ``outcome`` for ``origin`` (slimmed to the agent); its entry."""
-        agent = self.user_agent
-        if agent is not None:
-            outcome = outcome.slimmed(agent)
-        rules = outcome.rules
-        entry = Entry(outcome, None if rules is None else compile(rules, agent or "*"))
+        entry = new_entry(outcome, self.user_agent)
         entries = self._entries
         entries[origin] = entry
         entries.move_to_end(origin)
