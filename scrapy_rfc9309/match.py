@@ -8,7 +8,6 @@ one-off forms.  Pure: no Scrapy, no Twisted, no I/O.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from array import array
 from bisect import bisect_left, bisect_right
@@ -20,14 +19,11 @@ from typing import Any, Literal, NamedTuple
 from ._scan import scan_for
 from .parse import (
     GOOGLE,
-    PROFILES,
-    RFC9309,
     Document,
     Group,
     Profile,
     Rule,
     applicable_groups,
-    body_text,
     merge_groups,
     product_token,
 )
@@ -38,7 +34,6 @@ __all__ = [
     "Matcher",
     "Reason",
     "compile",
-    "compile_source",
     "content_signals",
     "crawl_delay",
     "explain",
@@ -462,7 +457,7 @@ _new = tuple.__new__
 class Matcher:
     """The rules of one robots.txt for one agent, ready to match URLs.
 
-    Built by :func:`compile` (or :func:`compile_source`).  ``crawl_delay``
+    Built by :func:`compile`.  ``crawl_delay``
     and ``content_signals`` are those of the groups that apply to the agent.
     Compact: a matcher keeps one string and a few integers per pattern (most
     patterns are plain prefixes, kept sorted as bytes for bisection); a
@@ -526,7 +521,7 @@ class Matcher:
         head.  ``_meta`` holds ``line << 1 | allow`` of each entry (0 for a
         head that is no plain prefix).
 
-        Built for speed (compile_source() is timed against Protego): the
+        Built for speed (parse() then compile() is timed against Protego): the
         zip() calls here go without ``strict=True``, which costs about
         0.15 us a call, on sequences equal in length by construction.
         """
@@ -897,8 +892,29 @@ class Matcher:
 
 
 def compile(document: Document, user_agent: str) -> Matcher:
-    """A :class:`Matcher` answering for ``user_agent`` (its product token)."""
-    return Matcher(document, user_agent)
+    """A :class:`Matcher` answering for ``user_agent`` (its product token).
+
+    The document keeps it (for a few agents), so asking again costs a
+    lookup: ``is_allowed(document, agent, url)`` in a loop compiles once.
+    A document whose groups :func:`~scrapy_rfc9309.parse.parse` has not
+    read yet is read only as far as the groups that apply.
+    """
+    matchers = document._matchers
+    matcher = matchers.get(user_agent)
+    if matcher is None:
+        text = document._text
+        if text is None:
+            matcher = Matcher(document, user_agent)
+        else:
+            matcher = _compile_text(text, document.profile, user_agent)
+        if len(matchers) >= _MATCHERS_PER_DOCUMENT:
+            matchers.clear()
+        matchers[user_agent] = matcher
+    return matcher
+
+
+# Agents a document keeps a matcher for: a crawler asks for one or two.
+_MATCHERS_PER_DOCUMENT = 4
 
 
 # The product tokens of the agents compiled for (a crawler has one or two).
@@ -906,76 +922,37 @@ _TOKENS: dict[str, str] = {}
 _TOKENS_SIZE = 64
 
 
-def compile_source(
-    source: str | bytes,
-    user_agent: str,
-    *,
-    profile: Profile = RFC9309,
-    max_bytes: int = 512_000,
-) -> Matcher:
-    """``compile(parse(source, profile=..., max_bytes=...), user_agent)``,
-    in about 60 % of the time: the body is never split into lines, only the
-    groups that apply to ``user_agent`` are read into rules, and no
-    :class:`~scrapy_rfc9309.parse.Document` is made.
-
-    For a crawler that only needs to answer for its own agent.
-    """
-    if profile not in PROFILES:
-        raise ValueError(
-            f"unknown robots.txt profile {profile!r}; use one of {PROFILES}"
-        )
+def _compile_text(text: str, profile: Profile, user_agent: str) -> Matcher:
+    """The matcher of the robots.txt ``text`` (as ``body_text`` gives it),
+    read only as far as the groups that apply to ``user_agent``."""
     token = _TOKENS.get(user_agent)
     if token is None:
         token = product_token(user_agent)
         if len(_TOKENS) < _TOKENS_SIZE:
             _TOKENS[user_agent] = token
-    patterns, metas, delay, signals = scan_for(
-        body_text(source, max_bytes), profile, token
-    )
+    patterns, metas, delay, signals = scan_for(text, profile, token)
     matcher = Matcher.__new__(Matcher)
     matcher._setup(profile, delay, signals, patterns, metas)
     return matcher
 
 
-# Compiled matchers of the documents asked about most recently, so that the
-# one-off functions below stay cheap when called in a loop.  Keyed by
-# identity; the entry keeps its document, so an id is never reused while
-# cached.
-_CACHE: dict[tuple[int, str], tuple[Document, Matcher]] = {}
-_CACHE_SIZE = 32
-
-
-def _matcher(document: Document, user_agent: str) -> Matcher:
-    key = (id(document), user_agent)
-    cached = _CACHE.get(key)
-    if cached is not None and cached[0] is document:
-        return cached[1]
-    matcher = Matcher(document, user_agent)
-    if len(_CACHE) >= _CACHE_SIZE:
-        # Threads may race here; losing an eviction only costs memory.
-        with contextlib.suppress(KeyError, RuntimeError, StopIteration):
-            del _CACHE[next(iter(_CACHE))]
-    _CACHE[key] = (document, matcher)
-    return matcher
-
-
 def explain(document: Document, user_agent: str, url: str) -> Decision:
     """Why ``url`` may or may not be crawled by ``user_agent``."""
-    return _matcher(document, user_agent).explain(url)
+    return compile(document, user_agent).explain(url)
 
 
 def is_allowed(document: Document, user_agent: str, url: str) -> bool:
     """Whether ``user_agent`` may crawl ``url`` (absolute, or ``/``-rooted)."""
-    return _matcher(document, user_agent).is_allowed(url)
+    return compile(document, user_agent).is_allowed(url)
 
 
 def crawl_delay(document: Document, user_agent: str) -> float | None:
     """The Crawl-delay of the groups that apply to ``user_agent`` (the
     largest, if several give one)."""
-    return _matcher(document, user_agent).crawl_delay
+    return compile(document, user_agent).crawl_delay
 
 
 def content_signals(document: Document, user_agent: str) -> dict[str, bool | str]:
     """The Content-Signal values of the groups that apply to ``user_agent``
     (``no`` wins when they differ)."""
-    return _matcher(document, user_agent).content_signals
+    return compile(document, user_agent).content_signals

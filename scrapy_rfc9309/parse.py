@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import FrozenInstanceError, dataclass, field, replace
 from typing import Any, NamedTuple
 
 __all__ = [
@@ -67,19 +67,103 @@ class Group:
     line: int = 0
 
 
-@dataclass(frozen=True)
 class Document:
     """A parsed robots.txt.
 
     ``groups`` in file order (not merged), ``sitemaps`` (distinct, in file
     order), ``records`` (every other line read as ``name: value``), and the
     ``profile`` it was parsed with, which matching follows.
+
+    Frozen, picklable and comparable by those four.  :func:`parse` reads
+    them only when first asked for: answering for an agent
+    (:func:`~scrapy_rfc9309.match.compile` and the functions built on it)
+    reads only the groups that apply to it, and the document keeps the
+    matchers it compiled (a few agents), which take no part in comparing,
+    hashing or pickling.
     """
 
-    groups: tuple[Group, ...] = ()
-    sitemaps: tuple[str, ...] = ()
-    records: tuple[Record, ...] = ()
-    profile: Profile = RFC9309
+    __slots__ = ("_matchers", "_parts", "_text", "profile")
+    _parts: tuple[tuple[Group, ...], tuple[str, ...], tuple[Record, ...]] | None
+    #: The text not read yet into groups (``None`` once read).
+    _text: str | None
+    # Matchers compiled for this document, by user agent (see
+    # scrapy_rfc9309.match.compile()): not part of its value.
+    _matchers: dict[str, Any]
+    profile: Profile
+
+    def __init__(
+        self,
+        groups: tuple[Group, ...] = (),
+        sitemaps: tuple[str, ...] = (),
+        records: tuple[Record, ...] = (),
+        profile: Profile = RFC9309,
+    ) -> None:
+        _set(self, "_parts", (groups, sitemaps, records))
+        _set(self, "_text", None)
+        _set(self, "_matchers", {})
+        _set(self, "profile", profile)
+
+    @classmethod
+    def _unread(cls, text: str, profile: Profile) -> Document:
+        """The document of ``text`` (as :func:`body_text` gives it), read
+        when first needed."""
+        document = _object_new(cls)
+        _set(document, "_parts", None)
+        _set(document, "_text", text)
+        _set(document, "_matchers", {})
+        _set(document, "profile", profile)
+        return document
+
+    def _read(
+        self,
+    ) -> tuple[tuple[Group, ...], tuple[str, ...], tuple[Record, ...]]:
+        parts = self._parts
+        if parts is None:
+            # Threads may both read it: the same value either way.
+            parts = _read_fast(lines_of(self._text or ""), self.profile)._read()
+            _set(self, "_parts", parts)
+            _set(self, "_text", None)
+        return parts
+
+    @property
+    def groups(self) -> tuple[Group, ...]:
+        """The groups, in file order (not merged)."""
+        return self._read()[0]
+
+    @property
+    def sitemaps(self) -> tuple[str, ...]:
+        """The sitemap URLs, distinct, in file order."""
+        return self._read()[1]
+
+    @property
+    def records(self) -> tuple[Record, ...]:
+        """Every other line read as ``name: value``."""
+        return self._read()[2]
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Document)
+        return self.profile == other.profile and self._read() == other._read()
+
+    def __hash__(self) -> int:
+        return hash((self._read(), self.profile))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Document, (*self._read(), self.profile))
+
+    def __repr__(self) -> str:
+        groups, sitemaps, records = self._read()
+        return (
+            f"Document(groups={groups!r}, sitemaps={sitemaps!r}, "
+            f"records={records!r}, profile={self.profile!r})"
+        )
 
     def for_agent(self, user_agent: str) -> Document:
         """Only what is needed to answer for ``user_agent``.
@@ -461,6 +545,7 @@ def key_info(key: str, profile: Profile) -> KeyInfo:
 Reporter = Callable[[int, str, str], None]
 
 _new = tuple.__new__
+_set = object.__setattr__
 
 
 def read(
@@ -648,13 +733,7 @@ def _read_fast(lines: list[str], profile: Profile) -> Document:
             merge_signals(signals, parse_content_signal(value)[0])
     if agents:
         groups.append(_group(agents, rules, delay, signals, first_line))
-    document = _object_new(Document)
-    fields = document.__dict__
-    fields["groups"] = tuple(groups)
-    fields["sitemaps"] = tuple(sitemaps)
-    fields["records"] = tuple(records)
-    fields["profile"] = profile
-    return document
+    return Document(tuple(groups), tuple(sitemaps), tuple(records), profile)
 
 
 # First characters of the lines read_for() never needs: the key of a rule,
@@ -849,4 +928,4 @@ def parse(
         raise ValueError(
             f"unknown robots.txt profile {profile!r}; use one of {PROFILES}"
         )
-    return _read_fast(lines_of(body_text(source, max_bytes)), profile)
+    return Document._unread(body_text(source, max_bytes), profile)

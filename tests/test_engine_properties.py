@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from scrapy_rfc9309 import match
 from scrapy_rfc9309.lint import CODES, lint
-from scrapy_rfc9309.match import Decision, compile, compile_source, explain
+from scrapy_rfc9309.match import Decision, compile, explain
 from scrapy_rfc9309.parse import (
     Document,
     applicable_groups,
@@ -29,6 +29,7 @@ from scrapy_rfc9309.urls import (
     normalize_pattern,
     request_path,
 )
+from tests.utils import read_document
 
 PROFILES = st.sampled_from(["rfc9309", "google"])
 SETTINGS = settings(
@@ -235,11 +236,11 @@ def test_parse_reads_as_the_reporting_reader(source: str | bytes, profile: str) 
 
 @SETTINGS
 @given(ROBOTS_TXT, PROFILES, AGENT, st.lists(URL, max_size=5))
-def test_compile_source_answers_as_compile_of_parse(
+def test_unread_document_answers_as_the_read_one(
     source: str, profile: str, agent: str, urls: list[str]
 ) -> None:
-    ours = compile_source(source, agent, profile=profile)
-    reference = compile(parse(source, profile=profile), agent)
+    ours = compile(parse(source, profile=profile), agent)
+    reference = compile(read_document(parse(source, profile=profile)), agent)
     assert ours.profile == reference.profile
     assert ours.crawl_delay == reference.crawl_delay
     assert ours.content_signals == reference.content_signals

@@ -8,13 +8,13 @@ from scrapy_rfc9309.match import (
     Decision,
     Matcher,
     compile,
-    compile_source,
     content_signals,
     crawl_delay,
     explain,
     is_allowed,
 )
 from scrapy_rfc9309.parse import Document, Group, Rule, parse
+from tests.utils import read_document
 
 PROFILES = ["rfc9309", "google"]
 
@@ -393,9 +393,11 @@ def test_decisions_are_made_once_per_rule() -> None:
         "\ufeffUser-agent: *\r\nDisallow: /%61*\r\n\x00junk\n",
     ],
 )
-def test_compile_source_answers_as_compile_of_parse(body: str, profile: str) -> None:
-    ours = compile_source(body.encode(), "FooBot/1.0", profile=profile)
-    reference = compile(parse(body, profile=profile), "FooBot/1.0")
+def test_unread_document_answers_as_the_read_one(body: str, profile: str) -> None:
+    # parse() leaves the groups unread; compile() then reads only those
+    # that apply.
+    ours = compile(parse(body.encode(), profile=profile), "FooBot/1.0")
+    reference = compile(read_document(parse(body, profile=profile)), "FooBot/1.0")
     assert (ours.profile, ours.crawl_delay, ours.content_signals) == (
         reference.profile,
         reference.crawl_delay,
@@ -405,11 +407,9 @@ def test_compile_source_answers_as_compile_of_parse(body: str, profile: str) -> 
         assert ours.explain(url) == reference.explain(url)
 
 
-def test_compile_source_reads_as_parse_does() -> None:
-    with pytest.raises(ValueError, match="profile"):
-        compile_source("", "bot", profile="other")
+def test_unread_document_is_cut_as_parse_cuts() -> None:
     body = "User-agent: *\nDisallow: /a\n" + "#" * 100 + "\nDisallow: /b\n"
-    matcher = compile_source(body, "bot", max_bytes=40)
+    matcher = compile(parse(body, max_bytes=40), "bot")
     assert matcher.is_allowed("/a") is False
     assert matcher.is_allowed("/b") is True
 
@@ -423,3 +423,30 @@ def test_a_hand_built_pattern_with_a_line_break(profile: str) -> None:
     assert matcher.explain("/a%0Ab").rule == Rule(False, "/a%0Ab", 1)
     assert matcher.explain("/c").rule == rules[1]
     assert matcher.explain("/a").rule == rules[2]
+
+
+def test_a_document_keeps_its_matchers() -> None:
+    # The natural route is the fast one: asking a document again, however
+    # many other documents were asked in between, compiles nothing.
+    documents = [parse(f"User-agent: *\nDisallow: /{n}\n") for n in range(100)]
+    first = [compile(document, "bot") for document in documents]
+    assert all(
+        compile(document, "bot") is matcher
+        for document, matcher in zip(documents, first, strict=True)
+    )
+    assert compile(documents[0], "other") is not first[0]
+
+
+def test_kept_matchers_are_not_part_of_the_document() -> None:
+    body = "User-agent: *\nDisallow: /x\nSitemap: https://a/s.xml\n"
+    unread = parse(body)
+    compile(unread, "bot")
+    read = read_document(parse(body))
+    assert unread == read
+    assert hash(unread) == hash(read)
+    again = pickle.loads(pickle.dumps(unread))
+    assert again == read
+    assert again._matchers == {}
+    assert repr(again) == repr(read)
+    with pytest.raises(AttributeError):
+        unread.profile = "google"  # type: ignore[misc]
