@@ -37,6 +37,7 @@ import argparse
 import gc
 import json
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -240,9 +241,11 @@ def measure_memory(kind: str, agent: str) -> list[int]:
                 for url in queries[index]:
                     explain_compiled(entry.outcome, entry.matcher, url, now)
                 kept.append(entry)
-            # Decisions made lately are kept in a bounded cache shared by
-            # all origins: not part of any one of them.
-            _clear(sys.modules["scrapy_rfc9309.match"], "_DECISIONS")
+            # The bounded caches shared by all origins (the engine's, of
+            # decisions, keys and patterns; the re module's, of compiled
+            # expressions) are no part of any one of them.
+            clear_caches()
+            re.purge()
             sizes.append(tracemalloc.get_traced_memory()[0] - before)
     finally:
         tracemalloc.stop()

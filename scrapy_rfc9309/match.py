@@ -883,6 +883,27 @@ class Matcher:
         """The Content-Signal values that apply (a new dict each time)."""
         return dict(self._signals)
 
+    def document(self, sitemaps: tuple[str, ...] = ()) -> Document:
+        """A document that answers for any agent as this matcher answers:
+        its rules (each pattern once, as written, with its line),
+        Crawl-delay and Content-Signal values as one ``*`` group, and
+        ``sitemaps``."""
+        rules = sorted(
+            {
+                _new(Rule, (meta & 1 == 1, self._pattern(entry), meta >> 1))
+                for entry, meta in enumerate(self._meta)
+                # 0: a head that is no rule of its own.
+                if meta
+            },
+            key=lambda rule: (rule.line, rule.allow),
+        )
+        groups: tuple[Group, ...] = ()
+        if rules or self.crawl_delay is not None or self._signals:
+            line = rules[0].line if rules else 0
+            signals = dict(self._signals)
+            groups = (Group(("*",), tuple(rules), self.crawl_delay, signals, line),)
+        return Document(groups, sitemaps, (), self.profile)
+
     def __repr__(self) -> str:
         return (
             f"<Matcher profile={self.profile!r} "

@@ -2,18 +2,22 @@
 origins dropped first.
 
 It is also the layer that answers every request of a crawl, whatever the
-configured store: for each origin it holds only what answers for the crawl's
-agent (``Document.for_agent``) and the matcher compiled from it.
+configured store: for each origin it holds only what answers and explains
+for the crawl's agent: the outcome without its documents, the matcher
+compiled from its rules (which keeps Crawl-delay, Content-Signal and the
+lines ``explain`` reports), and the sitemaps.
 """
 
 from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from .._settings import robots_user_agent, setting
 from ..match import compile
+from ..outcome import PARSED
 from .base import OutcomeStore
 
 if TYPE_CHECKING:
@@ -29,20 +33,37 @@ __all__ = ["Entry", "MemoryStore", "new_entry"]
 
 
 class Entry(NamedTuple):
-    """An origin's outcome, slimmed to one agent, with its compiled matcher."""
+    """What the memory store keeps of an origin's outcome."""
 
+    #: The outcome; without its documents when kept for one agent.
     outcome: Outcome
-    #: Compiled from ``outcome.rules``; ``None`` when there are none.
+    #: Compiled from ``outcome.rules`` for the agent; ``None`` when there are none.
     matcher: Matcher | None
+    #: The sitemaps of the document of ``outcome.rules``.
+    sitemaps: tuple[str, ...] = ()
+
+    def restored(self) -> Outcome:
+        """The outcome with a document that answers for the agent as the
+        original did: the matcher's rules, sitemaps included."""
+        matcher = self.matcher
+        outcome = self.outcome
+        if matcher is None or outcome.rules is not None:
+            return outcome
+        document = matcher.document(self.sitemaps)
+        if outcome.kind == PARSED:
+            return replace(outcome, document=document)
+        return replace(outcome, fallback=document)
 
 
 def new_entry(outcome: Outcome, user_agent: str | None) -> Entry:
-    """What the memory store keeps of ``outcome`` to answer for ``user_agent``
-    (``None``: the whole outcome, matched for ``*``)."""
-    if user_agent is not None:
-        outcome = outcome.slimmed(user_agent)
+    """What the memory store keeps of ``outcome`` to answer for
+    ``user_agent`` (``None``: the whole outcome, matched for ``*``)."""
     rules = outcome.rules
-    return Entry(outcome, None if rules is None else compile(rules, user_agent or "*"))
+    matcher = None if rules is None else compile(rules, user_agent or "*")
+    if user_agent is None:
+        return Entry(outcome, matcher)
+    sitemaps = () if rules is None else rules.sitemaps
+    return Entry(replace(outcome, document=None, fallback=None), matcher, sitemaps)
 
 
 class MemoryStore(OutcomeStore):
@@ -118,7 +139,7 @@ class MemoryStore(OutcomeStore):
             del self._entries[origin]
             return None
         self._entries.move_to_end(origin)
-        return entry.outcome
+        return entry.restored()
 
     async def put(self, origin: str, outcome: Outcome) -> None:
         self.store(origin, outcome)
