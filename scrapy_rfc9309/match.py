@@ -445,12 +445,6 @@ def _encoded(strings: list[str]) -> tuple[bytes, ...]:
 _EMPTY_GROUP = Group(())
 # The metas of a matcher without entries (never written to, so shared).
 _NO_METAS = array("I")
-# The decisions made lately, by matcher (by identity) and entry: a rule that
-# decided once usually decides again, and its Decision is made once.  Kept
-# here rather than in each matcher, so that memory stays bounded however
-# many matchers there are; emptied when full.
-_DECISIONS: dict[tuple[Matcher, int], Decision] = {}
-_DECISIONS_SIZE = 256
 _new = tuple.__new__
 
 
@@ -855,23 +849,26 @@ class Matcher:
         entry = self._find(url)
         if entry < 0:
             return ROBOTS_TXT if entry == _ROBOTS_TXT else DEFAULT_ALLOW
-        key = (self, entry)
-        decision = _DECISIONS.get(key)
-        if decision is None:
-            meta = self._meta[entry]
-            allow = meta & 1 == 1
-            decision = _new(
+        # Made afresh: a crawl asks many origins in turn, so a cache of
+        # decisions would mostly miss, and making one costs about as much.
+        meta = self._meta[entry]
+        if meta & 1:
+            return _new(
                 Decision,
                 (
-                    allow,
-                    "rule_allow" if allow else "rule_disallow",
-                    _new(Rule, (allow, self._pattern(entry), meta >> 1)),
+                    True,
+                    "rule_allow",
+                    _new(Rule, (True, self._pattern(entry), meta >> 1)),
                 ),
             )
-            if len(_DECISIONS) >= _DECISIONS_SIZE:
-                _DECISIONS.clear()
-            _DECISIONS[key] = decision
-        return decision
+        return _new(
+            Decision,
+            (
+                False,
+                "rule_disallow",
+                _new(Rule, (False, self._pattern(entry), meta >> 1)),
+            ),
+        )
 
     def is_allowed(self, url: str) -> bool:
         """Whether ``url`` (absolute, or a ``/``-rooted path) may be crawled."""
