@@ -450,3 +450,35 @@ def test_kept_matchers_are_not_part_of_the_document() -> None:
     assert repr(again) == repr(read)
     with pytest.raises(AttributeError):
         unread.profile = "google"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("rules", "url", "line"),
+    [
+        # Equal once normalised (RFC 9309 2.2.2): Allow wins the tie,
+        # whichever comes first and however either is written.
+        (["Disallow: /%61", "Allow: /a"], "/a", 3),
+        (["Allow: /a", "Disallow: /%61"], "/a", 2),
+        (["Disallow: /a", "Allow: /%61"], "/a", 3),
+        (["Disallow: /%61*", "Allow: /a*"], "/ab", 3),
+        (["Disallow: /*%61$", "Allow: /*a$"], "/xa", 3),
+        (["Disallow: /x%2fa", "Allow: /x/a"], "/x/a", 3),
+        (["Disallow: /%C3%A9", "Allow: /\u00e9"], "/%c3%a9", 3),
+    ],
+)
+def test_allow_wins_a_tie_of_normalised_patterns(
+    rules: list[str], url: str, line: int
+) -> None:
+    body = "User-agent: *\n" + "\n".join(rules) + "\n"
+    decision = compile(parse(body), "bot").explain(url)
+    assert decision.allowed
+    assert decision.rule is not None
+    assert decision.rule.line == line
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_allow_wins_a_tie_of_the_same_pattern(profile: str) -> None:
+    for rules in (["Disallow: /a", "Allow: /a"], ["Allow: /a", "Disallow: /a"]):
+        body = "User-agent: *\n" + "\n".join(rules) + "\n"
+        decision = compile(parse(body, profile=profile), "bot").explain("/a")
+        assert decision.allowed
