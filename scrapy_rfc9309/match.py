@@ -244,12 +244,19 @@ def _wildcards_match(
     return find(last, pos) != -1
 
 
-def _uints(values: list[int]) -> array[int]:
-    # Four octets an entry, unless a line number needs more.
+def _indices(values: list[int]) -> array[int]:
+    """Indices into a matcher's tables (-1: none): two octets each, unless
+    a table is over 32,767 entries long (four)."""
     try:
-        return array("I", values)
+        return array("h", values)
     except OverflowError:
-        return array("Q", values)
+        return array("i", values)
+
+
+def _uints(values: list[int]) -> array[int]:
+    # Two octets an entry (lines up to 32,767), unless a line number needs more.
+    largest = max(values, default=0)
+    return array("H" if largest < 1 << 16 else "I" if largest < 1 << 32 else "Q", values)
 
 
 def _parents(prefixes: Sequence[bytes]) -> array[int] | None:
@@ -308,7 +315,7 @@ def _parents(prefixes: Sequence[bytes]) -> array[int] | None:
         parents[0] = -1
         if slash >= 0:
             parents[slash] = empty
-    return array("i", parents)
+    return _indices(parents)
 
 
 def _special_octets(joined: str) -> set[str]:
@@ -692,7 +699,7 @@ class Matcher:
             start = end
         starts = list(accumulate(sizes))
         return (
-            array("I", starts),
+            _indices(starts),
             needs,
             pieces,
             array("q", ranks),

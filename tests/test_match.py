@@ -482,3 +482,12 @@ def test_allow_wins_a_tie_of_the_same_pattern(profile: str) -> None:
         body = "User-agent: *\n" + "\n".join(rules) + "\n"
         decision = compile(parse(body, profile=profile), "bot").explain("/a")
         assert decision.allowed
+
+
+@pytest.mark.parametrize("blank_lines", [10, 40_000, 70_000])
+def test_a_rule_far_down_keeps_its_line(blank_lines: int) -> None:
+    # Tables take two octets an entry while line numbers fit, more after.
+    body = "User-agent: *\n" + "\n" * blank_lines + "Disallow: /a\nAllow: /a/b*\n"
+    matcher = compile(parse(body), "bot")
+    assert matcher.explain("/a/x").rule == Rule(False, "/a", blank_lines + 2)
+    assert matcher.explain("/a/bc").rule == Rule(True, "/a/b*", blank_lines + 3)

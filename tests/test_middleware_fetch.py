@@ -323,7 +323,7 @@ async def test_memory_store_holds_only_the_agents_rules(server: Server) -> None:
     assert entry.matcher is not None
     assert entry.matcher.explain("/mine").rule == Rule(False, "/mine", 2)
     assert entry.matcher.explain("/other").allowed
-    assert entry.sitemaps == ("/sitemap.xml",)
+    assert entry.sitemaps == "/sitemap.xml"
 
 
 @coroutine_test

@@ -39,8 +39,9 @@ class Entry(NamedTuple):
     outcome: Outcome
     #: Compiled from ``outcome.rules`` for the agent; ``None`` when there are none.
     matcher: Matcher | None
-    #: The sitemaps of the document of ``outcome.rules``.
-    sitemaps: tuple[str, ...] = ()
+    #: The sitemaps of the document of ``outcome.rules``, one a line (one
+    #: string takes far less memory than a tuple of them).
+    sitemaps: str = ""
 
     def restored(self) -> Outcome:
         """The outcome with a document that answers for the agent as the
@@ -49,7 +50,8 @@ class Entry(NamedTuple):
         outcome = self.outcome
         if matcher is None or outcome.rules is not None:
             return outcome
-        document = matcher.document(self.sitemaps)
+        sitemaps = self.sitemaps
+        document = matcher.document(tuple(sitemaps.split("\n")) if sitemaps else ())
         if outcome.kind == PARSED:
             return replace(outcome, document=document)
         return replace(outcome, fallback=document)
@@ -62,7 +64,7 @@ def new_entry(outcome: Outcome, user_agent: str | None) -> Entry:
     matcher = None if rules is None else compile(rules, user_agent or "*")
     if user_agent is None:
         return Entry(outcome, matcher)
-    sitemaps = () if rules is None else rules.sitemaps
+    sitemaps = "" if rules is None else "\n".join(rules.sitemaps)
     return Entry(replace(outcome, document=None, fallback=None), matcher, sitemaps)
 
 
