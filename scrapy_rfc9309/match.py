@@ -256,7 +256,8 @@ def _indices(values: list[int]) -> array[int]:
 def _uints(values: list[int]) -> array[int]:
     # Two octets an entry (lines up to 32,767), unless a line number needs more.
     largest = max(values, default=0)
-    return array("H" if largest < 1 << 16 else "I" if largest < 1 << 32 else "Q", values)
+    typecode = "H" if largest < 1 << 16 else "I" if largest < 1 << 32 else "Q"
+    return array(typecode, values)
 
 
 def _parents(prefixes: Sequence[bytes]) -> array[int] | None:
