@@ -96,26 +96,49 @@ _CONTAINS, _ENDS, _HEADED = range(3)
 _FIND, _FIND_STAR, _SUFFIX, _WILDCARDS, _WILDCARDS_END, _ANY, _END = range(7)
 #: What matching an entry filed by its head needs (see _tail()).
 _Piece = str | tuple[str, ...]
-# The tables of the entries that are not plain prefixes.  "/*text" and
-# "/*text$" (most of them): the texts, their negated ranks (ascending) and
-# the number of their first entry.  The others, filed by head (the heads are
-# among the sorted plain prefixes): where the entries of each plain prefix
-# start, then for each entry a text the path must hold, what matching needs
-# (see _tail()), its negated rank and the kind of its tail, and the number
-# of the first entry.
-_Texts = tuple[tuple[str, ...], "array[int]", int]
-_Headed = tuple[
-    "array[int]",
-    tuple[str, ...],
-    # A str or a tuple of them, by the kind of tail.
-    tuple[Any, ...],
-    "array[int]",
-    bytes,
-    int,
-]
-# The tables, and the verdict (1 allow, 0 disallow) all their entries give,
-# -1 if they differ.
-_Special = tuple[_Texts | None, _Texts | None, _Headed | None, int]
+
+
+class _Texts(NamedTuple):
+    """The "/*text" (or "/*text$") entries: the first text the path holds
+    (or ends with) is the best of them."""
+
+    #: The texts, highest rank first.
+    texts: tuple[str, ...]
+    #: Their negated ranks (see _rank()), ascending.
+    ranks: array[int]
+    #: The number of the first entry.
+    base: int
+
+
+class _Headed(NamedTuple):
+    """The entries filed by their head (the text before the first "*"),
+    which is among the plain prefixes: those of plain prefix ``i`` are
+    ``starts[i]`` to ``starts[i + 1]``, highest rank first."""
+
+    starts: array[int]
+    #: For each entry, a text the path must hold somewhere ("" if none).
+    needs: tuple[str, ...]
+    #: What matching needs, by the kind of tail: a str or a tuple of them
+    #: (see _tail()).
+    pieces: tuple[Any, ...]
+    #: Negated ranks (see _rank()).
+    ranks: array[int]
+    #: The kind of tail of each entry (_FIND ... _END), one octet each.
+    tails: bytes
+    #: The number of the first entry.
+    base: int
+
+
+class _Special(NamedTuple):
+    """The entries that are not plain prefixes."""
+
+    contains: _Texts | None
+    ends: _Texts | None
+    headed: _Headed | None
+    #: The verdict all of them give (1 allow, 0 disallow), -1 if they differ.
+    verdict: int
+
+
 # An entry filed by head, while compiling: (head, negated rank, kind of
 # tail, piece, needed text, meta, normalised, as written).
 _Filed = tuple[str, int, int, _Piece, str, int, str, str]
@@ -459,11 +482,34 @@ _new = tuple.__new__
 class Matcher:
     """The rules of one robots.txt for one agent, ready to match URLs.
 
-    Built by :func:`compile`.  ``crawl_delay``
-    and ``content_signals`` are those of the groups that apply to the agent.
-    Compact: a matcher keeps one string and a few integers per pattern (most
-    patterns are plain prefixes, kept sorted as bytes for bisection); a
-    rule's :class:`Decision` is made when that rule decides.
+    Built by :func:`compile`.  ``crawl_delay`` and ``content_signals`` are
+    those of the groups that apply to the agent.  Compact: a matcher keeps
+    one string and a few integers per pattern; a rule's :class:`Decision`
+    is made when that rule decides.
+
+    The tables, for the rules (line numbers on the left)::
+
+        2 Disallow: /a        4 Disallow: /*.pdf$     6 Allow: /*print
+        3 Allow: /a/b         5 Disallow: /s*q=
+
+    Entries are numbered.  First the plain prefixes, sorted, as bytes
+    (bisection finds the longest one a path starts with), with the heads of
+    the entries filed by head among them (``/s``); then the
+    :class:`_Special` entries, ``/*text`` ones, ``/*text$`` ones, and those
+    filed by head::
+
+        entry             0      1       2      3        4       5
+        _plain            b"/a"  b"/a/b" b"/s"
+        _parent           -1     0       -1     (the longest other prefix
+                                                 each starts with)
+        _special                                 contains ends    headed
+                                                 "print"  ".pdf"  "q=" under
+                                                                  entry 2
+        _meta             4      7       0      13       8       10
+
+    ``_meta`` holds ``line << 1 | allow`` (0: a head that is no rule of its
+    own).  The best entry is the one of highest rank (:func:`_rank`): the
+    longest normalised pattern, then Allow, then the earlier line.
     """
 
     __slots__ = (
@@ -658,7 +704,7 @@ class Matcher:
             ):
                 if pattern != "/*" + text + suffix:
                     originals[base + offset] = pattern
-            tables.append((item_texts, array("q", ranks), base))
+            tables.append(_Texts(item_texts, array("q", ranks), base))
         self._plain = _encoded(plain)
         self._prefilter = len(plain) <= _CHUNKED_MAX
         self._parent = _parents(self._plain)
@@ -666,7 +712,7 @@ class Matcher:
         # Only their verdicts: those of the plain prefixes were filed first.
         allows = sum(map(and_, metas[len(plain) :], repeat(1)))
         verdict = 1 if allows == len(metas) - len(plain) else 0 if not allows else -1
-        self._special = (tables[0], tables[1], headed, verdict)
+        self._special = _Special(tables[0], tables[1], headed, verdict)
         self._meta = _uints(metas)
         self._originals = originals or None
 
@@ -699,13 +745,8 @@ class Matcher:
             sizes[bisect_left(plain, head) + 1] = end - start
             start = end
         starts = list(accumulate(sizes))
-        return (
-            _indices(starts),
-            needs,
-            pieces,
-            array("q", ranks),
-            bytes(kinds),
-            base,
+        return _Headed(
+            _indices(starts), needs, pieces, array("q", ranks), bytes(kinds), base
         )
 
     def _find(self, url: str, verdict_only: bool = False) -> int:
@@ -841,16 +882,16 @@ class Matcher:
                 return original
         if entry < len(self._plain):
             return self._plain[entry].decode()
-        contains, ends, headed, _ = self._special  # type: ignore[misc]
-        for texts, suffix in ((contains, ""), (ends, "$")):
-            if texts is not None and 0 <= entry - texts[2] < len(texts[0]):
-                return "/*" + texts[0][entry - texts[2]] + suffix
+        special = self._special
+        assert special is not None
+        for table, suffix in ((special.contains, ""), (special.ends, "$")):
+            if table is not None and 0 <= entry - table.base < len(table.texts):
+                return "/*" + table.texts[entry - table.base] + suffix
+        headed = special.headed
         assert headed is not None
-        starts, _, pieces, _, tails, base = headed
-        index = entry - base
-        head = self._plain[bisect_right(starts, index) - 1]
-        piece = pieces[index]
-        return _untail(head.decode(), tails[index], piece)
+        index = entry - headed.base
+        head = self._plain[bisect_right(headed.starts, index) - 1]
+        return _untail(head.decode(), headed.tails[index], headed.pieces[index])
 
     def explain(self, url: str) -> Decision:
         """The decision for ``url`` (absolute, or a ``/``-rooted path)."""
