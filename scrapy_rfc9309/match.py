@@ -900,24 +900,19 @@ class Matcher:
             return ROBOTS_TXT if entry == _ROBOTS_TXT else DEFAULT_ALLOW
         # Made afresh: a crawl asks many origins in turn, so a cache of
         # decisions would mostly miss, and making one costs about as much.
+        # Hot path: the pattern of a plain prefix without a spelling of its
+        # own is read here, the rest by _pattern().
+        plain = self._plain
+        if self._originals is None and entry < len(plain):
+            pattern = plain[entry].decode()
+        else:
+            pattern = self._pattern(entry)
         meta = self._meta[entry]
         if meta & 1:
-            return _new(
-                Decision,
-                (
-                    True,
-                    "rule_allow",
-                    _new(Rule, (True, self._pattern(entry), meta >> 1)),
-                ),
-            )
-        return _new(
-            Decision,
-            (
-                False,
-                "rule_disallow",
-                _new(Rule, (False, self._pattern(entry), meta >> 1)),
-            ),
-        )
+            rule = _new(Rule, (True, pattern, meta >> 1))
+            return _new(Decision, (True, "rule_allow", rule))
+        rule = _new(Rule, (False, pattern, meta >> 1))
+        return _new(Decision, (False, "rule_disallow", rule))
 
     def is_allowed(self, url: str) -> bool:
         """Whether ``url`` (absolute, or a ``/``-rooted path) may be crawled."""
