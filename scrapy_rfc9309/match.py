@@ -1000,12 +1000,16 @@ def _compile_text(text: str, profile: Profile, user_agent: str) -> Matcher:
 
 def explain(document: Document, user_agent: str, url: str) -> Decision:
     """Why ``url`` may or may not be crawled by ``user_agent``."""
-    return compile(document, user_agent).explain(url)
+    # Called in loops: the document's matcher is looked up here first.
+    matcher = document._matchers.get(user_agent) or compile(document, user_agent)
+    return matcher.explain(url)
 
 
 def is_allowed(document: Document, user_agent: str, url: str) -> bool:
     """Whether ``user_agent`` may crawl ``url`` (absolute, or ``/``-rooted)."""
-    return compile(document, user_agent).is_allowed(url)
+    # Called in loops: the document's matcher is looked up here first.
+    matcher = document._matchers.get(user_agent) or compile(document, user_agent)
+    return matcher.is_allowed(url)
 
 
 def crawl_delay(document: Document, user_agent: str) -> float | None:
