@@ -24,6 +24,7 @@ unmarked) are not run.  The settings page must name every setting of
 from __future__ import annotations
 
 import ast
+import contextlib
 import doctest
 import json
 import re
@@ -34,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scrapy import Spider
+from scrapy.exceptions import NotConfigured
 from scrapy.settings import default_settings
 from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
@@ -144,12 +147,15 @@ def _check_settings(block: Block) -> None:
     # the fragment's settings (a shared store is not opened for this).
     settings = {name: value for name, value in values.items() if name != "ADDONS"}
     settings["ROBOTS_STORE"] = "memory"
-    crawler = get_crawler(settings_dict=settings)
+    crawler = get_crawler(Spider, settings_dict=settings)
+    crawler.spider = crawler._create_spider("docs_example")
     for component in (
         "scrapy_rfc9309.RobotsMiddleware",
         "scrapy_rfc9309.DirectivesMiddleware",
+        "scrapy_rfc9309.sitemaps.SitemapsMiddleware",
     ):
-        load_object(component).from_crawler(crawler)
+        with contextlib.suppress(NotConfigured):  # off by a valid setting
+            load_object(component).from_crawler(crawler)
 
 
 def _run_doctest(block: Block, namespace: dict[str, Any]) -> None:
@@ -214,6 +220,7 @@ def test_a_stale_example_fails(tmp_path: Path) -> None:
         '>>> product_token("ExampleBot/1.0")\n"examplebot/1.0"\n```\n',
         "setting": "```python\nROBOTS_CRAWL_DELAYS = 5\n```\n",
         "value": '```python\nROBOTS_CRAWL_DELAY_OVER_MAX = "wait"\n```\n',
+        "boolean": '```python\nROBOTS_SITEMAPS = "maybe"\n```\n',
         "component": '```python\nADDONS = {"scrapy_rfc9309.AddOn": 100}\n```\n',
         "code": "```python\nfrom scrapy_rfc9309 import parse_robots\n```\n",
         "json": '```json\n{"version": 1,}\n```\n',
