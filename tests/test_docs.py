@@ -42,6 +42,7 @@ from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
 
 from scrapy_rfc9309._defaults import DEFAULTS
+from scrapy_rfc9309.lint import CODES
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -166,6 +167,7 @@ def _run_doctest(block: Block, namespace: dict[str, Any]) -> None:
     )
     report: list[str] = []
     runner.run(test, out=report.append, clear_globs=False)
+    namespace.update(test.globs)  # DocTest ran on a copy; later blocks see it
     assert runner.failures == 0, f"{block.where}: doctest failed\n" + "".join(report)
 
 
@@ -210,6 +212,16 @@ def test_every_setting_is_documented() -> None:
     text = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
     missing = sorted(name for name in DEFAULTS if f"`{name}`" not in text)
     assert not missing, f"docs/settings.md does not describe {missing}"
+
+
+def test_every_lint_code_is_documented() -> None:
+    text = (ROOT / "docs" / "engine.md").read_text(encoding="utf-8")
+    missing = sorted(
+        code
+        for code, severity in CODES.items()
+        if f"| `{code}` | {severity} |" not in text
+    )
+    assert not missing, f"docs/engine.md's lint table lacks {missing}"
 
 
 def test_a_stale_example_fails(tmp_path: Path) -> None:
