@@ -28,6 +28,7 @@ import contextlib
 import doctest
 import json
 import re
+import subprocess
 import sys
 import types
 from dataclasses import dataclass
@@ -222,6 +223,30 @@ def test_every_lint_code_is_documented() -> None:
         if f"| `{code}` | {severity} |" not in text
     )
     assert not missing, f"docs/engine.md's lint table lacks {missing}"
+
+
+def test_the_lint_example_prints_what_the_command_prints(tmp_path: Path) -> None:
+    # docs/commands.md shows a robots.txt (a text block) and then what
+    # `scrapy robots lint robots.txt` prints for it (a console block).
+    page = blocks(ROOT / "docs" / "commands.md")
+    shown = next(
+        index
+        for index, block in enumerate(page)
+        if block.code.startswith("$ scrapy robots lint robots.txt\n")
+    )
+    body, console = page[shown - 1], page[shown]
+    assert body.language == "text"
+    (tmp_path / "robots.txt").write_text(body.code, encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "scrapy", "robots", "lint", "robots.txt"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert run.stdout == console.code.split("\n", 1)[1], run.stderr
+    assert run.returncode == 1  # an error among the diagnostics
 
 
 def test_a_stale_example_fails(tmp_path: Path) -> None:
