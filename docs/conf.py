@@ -23,7 +23,6 @@ version = release
 extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
-    "sphinx.ext.intersphinx",
     "sphinx.ext.viewcode",
 ]
 
@@ -38,9 +37,6 @@ myst_heading_anchors = 3
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_default_options = {"members": True, "show-inheritance": True}
-
-# Only what a link can reach offline is resolved; the rest is left as text.
-intersphinx_mapping: dict[str, tuple[str, str | None]] = {}
 
 html_theme = "furo"
 html_title = f"scrapy-rfc9309 {release}"
