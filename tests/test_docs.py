@@ -17,8 +17,10 @@ order of its page, one test per page:
   later block may use what an earlier one defined).
 
 ``json`` blocks must parse.  Blocks of other languages (``console``, ``text``,
-unmarked) are not run.  The settings page must name every setting of
-``_defaults.DEFAULTS``.
+unmarked) are not run, but for the ``scrapy robots lint`` example of the
+command line page, which is.  The settings page must name every setting of
+``_defaults.DEFAULTS``, the engine page every lint code, and every test the
+pages name (``test_x.py``, ``test_name``) must exist.
 """
 
 from __future__ import annotations
@@ -62,6 +64,10 @@ COMPONENT_SETTINGS = {
     "EXTENSIONS",
 }
 
+TESTS = ROOT / "tests"
+_TEST_DEF = re.compile(r"^\s*(?:async )?def (test_\w+)", re.MULTILINE)
+_TEST_FILE = re.compile(r"(?<![\w.])(test_\w+)\.py\b")
+_TEST_NAME = re.compile(r"(?<![\w./])(test_\w+)\b(?!\.py)")
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 
 
@@ -247,6 +253,27 @@ def test_the_lint_example_prints_what_the_command_prints(tmp_path: Path) -> None
     )
     assert run.stdout == console.code.split("\n", 1)[1], run.stderr
     assert run.returncode == 1  # an error among the diagnostics
+
+
+def test_the_tests_the_docs_name_exist() -> None:
+    # The comparison with Scrapy's middleware (and other pages) name the test
+    # behind each claim; a renamed or removed test must not leave it unbacked.
+    sources = {path.name: path.read_text("utf-8") for path in TESTS.glob("*.py")}
+    functions = {name for text in sources.values() for name in _TEST_DEF.findall(text)}
+    missing = set()
+    for page in PAGES:
+        for code in re.findall(r"`([^`\n]+)`", page.read_text("utf-8")):
+            missing.update(
+                f"{page.name}: {name}.py"
+                for name in _TEST_FILE.findall(code)
+                if f"{name}.py" not in sources
+            )
+            missing.update(
+                f"{page.name}: {name}"
+                for name in _TEST_NAME.findall(code)
+                if name not in functions
+            )
+    assert not missing, sorted(missing)
 
 
 def test_a_stale_example_fails(tmp_path: Path) -> None:
