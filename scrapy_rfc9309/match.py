@@ -903,7 +903,8 @@ class Matcher:
         # Hot path: the pattern of a plain prefix without a spelling of its
         # own is read here, the rest by _pattern().
         plain = self._plain
-        if self._originals is None and entry < len(plain):
+        originals = self._originals
+        if entry < len(plain) and (originals is None or entry not in originals):
             pattern = plain[entry].decode()
         else:
             pattern = self._pattern(entry)
