@@ -119,8 +119,13 @@ class Document:
     ) -> tuple[tuple[Group, ...], tuple[str, ...], tuple[Record, ...]]:
         parts = self._parts
         if parts is None:
+            text = self._text
+            if text is None:
+                # Another thread has just read it (it sets the parts before
+                # it lets the text go).
+                return self._read()
             # Threads may both read it: the same value either way.
-            parts = read(lines_of(self._text or ""), self.profile)._read()
+            parts = read(lines_of(text), self.profile)._read()
             _set(self, "_parts", parts)
             _set(self, "_text", None)
         return parts
