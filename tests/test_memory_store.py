@@ -1,4 +1,4 @@
-"""The memory store: LRU bound, agent-only documents, leases."""
+"""The memory store: LRU bound, entries kept for one agent, leases."""
 
 from __future__ import annotations
 
