@@ -884,14 +884,17 @@ class Matcher:
             return self._plain[entry].decode()
         special = self._special
         assert special is not None
-        for table, suffix in ((special.contains, ""), (special.ends, "$")):
-            if table is not None and 0 <= entry - table.base < len(table.texts):
-                return "/*" + table.texts[entry - table.base] + suffix
+        # Entries filed by head come last.
         headed = special.headed
-        assert headed is not None
-        index = entry - headed.base
-        head = self._plain[bisect_right(headed.starts, index) - 1]
-        return _untail(head.decode(), headed.tails[index], headed.pieces[index])
+        if headed is not None and entry >= headed.base:
+            index = entry - headed.base
+            head = self._plain[bisect_right(headed.starts, index) - 1]
+            return _untail(head.decode(), headed.tails[index], headed.pieces[index])
+        contains = special.contains
+        if contains is not None and entry - contains.base < len(contains.texts):
+            return "/*" + contains.texts[entry - contains.base]
+        assert special.ends is not None
+        return "/*" + special.ends.texts[entry - special.ends.base] + "$"
 
     def explain(self, url: str) -> Decision:
         """The decision for ``url`` (absolute, or a ``/``-rooted path)."""
