@@ -17,6 +17,7 @@ from itertools import chain
 from .parse import (
     _ALLOW,
     _CONTENT_SIGNAL,
+    _CONTENT_USAGE,
     _CRAWL_DELAY,
     _IRRELEVANT_START,
     _KIND_CACHE,
@@ -27,12 +28,14 @@ from .parse import (
     PROFILES,
     AgentRules,
     Profile,
+    UsageRule,
     agent_token,
     cap_line,
     kind_and_value,
     merge_signals,
     parse_content_signal,
     parse_crawl_delay,
+    usage_rule,
 )
 
 __all__ = ["scan_for"]
@@ -70,8 +73,8 @@ _ALLOW_KEY = "Allow: "
 # Lines of a group that apply which no longer matter: its User-agent lines
 # are known already.
 _SKIP_IN_GROUP = _IRRELEVANT_START | frozenset("uU")
-# Whether a line after the first may be a rule, a Crawl-delay or a
-# Content-Signal line.
+# Whether a line after the first may be a rule, a Crawl-delay, a
+# Content-Signal or a Content-Usage line.
 _RELEVANT = re.compile(r"\n[ \t\v\f]*+[aAdDcC]").search
 
 # User-agent lines as written -> the token they name, or None for a line
@@ -143,6 +146,7 @@ def scan_for(text: str, profile: Profile, token: str) -> AgentRules:
     metas: list[int] = []
     delays: list[float] = []
     signals: dict[str, bool | str] = {}
+    usage: list[UsageRule] = []
     starts.append(len(text))
     position, number = 0, 1
     for index in chosen:
@@ -157,12 +161,16 @@ def scan_for(text: str, profile: Profile, token: str) -> AgentRules:
             patterns,
             metas,
             group_signals,
+            usage,
         )
         if delay is not None:
             delays.append(delay)
         if group_signals:
             merge_signals(signals, group_signals)
-    return patterns, metas, max(delays) if delays else None, signals
+    if len(chosen) > 1:
+        # Several groups apply: their Content-Usage rules in file order.
+        usage.sort(key=lambda rule: rule.line)
+    return patterns, metas, max(delays) if delays else None, signals, usage
 
 
 def _key_value(line: str, profile: Profile) -> tuple[int, str] | None:
@@ -207,10 +215,12 @@ def _read_group(
     patterns: list[str],
     metas: list[int],
     signals: dict[str, bool | str],
+    usage: list[UsageRule],
 ) -> float | None:
     """Add the rules of the group in ``chunk`` (its lines, the first of them
-    numbered ``number``) to ``patterns`` and ``metas``, and its
-    Content-Signal values to ``signals``; its Crawl-delay."""
+    numbered ``number``) to ``patterns`` and ``metas``, its Content-Signal
+    values to ``signals`` and its Content-Usage rules to ``usage``; its
+    Crawl-delay."""
     if "\0" in chunk:
         chunk = _AFTER_NUL.sub("", chunk)
     if "#" in chunk:
@@ -226,7 +236,9 @@ def _read_group(
         if max(map(len, lines)) > longest:
             # A line over the cap: read them all, capped as lines_of() does.
             lines = [cap_line(line) for line in lines]
-            return _read_lines(lines, number, profile, patterns, metas, None, signals)
+            return _read_lines(
+                lines, number, profile, patterns, metas, None, signals, usage
+            )
     # The first piece holds the User-agent lines, each other piece starts
     # with the pattern of a "Disallow: " line, and any line after it in the
     # same piece is of another kind: read as lines, if any may matter.
@@ -234,7 +246,7 @@ def _read_group(
     delay = None
     if "\n" in head and _RELEVANT(head):
         delay = _read_lines(
-            head.split("\n"), number, profile, patterns, metas, delay, signals
+            head.split("\n"), number, profile, patterns, metas, delay, signals, usage
         )
     meta = number + head.count("\n") << 1
     whitespace = _WHITESPACE
@@ -264,6 +276,7 @@ def _read_group(
                 metas,
                 delay,
                 signals,
+                usage,
             )
         meta += rest.count("\n") + 1 << 1
     return delay
@@ -277,11 +290,13 @@ def _read_lines(
     metas: list[int],
     delay: float | None,
     signals: dict[str, bool | str],
+    usage: list[UsageRule],
 ) -> float | None:
     """Read ``lines`` of a group that applies (numbered from ``number``;
     without NULs and comments, within the line cap) as read() does:
     rules into ``patterns`` and ``metas``, Content-Signal values into
-    ``signals``; the group's Crawl-delay, ``delay`` if set."""
+    ``signals``, Content-Usage rules into ``usage``; the group's
+    Crawl-delay, ``delay`` if set."""
     skip = _SKIP_IN_GROUP
     kinds = _KIND_CACHE[profile]
     # Lines that cannot matter are told by their first character, as in
@@ -310,4 +325,6 @@ def _read_lines(
                 delay = parse_crawl_delay(value.strip(_WHITESPACE))
         elif kind == _CONTENT_SIGNAL:
             merge_signals(signals, parse_content_signal(value.strip(_WHITESPACE))[0])
+        elif kind == _CONTENT_USAGE:
+            usage.append(usage_rule(value.strip(_WHITESPACE), line_number))
     return delay

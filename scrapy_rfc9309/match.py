@@ -23,6 +23,7 @@ from .parse import (
     Group,
     Profile,
     Rule,
+    UsageRule,
     applicable_groups,
     merge_groups,
     product_token,
@@ -521,6 +522,7 @@ class Matcher:
         "_prefilter",
         "_signals",
         "_special",
+        "_usage",
         "crawl_delay",
         "profile",
     )
@@ -532,6 +534,9 @@ class Matcher:
     _prefilter: bool
     _signals: tuple[tuple[str, bool | str], ...]
     _special: _Special | None
+    # The Content-Usage rules that apply, in file order (see
+    # scrapy_rfc9309.usage): few, and asked only by a crawl with purposes.
+    _usage: tuple[UsageRule, ...]
     crawl_delay: float | None
     profile: Profile
 
@@ -551,6 +556,7 @@ class Matcher:
         self._setup(
             document.profile, group.crawl_delay, group.content_signals, patterns, metas
         )
+        self._usage = group.content_usage
 
     def _setup(
         self,
@@ -928,11 +934,16 @@ class Matcher:
         """The Content-Signal values that apply (a new dict each time)."""
         return dict(self._signals)
 
+    @property
+    def content_usage(self) -> tuple[UsageRule, ...]:
+        """The Content-Usage rules that apply, in file order."""
+        return self._usage
+
     def document(self, sitemaps: tuple[str, ...] = ()) -> Document:
         """A document that answers for any agent as this matcher answers:
         its rules (each pattern once, as written, with its line),
-        Crawl-delay and Content-Signal values as one ``*`` group, and
-        ``sitemaps``."""
+        Crawl-delay, Content-Signal values and Content-Usage rules as one
+        ``*`` group, and ``sitemaps``."""
         rules = sorted(
             {
                 _new(Rule, (meta & 1 == 1, self._pattern(entry), meta >> 1))
@@ -943,10 +954,13 @@ class Matcher:
             key=lambda rule: (rule.line, rule.allow),
         )
         groups: tuple[Group, ...] = ()
-        if rules or self.crawl_delay is not None or self._signals:
+        usage = self._usage
+        if rules or self.crawl_delay is not None or self._signals or usage:
             line = rules[0].line if rules else 0
             signals = dict(self._signals)
-            groups = (Group(("*",), tuple(rules), self.crawl_delay, signals, line),)
+            groups = (
+                Group(("*",), tuple(rules), self.crawl_delay, signals, line, usage),
+            )
         return Document(groups, sitemaps, (), self.profile)
 
     def __repr__(self) -> str:
@@ -996,9 +1010,10 @@ def _compile_text(text: str, profile: Profile, user_agent: str) -> Matcher:
         token = product_token(user_agent)
         if len(_TOKENS) < _TOKENS_SIZE:
             _TOKENS[user_agent] = token
-    patterns, metas, delay, signals = scan_for(text, profile, token)
+    patterns, metas, delay, signals, usage = scan_for(text, profile, token)
     matcher = Matcher.__new__(Matcher)
     matcher._setup(profile, delay, signals, patterns, metas)
+    matcher._usage = tuple(usage) if usage else ()
     return matcher
 
 

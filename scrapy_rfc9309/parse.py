@@ -20,6 +20,7 @@ __all__ = [
     "Group",
     "Record",
     "Rule",
+    "UsageRule",
     "parse",
     "product_token",
 ]
@@ -44,9 +45,37 @@ class Rule(NamedTuple):
     line: int
 
 
+class UsageRule(NamedTuple):
+    """A ``Content-Usage`` line (draft-ietf-aipref-attach): its path pattern
+    (``""`` when the line gives none: it applies to every path), the usage
+    preference as written (an RFC 9651 Dictionary, read by
+    :mod:`scrapy_rfc9309.usage`) and its 1-based line number."""
+
+    path: str
+    preference: str
+    line: int
+
+
+def usage_rule(value: str, line: int) -> UsageRule:
+    """The :class:`UsageRule` of a ``Content-Usage`` value (stripped): a
+    value starting with ``/`` gives a path up to the first space or tab,
+    any other value is all preference (attach-05 section 3.2)."""
+    if value[:1] != "/":
+        return UsageRule("", value, line)
+    end = len(value)
+    for blank in " \t":
+        found = value.find(blank)
+        if 0 <= found < end:
+            end = found
+    # The ABNF's 1*WS between them is no part of the Dictionary (a strict
+    # RFC 9651 parser rejects a leading tab).
+    return UsageRule(value[:end], value[end:].lstrip(" \t"), line)
+
+
 class Record(NamedTuple):
-    """A line that is neither a rule, a user-agent, a sitemap, a Crawl-delay
-    nor a Content-Signal: ``name`` lower-cased, ``value`` as written."""
+    """A line that is neither a rule, a user-agent, a sitemap, a Crawl-delay,
+    a Content-Signal nor a Content-Usage: ``name`` lower-cased, ``value`` as
+    written."""
 
     name: str
     value: str
@@ -65,6 +94,8 @@ class Group:
     content_signals: dict[str, bool | str] = field(default_factory=dict, hash=False)
     #: Line of the group's first user-agent line.
     line: int = 0
+    #: Its ``Content-Usage`` rules, in file order.
+    content_usage: tuple[UsageRule, ...] = ()
 
 
 class Document:
@@ -190,6 +221,9 @@ class Document:
                     group,
                     rules=tuple(rule._replace(line=0) for rule in group.rules),
                     line=0,
+                    content_usage=tuple(
+                        rule._replace(line=0) for rule in group.content_usage
+                    ),
                 )
                 for group in self.groups
             ),
@@ -212,6 +246,7 @@ class Document:
                     "crawl_delay": group.crawl_delay,
                     "content_signals": dict(group.content_signals),
                     "line": group.line,
+                    "content_usage": [list(rule) for rule in group.content_usage],
                 }
                 for group in self.groups
             ],
@@ -263,12 +298,17 @@ def _group_from_dict(data: Mapping[str, Any]) -> Group:
         if not isinstance(value, (bool, str)):
             raise TypeError(f"content signal {key!r}: {value!r}")
         signals[_str(key)] = value
+    usage = tuple(
+        UsageRule(_str(path), _str(preference), _int(line))
+        for path, preference, line in data.get("content_usage") or ()
+    )
     return Group(
         tuple(_str(agent) for agent in data["user_agents"]),
         tuple(rules),
         delay,
         signals,
         _int(data.get("line", 0)),
+        usage,
     )
 
 
@@ -319,8 +359,9 @@ def applicable_groups(document: Document, token: str) -> list[Group]:
 
 
 def merge_groups(groups: Iterable[Group]) -> Group:
-    """Groups that apply to one agent as one group: rules in file order,
-    the largest Crawl-delay, Content-Signal values merged (``no`` wins)."""
+    """Groups that apply to one agent as one group: rules and Content-Usage
+    rules in file order, the largest Crawl-delay, Content-Signal values
+    merged (``no`` wins)."""
     groups = list(groups)
     if len(groups) == 1:
         return groups[0]
@@ -328,19 +369,23 @@ def merge_groups(groups: Iterable[Group]) -> Group:
     rules: list[Rule] = []
     delays: list[float] = []
     signals: dict[str, bool | str] = {}
+    usage: list[UsageRule] = []
     for group in groups:
         agents.update(dict.fromkeys(group.user_agents))
         rules.extend(group.rules)
+        usage.extend(group.content_usage)
         if group.crawl_delay is not None:
             delays.append(group.crawl_delay)
         merge_signals(signals, group.content_signals)
     rules.sort(key=lambda rule: rule.line)
+    usage.sort(key=lambda rule: rule.line)
     return Group(
         tuple(agents),
         tuple(rules),
         max(delays) if delays else None,
         signals,
         groups[0].line,
+        tuple(usage),
     )
 
 
@@ -358,6 +403,9 @@ def merge_signals(
 # a rule and "kind == _ALLOW" its verdict.
 _DISALLOW, _ALLOW, _USER_AGENT, _SITEMAP, _CRAWL_DELAY, _CONTENT_SIGNAL = range(6)
 _NO_KEY, _RECORD = 6, 7
+# A Content-Usage line: a rule of the group (attach-05 section 3) that, like
+# Content-Signal, never ends one.
+_CONTENT_USAGE = 8
 # Keys, lower-cased.  The RFC's three, the other records this package reads,
 # and the misspellings Google's parser accepts (RFC 9309 section 2.2.4 lets
 # a parser accept them).
@@ -379,6 +427,7 @@ KEYS: dict[str, int] = {
     "crawldelay": _CRAWL_DELAY,
     "content-signal": _CONTENT_SIGNAL,
     "content-signals": _CONTENT_SIGNAL,
+    "content-usage": _CONTENT_USAGE,
 }
 # Google reads a key by its prefix ("disallowed" is a disallow), in this order.
 _GOOGLE_PREFIXES = (
@@ -528,6 +577,7 @@ _CANONICAL = {
     _SITEMAP: "sitemap",
     _CRAWL_DELAY: "crawl-delay",
     _CONTENT_SIGNAL: "content-signal",
+    _CONTENT_USAGE: "content-usage",
 }
 # Keys as written -> their kind, per profile: robots.txt files use a
 # handful of spellings, so this skips strip(), lower() and the lookups for
@@ -576,11 +626,13 @@ def read(
     groups: list[Group] = []
     sitemaps: dict[str, None] = {}
     records: list[Record] = []
-    # The group being read: its agents, rules, delay, signals and line.
+    # The group being read: its agents, rules, delay, signals, line and
+    # Content-Usage rules.
     agents: list[str] = []
     rules: list[Rule] = []
     delay: float | None = None
     signals: dict[str, bool | str] = {}
+    usage: list[UsageRule] = []
     first_line = 0
     # Only a rule ends the user-agent lines of a group (RFC 9309 section
     # 2.2.4: other records never end one), so a user-agent line after a
@@ -627,8 +679,10 @@ def read(
                 report(number, "rule-outside-group", value)
         elif kind == _USER_AGENT:
             if after_rule:
-                groups.append(_group(agents, rules, delay, signals, first_line))
-                agents, rules, delay, signals = [], [], None, {}
+                groups.append(
+                    _group(agents, rules, delay, signals, first_line, usage)
+                )
+                agents, rules, delay, signals, usage = [], [], None, {}, []
                 after_rule = False
             if not agents:
                 first_line = number
@@ -665,12 +719,16 @@ def read(
                 report(number, event, value)
             if delay is None:
                 delay = parsed
+        elif kind == _CONTENT_USAGE:
+            usage.append(usage_rule(value, number))
+            if report is not None:
+                report(number, "content-usage", value)
         else:
             merge_signals(signals, parse_content_signal(value)[0])
             if report is not None:
                 report(number, "content-signal", value)
     if agents:
-        groups.append(_group(agents, rules, delay, signals, first_line))
+        groups.append(_group(agents, rules, delay, signals, first_line, usage))
     return Document(tuple(groups), tuple(sitemaps), tuple(records), profile)
 
 
@@ -687,9 +745,11 @@ _IRRELEVANT_START = frozenset(
 #: What matching for one agent needs from a robots.txt: the patterns (none
 #: empty) of the rules of the groups that apply to it (merged, as
 #: :func:`applicable_groups` and :func:`merge_groups` give them), in file
-#: order, their ``line << 1 | allow``, the Crawl-delay and the
-#: Content-Signal values.
-AgentRules = tuple[list[str], list[int], float | None, dict[str, bool | str]]
+#: order, their ``line << 1 | allow``, the Crawl-delay, the
+#: Content-Signal values and the Content-Usage rules (in file order).
+AgentRules = tuple[
+    list[str], list[int], float | None, dict[str, bool | str], list[UsageRule]
+]
 
 
 def _group(
@@ -698,6 +758,7 @@ def _group(
     delay: float | None,
     signals: dict[str, bool | str],
     line: int,
+    usage: list[UsageRule],
 ) -> Group:
     # Group(...) without its dataclass __init__ (five object.__setattr__
     # calls), which costs four times as much: parse() makes thousands.
@@ -708,6 +769,7 @@ def _group(
     fields["crawl_delay"] = delay
     fields["content_signals"] = signals
     fields["line"] = line
+    fields["content_usage"] = tuple(usage) if usage else ()
     return group
 
 

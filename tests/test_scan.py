@@ -1,6 +1,7 @@
 """scan_for() reads a robots.txt for one agent exactly as the Document
 route does (the groups of ``read()`` that apply, merged): the same patterns,
-line numbers, Crawl-delay and Content-Signal values, whatever the text."""
+line numbers, Crawl-delay, Content-Signal values and Content-Usage rules,
+whatever the text."""
 
 from __future__ import annotations
 
@@ -28,8 +29,9 @@ PAST_CAP = MAX_LINE_BYTES + 10
 
 def rules_for(text: str, profile: str, token: str) -> AgentRules:
     """What scan_for() must give: the rules (empty patterns left out, as
-    they match nothing), the largest Crawl-delay and the Content-Signal
-    values of the groups of the Document that apply to ``token``."""
+    they match nothing), the largest Crawl-delay, the Content-Signal
+    values and the Content-Usage rules (in file order) of the groups of the
+    Document that apply to ``token``."""
     groups = applicable_groups(read(lines_of(text), profile), token)
     rules = sorted(
         (rule for group in groups for rule in group.rules), key=lambda r: r.line
@@ -40,7 +42,11 @@ def rules_for(text: str, profile: str, token: str) -> AgentRules:
     signals: dict[str, bool | str] = {}
     for group in groups:
         merge_signals(signals, group.content_signals)
-    return patterns, metas, max(delays) if delays else None, signals
+    usage = sorted(
+        (rule for group in groups for rule in group.content_usage),
+        key=lambda rule: rule.line,
+    )
+    return patterns, metas, max(delays) if delays else None, signals, usage
 
 
 TEXTS = {
@@ -131,6 +137,10 @@ TEXTS = {
     "Disallow: /n\nUser-agent: *\nCrawl-delay: 9\nContent-Signal: search=no\n",
     "last group without rules": "User-agent: *\nDisallow: /a\n"
     "User-agent: examplebot\nCrawl-delay: 4\nSitemap: https://x/s.xml\n",
+    "content-usage": "User-agent: *\nContent-Usage: train-ai=n\n"
+    "Disallow: /never/\ncontent-usage :/ai-ok/\t train-ai=y # c\n"
+    "User-agent: examplebot\nContent-Usage: search=n\nUser-agent: other\n"
+    "Allow: /\nUser-agent: examplebot\nCONTENT-USAGE /x train-ai=n\n",
     "blank lines before the rules": "User-agent: examplebot\n\n# c\n\n"
     "Disallow: /a\n\nUser-agent: *\n\nDisallow: /b\n",
     "other user lines": "User-agent: examplebot\nUsername: x\nDisallow: /a\n"
@@ -163,7 +173,7 @@ def test_scan_reads_as_the_document(name: str, profile: str) -> None:
 
 def test_scan_finds_rules_line_numbers_and_values() -> None:
     text = TEXTS["crawl-delay and content-signal"]
-    patterns, metas, delay, signals = scan_for(text, "rfc9309", "examplebot")
+    patterns, metas, delay, signals, _ = scan_for(text, "rfc9309", "examplebot")
     assert patterns == ["/a", "/b"]
     assert metas == [5 << 1, 11 << 1]
     assert delay == 5.0
@@ -190,6 +200,8 @@ _KEY = st.sampled_from(
         "Crawl-delay",
         "crawl delay",
         "Content-Signal",
+        "Content-Usage",
+        "content usage",
         "Sitemap",
         "Host",
         "",
@@ -211,6 +223,9 @@ _VALUE = st.one_of(
             "5",
             "x",
             "search=no, ai-train=yes",
+            "train-ai=n",
+            "/a train-ai=y",
+            "/\ttrain-ai=n, search=y",
         ]
     ),
     st.text(max_size=6),
@@ -247,6 +262,8 @@ _USUAL = st.sampled_from(
         "Allow: /c",
         "Crawl-delay: 2",
         "Content-Signal: search=no",
+        "Content-Usage: train-ai=n",
+        "Content-Usage: /a train-ai=y",
         "Sitemap: https://example.com/s.xml",
     ]
 )
