@@ -3,7 +3,8 @@
 The engine (``parse``, ``is_allowed``, ``explain``, ``stringify``, ``lint``,
 ``Outcome``, ...) is pure Python: importing it does not import Scrapy or
 Twisted.  The Scrapy components (``Addon``, ``RobotsMiddleware``,
-``DirectivesMiddleware``, ``RobotsDisallowed``) are imported on first use.
+``DirectivesMiddleware``, ``UsageMiddleware``, ``RobotsDisallowed``) are
+imported on first use.
 """
 
 from __future__ import annotations
@@ -32,14 +33,16 @@ from .match import (
     product_token,
 )
 from .outcome import Outcome, explain_by, is_allowed_by
-from .parse import Document, Group, Rule, parse
+from .parse import Document, Group, Rule, UsageRule, parse
 from .stringify import stringify
 from .urls import robots_url
+from .usage import usage_explained, usage_preferences
 
 if TYPE_CHECKING:
     from .addon import Addon
     from .middleware import RobotsDisallowed, RobotsMiddleware
     from .spidermiddleware import DirectivesMiddleware
+    from .usagemiddleware import UsageMiddleware
 
 __version__ = "0.1.0"
 
@@ -50,6 +53,7 @@ _LAZY = {
     "DirectivesMiddleware": "spidermiddleware",
     "RobotsDisallowed": "middleware",
     "RobotsMiddleware": "middleware",
+    "UsageMiddleware": "usagemiddleware",
 }
 
 __all__ = [
@@ -65,6 +69,8 @@ __all__ = [
     "RobotsDisallowed",
     "RobotsMiddleware",
     "Rule",
+    "UsageMiddleware",
+    "UsageRule",
     "compile",
     "content_signals",
     "crawl_delay",
@@ -80,6 +86,8 @@ __all__ = [
     "robots_url",
     "stringify",
     "stringify_directives",
+    "usage_explained",
+    "usage_preferences",
 ]
 
 

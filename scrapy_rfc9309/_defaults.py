@@ -21,6 +21,7 @@ DEFAULTS: dict[str, Any] = {
     "ROBOTS_MAX_REDIRECTS": 5,
     "ROBOTS_MEMORY_MAX_ORIGINS": 100_000,
     "ROBOTS_PROFILE": "rfc9309",
+    "ROBOTS_PURPOSES": [],
     "ROBOTS_SITEMAP_MAX_DEPTH": 3,
     "ROBOTS_SITEMAPS": False,
     "ROBOTS_SSRF_GUARD": False,
@@ -29,6 +30,7 @@ DEFAULTS: dict[str, Any] = {
     "ROBOTS_STORE_URL": None,
     "ROBOTS_UNREACHABLE_GRACE": 2_592_000,
     "ROBOTS_UNREACHABLE_LIFETIME": 600,
+    "ROBOTS_USAGE": "drop",
     # ROBOTS_USER_AGENT has no fixed default: it falls back to
     # ROBOTSTXT_USER_AGENT, then USER_AGENT (see middleware.agent_for).
     "ROBOTS_USER_AGENT": None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._defaults import DEFAULTS
+from .usage import VOCABULARY, purposes_from_content_signals
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -48,3 +49,54 @@ def robots_user_agent(settings: BaseSettings, spider: Spider | None = None) -> s
         if value:
             return str(value)
     return "*"
+
+
+def crawl_purposes(settings: BaseSettings) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What this crawl is for, declared once for both signals: the
+    Content-Signal keys and the aipref (Content-Usage) purposes in use.
+
+    ``ROBOTS_PURPOSES`` names aipref categories (``["train-ai"]``, or
+    ``"search+train-ai"`` for one use in both); each also puts the
+    Content-Signal key its category maps to in use.  ``ROBOTS_CONTENT_SIGNALS``
+    (``{"ai-train": True}``) still works, and its keys the vocabulary maps
+    put their categories in use for Content-Usage too.  ``ValueError`` on a
+    malformed value or an unknown category: a typo must not crawl unchecked.
+    """
+    try:
+        signals = settings.getdict("ROBOTS_CONTENT_SIGNALS")
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            "ROBOTS_CONTENT_SIGNALS must be a dict of purposes, such as"
+            f' {{"ai-train": True}}, not {settings.get("ROBOTS_CONTENT_SIGNALS")!r}'
+        ) from exc
+    declared = setting(settings, "ROBOTS_PURPOSES")
+    if isinstance(declared, str):
+        declared = [part for part in declared.split(",") if part.strip()]
+    if not isinstance(declared, (list, tuple)) or not all(
+        isinstance(purpose, str) for purpose in declared
+    ):
+        raise ValueError(
+            'ROBOTS_PURPOSES must be a list of purposes, such as ["train-ai"],'
+            f" not {declared!r}"
+        )
+    usage: dict[str, None] = {}
+    for purpose in declared:
+        purpose = purpose.strip().lower()
+        unknown = [
+            label for label in purpose.split("+") if label not in VOCABULARY.labels
+        ]
+        if unknown or not purpose:
+            raise ValueError(
+                f"ROBOTS_PURPOSES: {purpose!r} is not a category of "
+                f"{VOCABULARY.revision} ({', '.join(VOCABULARY.labels)}), nor "
+                "several of them joined by '+'"
+            )
+        usage[purpose] = None
+    in_use = {str(key).strip().lower(): True for key, value in signals.items() if value}
+    for purpose in usage:
+        for label in purpose.split("+"):
+            key = VOCABULARY.content_signal.get(label)
+            if key is not None:
+                in_use[key] = True
+    usage.update(dict.fromkeys(purposes_from_content_signals(in_use)))
+    return tuple(in_use), tuple(usage)

@@ -25,6 +25,9 @@ SPIDER_PRIORITY = 550
 # By import path: the add-on does not need the spider middleware's module.
 DIRECTIVES_MIDDLEWARE = "scrapy_rfc9309.spidermiddleware.DirectivesMiddleware"
 SITEMAPS_MIDDLEWARE = "scrapy_rfc9309.sitemaps.SitemapsMiddleware"
+USAGE_MIDDLEWARE = "scrapy_rfc9309.usagemiddleware.UsageMiddleware"
+#: Beside DirectivesMiddleware: both judge the items of a page.
+USAGE_PRIORITY = 560
 #: Near the spider (after Depth, 900): the sitemap requests it puts in place
 #: of a SitemapSpider's robots.txt start requests pass every other one.
 SITEMAPS_PRIORITY = 950
@@ -37,7 +40,8 @@ class Addon:
     settings still win), removes Scrapy's ``RobotsTxtMiddleware`` from the
     chain whatever ``ROBOTSTXT_OBEY`` says, and installs
     :class:`~scrapy_rfc9309.RobotsMiddleware`,
-    :class:`~scrapy_rfc9309.DirectivesMiddleware` and
+    :class:`~scrapy_rfc9309.DirectivesMiddleware`,
+    :class:`~scrapy_rfc9309.usagemiddleware.UsageMiddleware` and
     :class:`~scrapy_rfc9309.sitemaps.SitemapsMiddleware` unless the project
     placed (or disabled, with ``None``) them itself.
     """
@@ -57,6 +61,9 @@ class Addon:
         )
         _setdefault_by_path(
             settings, "SPIDER_MIDDLEWARES", DIRECTIVES_MIDDLEWARE, SPIDER_PRIORITY
+        )
+        _setdefault_by_path(
+            settings, "SPIDER_MIDDLEWARES", USAGE_MIDDLEWARE, USAGE_PRIORITY
         )
         _setdefault_by_path(
             settings, "SPIDER_MIDDLEWARES", SITEMAPS_MIDDLEWARE, SITEMAPS_PRIORITY

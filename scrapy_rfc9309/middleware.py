@@ -7,7 +7,7 @@ into an :class:`~scrapy_rfc9309.outcome.Outcome` and judges every request of
 the origin by it.  Requests arriving while the file is on its way wait for
 it, each on its own awaitable.  The origin's Crawl-delay is applied to its
 downloader slot, and origins whose Content-Signal refuses a purpose of the
-crawl are not crawled.
+crawl are not crawled, nor URLs whose Content-Usage rules refuse one.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from twisted.internet.defer import Deferred
 from w3lib.url import safe_url_string
 
 from . import signals as robots_signals
-from ._settings import positive_int, robots_user_agent, setting
-from .match import Decision
+from ._settings import crawl_purposes, positive_int, robots_user_agent, setting
+from .match import Decision, Matcher
 from .outcome import (
     PARSED,
     UNAVAILABLE,
@@ -51,8 +51,9 @@ from .parse import parse
 from .stores import STORES
 from .stores.base import OutcomeStore, StoreError
 from .stores.memory import Entry, MemoryStore
-from .stringify import rule_line
+from .stringify import rule_line, usage_line
 from .urls import robots_url
+from .usage import matched_usage, refused
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
     from scrapy.http import Headers, Response
     from typing_extensions import Self
 
-__all__ = ["META_KEY", "RobotsDisallowed", "RobotsMiddleware"]
+__all__ = ["META_KEY", "USAGE_META_KEY", "RobotsDisallowed", "RobotsMiddleware"]
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +72,10 @@ _T = TypeVar("_T")
 #: Request meta key marking this middleware's own robots.txt requests; the
 #: value is the origin (its robots.txt URL) the request is fetched for.
 META_KEY = "robots_txt_for"
+#: Request (and so response) meta key of the usage preferences that apply
+#: (robots.txt's here; combined with the response header's by
+#: :class:`~scrapy_rfc9309.usagemiddleware.UsageMiddleware`).
+USAGE_META_KEY = "robots_usage"
 # Where the _Body of a robots.txt request is kept.
 _BODY_KEY = "_robots_txt_body"
 
@@ -84,7 +89,7 @@ class RobotsDisallowed(IgnoreRequest):
     ``decision`` is the :class:`~scrapy_rfc9309.match.Decision` (its
     ``rule`` is the deciding rule, with its line, when there is one),
     ``origin`` the robots.txt URL, and ``cause`` one of ``rule``,
-    ``unreachable``, ``crawl_delay`` and ``content_signal``.
+    ``unreachable``, ``crawl_delay``, ``content_signal`` and ``content_usage``.
     """
 
     def __init__(self, decision: Decision, origin: str, cause: str) -> None:
@@ -252,19 +257,9 @@ class RobotsMiddleware:
                 f" not {settings.get('ROBOTS_CRAWL_DELAY_OVER_MAX')!r}"
             )
         self.skip_over_max = over_max == "skip"
-        try:
-            purposes = settings.getdict("ROBOTS_CONTENT_SIGNALS")
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                "ROBOTS_CONTENT_SIGNALS must be a dict of purposes, such as"
-                f' {{"ai-train": True}}, not {settings.get("ROBOTS_CONTENT_SIGNALS")!r}'
-            ) from exc
-        #: The purposes this crawl is for (``ROBOTS_CONTENT_SIGNALS`` set true).
-        self.purposes = tuple(
-            str(purpose).strip().lower()
-            for purpose, in_use in purposes.items()
-            if in_use
-        )
+        #: The purposes this crawl is for: Content-Signal keys, and aipref
+        #: categories (``ROBOTS_PURPOSES``, ``ROBOTS_CONTENT_SIGNALS``).
+        self.purposes, self.usage_purposes = crawl_purposes(settings)
         self.download_maxsize = settings.getint("DOWNLOAD_MAXSIZE")
         self.ssrf_guard = settings.getbool(
             "ROBOTS_SSRF_GUARD", setting(settings, "ROBOTS_SSRF_GUARD")
@@ -305,6 +300,9 @@ class RobotsMiddleware:
         """Drop ``request`` (:class:`RobotsDisallowed`) unless robots.txt allows it."""
         # The per-request path, written for speed: with the origin's outcome
         # in memory and fresh, this is a dict lookup and a matcher call.
+        if self.usage_purposes:
+            # Spiders pass meta on: a page's preferences are not its links'.
+            request.meta.pop(USAGE_META_KEY, None)
         if request.meta.get("dont_obey_robotstxt"):
             return
         parts = urlparse_cached(request)
@@ -342,6 +340,8 @@ class RobotsMiddleware:
                         outcome,
                         f"Content-Signal {purpose}=no",
                     )
+        if self.usage_purposes:
+            self._check_usage(request, origin, matcher, outcome)
         delay = matcher.crawl_delay
         if delay and self.crawl_delay_enabled:
             if delay > self.crawl_delay_max:
@@ -358,6 +358,25 @@ class RobotsMiddleware:
                 delay = self.crawl_delay_max
             if delay > 0:
                 self._keep_delay(request, origin, delay)
+
+    def _check_usage(
+        self, request: Request, origin: str, matcher: Matcher, outcome: Outcome
+    ) -> None:
+        """Keep the robots.txt usage preferences of ``request`` in its meta;
+        drop it if they refuse a purpose of the crawl."""
+        preferences, rules = matched_usage(matcher, request.url)
+        request.meta[USAGE_META_KEY] = preferences
+        purpose = refused(preferences, self.usage_purposes)
+        if purpose is not None:
+            lines = "; ".join(f"line {rule.line}: {usage_line(rule)}" for rule in rules)
+            self._forbid(
+                request,
+                origin,
+                Decision(False, "content_usage", None),
+                "content_usage",
+                outcome,
+                f"Content-Usage refuses {purpose} ({lines})",
+            )
 
     async def outcome_for(
         self, url: str, request: Request | None = None

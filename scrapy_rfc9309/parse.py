@@ -679,9 +679,7 @@ def read(
                 report(number, "rule-outside-group", value)
         elif kind == _USER_AGENT:
             if after_rule:
-                groups.append(
-                    _group(agents, rules, delay, signals, first_line, usage)
-                )
+                groups.append(_group(agents, rules, delay, signals, first_line, usage))
                 agents, rules, delay, signals, usage = [], [], None, {}, []
                 after_rule = False
             if not agents:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .parse import Document, Group, Rule
+from .parse import Document, Group, Rule, UsageRule
 
 __all__ = ["stringify"]
 
@@ -10,6 +10,13 @@ __all__ = ["stringify"]
 def rule_line(rule: Rule) -> str:
     """``rule`` as its robots.txt line: ``Disallow: /private/``."""
     return f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}"
+
+
+def usage_line(rule: UsageRule) -> str:
+    """A Content-Usage rule as its robots.txt line:
+    ``Content-Usage: /ai-ok/ train-ai=y``."""
+    path = f"{rule.path} " if rule.path else ""
+    return f"Content-Usage: {path}{rule.preference}".rstrip()
 
 
 def signal_text(value: bool | str) -> str:
@@ -32,6 +39,7 @@ def _group_lines(group: Group) -> list[str]:
         )
         lines.append(f"Content-Signal: {signals}")
     lines.extend(map(rule_line, group.rules))
+    lines.extend(map(usage_line, group.content_usage))
     return lines
 
 

@@ -1,0 +1,120 @@
+"""``UsageMiddleware``: the ``Content-Usage`` response header in a Scrapy crawl.
+
+A crawl that declares purposes (``ROBOTS_PURPOSES``, or
+``ROBOTS_CONTENT_SIGNALS``) drops, or annotates, the items of responses
+whose usage preferences refuse one of them: those of the response's
+``Content-Usage`` header combined with those of robots.txt, which
+:class:`~scrapy_rfc9309.RobotsMiddleware` left in the request's meta (any
+``n`` wins, draft-ietf-aipref-vocab-08 section 5.1).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
+
+from itemadapter import ItemAdapter
+from scrapy import Request
+from scrapy.exceptions import NotConfigured
+
+from ._settings import crawl_purposes, setting
+from .middleware import USAGE_META_KEY
+from .usage import Preferences, combine, header_preferences, refused
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from typing_extensions import Self
+
+__all__ = ["UsageMiddleware"]
+
+logger = logging.getLogger(__name__)
+
+#: The item field that ``annotate`` mode fills.
+FIELD = USAGE_META_KEY
+MODES = ("drop", "annotate", "off")
+
+
+class UsageMiddleware:
+    """Obey ``Content-Usage`` for the purposes of the crawl.
+
+    Every response reaching the spider gets the preferences that applied in
+    ``response.meta["robots_usage"]``.  With ``ROBOTS_USAGE = "drop"`` the
+    items of a response refusing a purpose in use are dropped (stat
+    ``robots/usage/items_dropped``); with ``"annotate"`` items get a
+    ``robots_usage`` field instead.  Requests are left alone: preferences
+    govern the use of this content, not the pages it links to.
+    """
+
+    def __init__(self, crawler: Crawler):
+        settings = crawler.settings
+        if not settings.getbool("ROBOTS_ENABLED", setting(settings, "ROBOTS_ENABLED")):
+            raise NotConfigured("ROBOTS_ENABLED is off")
+        mode = str(setting(settings, "ROBOTS_USAGE")).strip().lower()
+        if mode not in MODES:
+            raise ValueError(
+                f"ROBOTS_USAGE must be one of {', '.join(map(repr, MODES))},"
+                f" not {settings.get('ROBOTS_USAGE')!r}"
+            )
+        _, self.purposes = crawl_purposes(settings)
+        if mode == "off" or not self.purposes:
+            raise NotConfigured("ROBOTS_USAGE is off or the crawl declares no purpose")
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.drop = mode == "drop"
+        self._read: WeakKeyDictionary[Response, Preferences] = WeakKeyDictionary()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def preferences(self, response: Response) -> Preferences:
+        """The preferences that apply to ``response``, combined once."""
+        found = self._read.get(response)
+        if found is None:
+            header = header_preferences(response.headers.getlist("Content-Usage"))
+            robots = response.meta.get(USAGE_META_KEY)
+            statements = [header, robots] if isinstance(robots, dict) else [header]
+            found = self._read[response] = combine(statements)
+            response.meta[USAGE_META_KEY] = found
+        return found
+
+    def process_spider_input(self, response: Response) -> None:
+        self.preferences(response)
+
+    async def process_spider_output(
+        self, response: Response | None, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        if response is None:
+            async for output in result:
+                yield output
+            return
+        preferences = self.preferences(response)
+        purpose = refused(preferences, self.purposes)
+        async for output in result:
+            if isinstance(output, Request) or not ItemAdapter.is_item(output):
+                yield output
+            elif not self.drop:
+                _annotate(output, preferences)
+                yield output
+            elif purpose is None:
+                yield output
+            else:
+                self.stats.inc_value("robots/usage/items_dropped")
+                logger.debug(
+                    "Dropped %(output)r of %(url)s: Content-Usage refuses %(purpose)s",
+                    {"output": output, "url": response.url, "purpose": purpose},
+                    extra={"spider": self.crawler.spider},
+                )
+
+
+def _annotate(item: Any, preferences: Preferences) -> None:
+    adapter = ItemAdapter(item)
+    # As DirectivesMiddleware does: only dicts take any key, and a value the
+    # spider set itself is left alone.
+    if adapter.get(FIELD) is None and (
+        isinstance(item, dict) or FIELD in adapter.field_names()
+    ):
+        adapter[FIELD] = dict(preferences)
