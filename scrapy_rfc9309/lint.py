@@ -26,7 +26,9 @@ from .parse import (
     parse_content_signal,
     product_token,
     read,
+    usage_rule,
 )
+from .usage import preference_problems
 
 __all__ = ["CODES", "Diagnostic", "Severity", "lint"]
 
@@ -53,7 +55,10 @@ CODES: dict[str, Severity] = {
     "directive-outside-group": "warning",
     "duplicate-crawl-delay": "warning",
     "empty-user-agent": "warning",
+    "content-usage-not-rooted": "warning",
+    "content-usage-value": "warning",
     "invalid-content-signal": "warning",
+    "invalid-content-usage": "warning",
     "invalid-utf8": "warning",
     "line-too-long": "warning",
     "missing-colon": "warning",
@@ -83,7 +88,6 @@ _UNSUPPORTED = {
     "noindex",
     "nofollow",
     "noarchive",
-    "content-usage",
 }
 _HTML = re.compile(rb"<(?:!doctype\s+html|html[\s>]|head[\s>]|body[\s>]|title>)", re.I)
 _TOKEN = re.compile("[A-Za-z_-]+")
@@ -262,6 +266,10 @@ class _Linter:
                     "content-signal-value",
                     f"{key}={signal!r} is neither yes nor no; kept as text",
                 )
+
+    def on_content_usage(self, line: int, value: str) -> None:
+        for code, message in preference_problems(usage_rule(value, line)):
+            self.add(line, code, message)
 
     def rules(self, rules: tuple[Rule, ...]) -> None:
         seen: dict[tuple[bool, str], Rule] = {}

@@ -16,7 +16,10 @@ def test_clean_file_has_no_findings() -> None:
     assert (
         lint(
             "User-agent: *\nDisallow: /private/\nAllow: /private/ok\nCrawl-delay: 1\n"
-            "Content-Signal: search=yes, ai-train=no\n\n"
+            "Content-Signal: search=yes, ai-train=no\n"
+            # Unknown keys and parameters are fine; so is any order.
+            "Content-Usage: train-ai=n, future-use=y;p=1\nDisallow: /x\n"
+            "Content-Usage: /ai-ok/\ttrain-ai=y\n\n"
             "Sitemap: https://example.com/sitemap.xml\n"
         )
         == []
@@ -61,6 +64,34 @@ def test_diagnostic_shape() -> None:
         (
             "User-agent: *\nContent-Signal: ai-train=later\nAllow: /\n",
             [(2, "content-signal-value")],
+        ),
+        (
+            "User-agent: *\nContent-Usage: train-ai=n,\nAllow: /\n",
+            [(2, "invalid-content-usage")],
+        ),
+        (
+            "User-agent: *\nContent-Usage: /a/ ai=n train-ai=n\nAllow: /\n",
+            [(2, "invalid-content-usage")],
+        ),
+        (
+            "User-agent: *\nContent-Usage: /a/\nAllow: /\n",
+            [(2, "invalid-content-usage")],
+        ),
+        (
+            "User-agent: *\nContent-Usage: *.pdf train-ai=n\nAllow: /\n",
+            [(2, "content-usage-not-rooted")],
+        ),
+        (
+            "User-agent: *\nContent-Usage: train-ai=no\nAllow: /\n",
+            [(2, "content-usage-value")],
+        ),
+        (
+            'User-agent: *\nContent-Usage: search="n"\nAllow: /\n',
+            [(2, "content-usage-value")],
+        ),
+        (
+            "Content-Usage: train-ai=n\nUser-agent: *\nAllow: /\n",
+            [(1, "directive-outside-group")],
         ),
         ("User-agent:\nAllow: /\n", [(1, "empty-user-agent")]),
         ("User-agent: Foo/1.0\nAllow: /\n", [(1, "user-agent-not-token")]),

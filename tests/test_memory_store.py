@@ -16,6 +16,7 @@ from scrapy_rfc9309.outcome import (
 from scrapy_rfc9309.parse import Rule, parse
 from scrapy_rfc9309.stores.base import OutcomeStore
 from scrapy_rfc9309.stores.memory import MemoryStore, new_entry
+from scrapy_rfc9309.usage import usage_explained, usage_preferences
 from tests.utils import coroutine_test
 
 LIFETIMES = Lifetimes(cache=100, unreachable=10, grace=1000)
@@ -62,7 +63,8 @@ def test_restored_outcome_answers_as_the_original() -> None:
     body = (
         "User-agent: TestBot\nDisallow: /mine\nAllow: /mine/open\nCrawl-delay: 2\n"
         "Content-Signal: ai-train=no\nDisallow: /*.pdf$\n"
-        "Allow: /dir/index.html\nDisallow: /dir/\nDisallow: /mine\n\n"
+        "Allow: /dir/index.html\nDisallow: /dir/\nDisallow: /mine\n"
+        "Content-Usage: train-ai=n\nContent-Usage: /mine/open train-ai=y\n\n"
         "User-agent: *\nDisallow: /all\nSitemap: https://a/s.xml\n"
     )
     failed = unreachable(
@@ -85,6 +87,12 @@ def test_restored_outcome_answers_as_the_original() -> None:
             )
         for function in (crawl_delay, content_signals):
             assert function(rules, "TestBot") == function(original, "TestBot")
+        # What usage needs: the rules and the lines that explain them.
+        for url in ("/mine/open/x", "/dir/", "/mine", "/all"):
+            assert usage_explained(rules, "TestBot", url) == usage_explained(
+                original, "TestBot", url
+            )
+        assert usage_preferences(rules, "TestBot", "/mine/open/x")["train-ai"]
         # Kept again (the 30-day rule carries it on), it answers the same.
         again = new_entry(restored, "TestBot/2.0")
         assert again.restored() == restored

@@ -49,7 +49,11 @@ def stored_outcome(retain: float = 3600.0) -> Outcome:
         expires_at=now + min(retain, 60.0),
         retain_until=now + retain,
         http_status=200,
-        document=parse("User-agent: *\nDisallow: /private\nSitemap: /s.xml\n"),
+        # Every kind of line a store must keep, Content-Usage rules included.
+        document=parse(
+            "User-agent: *\nDisallow: /private\nContent-Usage: train-ai=n\n"
+            "Content-Usage: /open/ train-ai=y, search=y\nSitemap: /s.xml\n"
+        ),
         detail="HTTP 200",
     )
 
