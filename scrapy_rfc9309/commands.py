@@ -35,9 +35,10 @@ from .lint import Diagnostic, lint
 from .match import Decision, content_signals, crawl_delay, product_token
 from .middleware import RobotsDisallowed, RobotsMiddleware
 from .outcome import Outcome, explain_by
-from .parse import PROFILES, Rule
-from .stringify import rule_line, signal_text
+from .parse import PROFILES, Rule, UsageRule
+from .stringify import rule_line, signal_text, usage_line
 from .urls import robots_url
+from .usage import refused, usage_explained
 
 if TYPE_CHECKING:
     import argparse
@@ -135,16 +136,22 @@ class _Row:
 
     url: str
     allowed: bool
-    #: A reason of :func:`~scrapy_rfc9309.explain_by`, ``content_signal`` or
-    #: ``crawl_delay`` (the crawl's policies), or ``no_robots_txt``.
+    #: A reason of :func:`~scrapy_rfc9309.explain_by`, ``content_signal``,
+    #: ``content_usage`` or ``crawl_delay`` (the crawl's policies), or
+    #: ``no_robots_txt``.
     reason: str
     robots_txt: str | None
     outcome: Outcome | None
     rule: Rule | None = None
-    #: Why, beyond the rule: the Content-Signal or Crawl-delay that drops it.
+    #: Why, beyond the rule: the Content-Signal, Content-Usage or
+    #: Crawl-delay that drops it.
     note: str = ""
     crawl_delay: float | None = None
     content_signals: dict[str, bool | str] = field(default_factory=dict)
+    #: The usage preferences of robots.txt's Content-Usage rules for the URL
+    #: (empty when robots.txt disallows it), and the rules that gave them.
+    usage: dict[str, bool | None] = field(default_factory=dict)
+    usage_rules: tuple[UsageRule, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         rule = self.rule
@@ -174,6 +181,16 @@ class _Row:
             },
             "crawl_delay": self.crawl_delay,
             "content_signals": self.content_signals,
+            "usage": self.usage,
+            "usage_rules": [
+                {
+                    "line": rule.line,
+                    "path": rule.path or None,
+                    "preference": rule.preference,
+                    "text": usage_line(rule),
+                }
+                for rule in self.usage_rules
+            ],
         }
 
     def to_text(self) -> str:
@@ -200,6 +217,13 @@ class _Row:
                     for key, value in self.content_signals.items()
                 )
             )
+        known = {key: value for key, value in self.usage.items() if value is not None}
+        if known:
+            lines = ", ".join(str(rule.line) for rule in self.usage_rules)
+            values = ", ".join(
+                f"{key}={'y' if value else 'n'}" for key, value in known.items()
+            )
+            parts.append(f"content-usage {values} (line {lines})")
         return "  ".join(parts)
 
 
@@ -247,6 +271,10 @@ async def _check_one(middleware: RobotsMiddleware, url: str, request: Request) -
     rules = None if outcome.disallows_all(now) else outcome.rules
     delay = None if rules is None else crawl_delay(rules, agent)
     signals = {} if rules is None else content_signals(rules, agent)
+    # Empty when robots.txt's rules disallow the URL.
+    usage, usage_rules = (
+        ({}, ()) if rules is None else usage_explained(rules, agent, request.url)
+    )
     note = ""
     if decision.reason == "content_signal":
         note = ", ".join(
@@ -254,6 +282,12 @@ async def _check_one(middleware: RobotsMiddleware, url: str, request: Request) -
             for purpose in middleware.purposes
             if signals.get(purpose) is False
         )
+    elif decision.reason == "content_usage":
+        refusals = ", ".join(refused_purposes(usage, middleware))
+        lines = "; ".join(
+            f"line {rule.line}: {usage_line(rule)}" for rule in usage_rules
+        )
+        note = f"Content-Usage refuses {refusals} ({lines})"
     elif decision.reason == "crawl_delay" and delay is not None:
         note = (
             f"Crawl-delay {delay:g} over ROBOTS_CRAWL_DELAY_MAX"
@@ -269,7 +303,20 @@ async def _check_one(middleware: RobotsMiddleware, url: str, request: Request) -
         note,
         delay,
         signals,
+        usage,
+        usage_rules,
     )
+
+
+def refused_purposes(
+    usage: dict[str, bool | None], middleware: RobotsMiddleware
+) -> list[str]:
+    """The crawl's purposes that ``usage`` refuses."""
+    return [
+        purpose
+        for purpose in middleware.usage_purposes
+        if refused(usage, [purpose]) is not None
+    ]
 
 
 # -- lint -----------------------------------------------------------------------

@@ -427,3 +427,58 @@ def test_lint_unreachable_url(tmp_path: Path) -> None:
     url = f"{REFUSED}/robots.txt"
     done = scrapy(tmp_path, "lint", url, "-s", "RETRY_ENABLED=False")
     assert f"cannot fetch {url}: " in one_line_error(done)
+
+
+USAGE_ROBOTS = """\
+User-Agent: *
+Allow: /
+Disallow: /never/
+Content-Usage: train-ai=n
+Content-Usage: /ai-ok/ train-ai=y, search=y
+"""
+
+
+@pytest.mark.parametrize("purposes", [(), ("-s", "ROBOTS_PURPOSES=train-ai")])
+def test_check_shows_usage_preferences(
+    make_server: Callable[..., Server], tmp_path: Path, purposes: tuple[str, ...]
+) -> None:
+    """Each URL's Content-Usage preferences and the lines that gave them; a
+    crawl for train-ai is refused where they say train-ai=n."""
+    server = make_server()
+    server.route("/robots.txt", USAGE_ROBOTS)
+    urls = [server.url("/test"), server.url("/never/test"), server.url("/ai-ok/x")]
+    done = scrapy(tmp_path, "check", *urls, "--json", *purposes)
+    # /never/ is disallowed either way.
+    assert done.returncode == 1, done.stderr
+    test, never, ai_ok = (by_url(json.loads(done.stdout))[url] for url in urls)
+    assert test["usage"] == {"train-ai": False, "ai-use": None, "search": None}
+    assert test["usage_rules"] == [
+        {
+            "line": 4,
+            "path": None,
+            "preference": "train-ai=n",
+            "text": "Content-Usage: train-ai=n",
+        }
+    ]
+    assert test["allowed"] is not bool(purposes)
+    if purposes:
+        assert test["reason"] == "content_usage"
+        assert test["note"] == (
+            "Content-Usage refuses train-ai (line 4: Content-Usage: train-ai=n)"
+        )
+    # Disallowed by robots.txt: no preferences at all.
+    assert never["usage"] == {}
+    assert never["usage_rules"] == []
+    assert never["reason"] == "rule_disallow"
+    assert ai_ok["allowed"] is True
+    assert ai_ok["usage"] == {"train-ai": True, "ai-use": None, "search": True}
+    assert [rule["line"] for rule in ai_ok["usage_rules"]] == [5]
+
+    text = scrapy(tmp_path, "check", *urls, *purposes)
+    _, test_row, never_row, ai_ok_row = text.stdout.splitlines()
+    assert test_row.endswith("content-usage train-ai=n (line 4)")
+    if purposes:
+        assert test_row.startswith("DISALLOWED ")
+        assert "content_usage (Content-Usage refuses train-ai (line 4: " in test_row
+    assert "content-usage" not in never_row
+    assert ai_ok_row.endswith("content-usage train-ai=y, search=y (line 5)")
