@@ -205,9 +205,10 @@ def _usage_line(path: str, preference: str) -> str:
 
 
 def _text(groups: Groups) -> str:
-    # A rule first: it keeps the group from joining the one before.
+    # Content-Usage lines first: a group of them alone must still join the
+    # next one, as if they were not there.
     return "\n".join(
-        _group(agents, [rules[0], *(_usage_line(*u) for u in usage), *rules[1:]])
+        _group(agents, [*(_usage_line(*u) for u in usage), *rules])
         for agents, rules, usage in groups
     )
 
