@@ -215,16 +215,16 @@ def _text(groups: Groups) -> str:
 
 @settings(max_examples=150, deadline=None)
 @given(_GROUPS)
-def test_content_usage_never_changes_crawlability(
-    groups: Groups,
-) -> None:
-    with_usage = parse(_text(groups))
+def test_content_usage_never_changes_crawlability(groups: Groups) -> None:
     without = parse(_text([(agents, rules, []) for agents, rules, _ in groups]))
-    for agent in ("bot", "other", "nobody"):
-        for url in _URLS:
-            assert is_allowed(with_usage, agent, url) == is_allowed(without, agent, url)
-            if not is_allowed(without, agent, url):
-                assert usage_preferences(with_usage, agent, url) == {}
+    # Both routes: the one-agent scan, and the groups read.
+    for with_usage in (parse(_text(groups)), read_document(parse(_text(groups)))):
+        for agent in ("bot", "other", "nobody"):
+            for url in _URLS:
+                allowed = is_allowed(without, agent, url)
+                assert is_allowed(with_usage, agent, url) == allowed
+                if not allowed:
+                    assert usage_preferences(with_usage, agent, url) == {}
 
 
 @settings(max_examples=150, deadline=None)
