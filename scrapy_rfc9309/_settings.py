@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._defaults import DEFAULTS
-from .usage import VOCABULARY, purposes_from_content_signals
+from .usage import VOCABULARY, governing, purposes_from_content_signals
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -93,10 +93,12 @@ def crawl_purposes(settings: BaseSettings) -> tuple[tuple[str, ...], tuple[str, 
             )
         usage[purpose] = None
     in_use = {str(key).strip().lower(): True for key, value in signals.items() if value}
-    for purpose in usage:
-        for label in purpose.split("+"):
+    usage.update(dict.fromkeys(purposes_from_content_signals(in_use)))
+    for purpose in list(usage):
+        # Only the labels that decide the use: Content-Signal knows no
+        # overrides, so "search+train-ai" asks it about search alone.
+        for label in governing(purpose):
             key = VOCABULARY.content_signal.get(label)
             if key is not None:
                 in_use[key] = True
-    usage.update(dict.fromkeys(purposes_from_content_signals(in_use)))
     return tuple(in_use), tuple(usage)

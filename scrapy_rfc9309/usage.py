@@ -34,6 +34,7 @@ __all__ = [
     "UsageExplanation",
     "Vocabulary",
     "combine",
+    "governing",
     "header_preferences",
     "matched_usage",
     "parse_preference",
