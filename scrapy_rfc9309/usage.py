@@ -23,9 +23,8 @@ from typing import NamedTuple
 
 import http_sf
 
-from .match import Matcher, compile
+from .match import Matcher, _normal, compile
 from .parse import GOOGLE, Document, Profile, UsageRule, encode
-from .urls import escape_pattern, normalize_pattern
 
 __all__ = [
     "VOCABULARY",
@@ -236,8 +235,8 @@ def _length(profile: Profile, path: str) -> int:
     for Allow/Disallow (attach-05 section 3.1); 0 for no path."""
     if not path:
         return 0
-    normal = escape_pattern(path) if profile == GOOGLE else normalize_pattern(path)
-    return len(encode(normal))
+    # Normalised as the matcher normalises Allow/Disallow patterns (cached).
+    return len(encode(_normal(path, profile != GOOGLE)))
 
 
 def deciding_rules(

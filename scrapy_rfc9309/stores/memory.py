@@ -4,8 +4,8 @@ origins dropped first.
 It is also the layer that answers every request of a crawl, whatever the
 configured store: for each origin it holds only what answers and explains
 for the crawl's agent: the outcome without its documents, the matcher
-compiled from its rules (which keeps Crawl-delay, Content-Signal and the
-lines ``explain`` reports), and the sitemaps.
+compiled from its rules (which keeps Crawl-delay, Content-Signal, the
+Content-Usage rules and the lines ``explain`` reports), and the sitemaps.
 """
 
 from __future__ import annotations
