@@ -46,6 +46,7 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_rfc9309._defaults import DEFAULTS
 from scrapy_rfc9309.lint import CODES
+from scrapy_rfc9309.stores import STORES
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -152,7 +153,9 @@ def _check_settings(block: Block) -> None:
             }:
                 load_object(path)  # raises when the example names a lost class
     # The package's components refuse bad values at start-up: build them with
-    # the fragment's settings (a shared store is not opened for this).
+    # the fragment's settings (a shared store is named, not opened, here).
+    store = str(values.get("ROBOTS_STORE", "memory"))
+    load_object(STORES.get(store.lower(), store))
     settings = {name: value for name, value in values.items() if name != "ADDONS"}
     settings["ROBOTS_STORE"] = "memory"
     crawler = get_crawler(Spider, settings_dict=settings)
@@ -285,6 +288,7 @@ def test_a_stale_example_fails(tmp_path: Path) -> None:
         "setting": "```python\nROBOTS_CRAWL_DELAYS = 5\n```\n",
         "value": '```python\nROBOTS_CRAWL_DELAY_OVER_MAX = "wait"\n```\n',
         "boolean": '```python\nROBOTS_SITEMAPS = "maybe"\n```\n',
+        "store": '```python\nROBOTS_STORE = "reddis"\n```\n',
         "component": '```python\nADDONS = {"scrapy_rfc9309.AddOn": 100}\n```\n',
         "code": "```python\nfrom scrapy_rfc9309 import parse_robots\n```\n",
         "json": '```json\n{"version": 1,}\n```\n',
