@@ -18,7 +18,8 @@ order of its page, one test per page:
 
 ``json`` blocks must parse.  Blocks of other languages (``console``, ``text``,
 unmarked) are not run, but for the ``scrapy robots lint`` example of the
-command line page, which is.  The settings page must name every setting of
+command line page and the sample's summary on the getting-started page, which
+are run and compared (ports, times and paths masked).  The settings page must name every setting of
 ``_defaults.DEFAULTS``, the engine page every lint code, and every test the
 pages name (``test_x.py``, ``test_name``) must exist.
 """
@@ -69,6 +70,7 @@ TESTS = ROOT / "tests"
 _TEST_DEF = re.compile(r"^\s*(?:async )?def (test_\w+)", re.MULTILINE)
 _TEST_FILE = re.compile(r"(?<![\w.])(test_\w+)\.py\b")
 _TEST_NAME = re.compile(r"(?<![\w./])(test_\w+)\b(?!\.py)")
+_LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[")
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 
 
@@ -277,6 +279,42 @@ def test_the_tests_the_docs_name_exist() -> None:
                 if name not in functions
             )
     assert not missing, sorted(missing)
+
+
+def _summary(text: str) -> list[str]:
+    """The sample's printed summary, from its first spider on, without log
+    lines, with what changes from run to run (ports, times, paths) masked."""
+    lines = text[text.index("== ") :].splitlines()
+    kept = []
+    for line in lines:
+        if _LOG_LINE.match(line):
+            continue
+        line = re.sub(r"(127\.0\.0\.\d+):\d+", r"\1:PORT", line)
+        line = re.sub(r"\d+\.\d+ s\b", "T s", line)
+        line = re.sub(r"(written to )\S*/", r"\1OUT/", line)
+        line = re.sub(r"(Items and summaries: )\S+", r"\1OUT", line)
+        kept.append(line.rstrip())
+    return kept
+
+
+def test_the_sample_summary_is_what_the_sample_prints(tmp_path: Path) -> None:
+    # The getting-started page shows what `bash scripts/sample.sh` prints;
+    # a change to the sample or to the package must show there too.
+    shown = next(
+        block.code
+        for block in blocks(ROOT / "docs" / "getting-started.md")
+        if block.language == "text" and "== sample (agent " in block.code
+    )
+    script = ROOT / "sample_project" / "run_sample.py"
+    run = subprocess.run(
+        [sys.executable, str(script), "--output", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=180,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert _summary(run.stdout) == _summary(shown)
 
 
 def test_a_stale_example_fails(tmp_path: Path) -> None:
