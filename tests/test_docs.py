@@ -19,9 +19,9 @@ order of its page, one test per page:
 ``json`` blocks must parse.  Blocks of other languages (``console``, ``text``,
 unmarked) are not run, but for the ``scrapy robots lint`` example of the
 command line page and the sample's summary on the getting-started page, which
-are run and compared (ports, times and paths masked).  The settings page must name every setting of
-``_defaults.DEFAULTS``, the engine page every lint code, and every test the
-pages name (``test_x.py``, ``test_name``) must exist.
+are run and compared (ports, times and paths masked).  The settings page must
+name every setting of ``_defaults.DEFAULTS``, the engine page every lint code,
+and every test the pages name (``test_x.py``, ``test_name``) must exist.
 """
 
 from __future__ import annotations
