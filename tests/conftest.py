@@ -12,9 +12,9 @@ from tests.server import Route, Server
 
 pytest_plugins = ["tests.redis_server"]
 
-# The conformance vectors live in the shared folder beside the repository
-# (../shared/conformance when checked out as main/).
-CONFORMANCE = Path(__file__).resolve().parent.parent.parent / "shared" / "conformance"
+# The conformance vectors (Google's and RFC 9309's; sources and licences in
+# the folder's README.md).
+CONFORMANCE = Path(__file__).resolve().parent / "data" / "conformance"
 
 
 def load_vectors(name: str) -> list[dict[str, Any]]:

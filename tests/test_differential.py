@@ -164,7 +164,7 @@ def profile_cause(vector: Vector) -> str | None:
 
 #: Vectors on which the profiles disagree, by file and cause.  The RFC file
 #: documents its 6 (``google_allowed != allowed``); the Google files hold the
-#: checks that rely on Google's own behaviour (see ../shared/conformance).
+#: checks that rely on Google's own behaviour (see tests/data/conformance).
 PROFILE_DISAGREEMENTS = {
     ("google_robots_test.json", "raw_non_ascii_url_encoded"): 2,
     ("google_robots_test.json", "percent_unreserved_normalised"): 1,
