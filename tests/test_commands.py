@@ -334,7 +334,7 @@ def test_check_crawl_delay_over_max_skipped(
         (("lint", "x.txt", "--profile", "nope"), "'nope'"),
         (
             ("check", "http://127.0.0.1:1/", "-s", "ROBOTS_PROFILE=nope"),
-            "ROBOTS_PROFILE 'nope'",
+            "ROBOTS_PROFILE must be one of 'rfc9309', 'google'",
         ),
     ],
 )

@@ -308,7 +308,7 @@ def test_url_from_settings(settings: dict[str, str], expected: str) -> None:
 
 def test_url_of_another_kind_is_refused() -> None:
     crawler = get_crawler(settings_dict={"ROBOTS_STORE_URL": "/tmp/robots.db"})
-    with pytest.raises(ValueError, match="not a Redis URL"):
+    with pytest.raises(ValueError, match="must be a Redis URL"):
         RedisStore.from_crawler(crawler)
 
 

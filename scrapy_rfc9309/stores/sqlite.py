@@ -21,7 +21,7 @@ from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 from scrapy.utils.job import job_dir
 from scrapy.utils.project import data_path
 
-from .._settings import setting
+from .._settings import text
 from ._codec import decode, encode
 from .base import OutcomeStore, StoreError
 
@@ -64,9 +64,8 @@ def sqlite_path(crawler: Crawler) -> Path:
     inside ``JOBDIR`` when it is set, else inside the project data directory
     (``.scrapy/``).
     """
-    url = setting(crawler.settings, "ROBOTS_STORE_URL")
+    url = text(crawler.settings, "ROBOTS_STORE_URL")
     if url:
-        url = str(url)
         if url.startswith("sqlite:///"):
             return Path(url[len("sqlite:///") :]).expanduser()
         if "://" in url:
