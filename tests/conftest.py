@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.crawl_helpers import Departures
 from tests.server import Route, Server
 
 pytest_plugins = ["tests.redis_server"]
@@ -42,6 +43,12 @@ def make_server() -> Iterator[Callable[..., Server]]:
     yield factory
     for server in servers:
         server.close()
+
+
+@pytest.fixture
+def departures(monkeypatch: pytest.MonkeyPatch) -> Departures:
+    """When each request left its downloader slot (see Departures)."""
+    return Departures(monkeypatch)
 
 
 @pytest.fixture
