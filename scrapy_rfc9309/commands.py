@@ -396,9 +396,20 @@ class RobotsCommand(ScrapyCommand):
             raise UsageError("check needs at least one URL")
         urls = [self._check_url(operand) for operand in operands]
         profile = self._profile(opts)
-        agent = robots_user_agent(self._settings) if opts.agent is None else opts.agent
+        if opts.agent is None:
+            try:
+                agent = robots_user_agent(self._settings)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+        else:
+            agent = opts.agent
         if not agent.strip():
             raise UsageError("--agent must not be empty")
+        if not product_token(agent):
+            raise UsageError(
+                "--agent must start with its product token (letters, '_' and"
+                f" '-', such as 'MyBot/1.0'), not {agent!r}"
+            )
         settings = self._settings
         # Cmdline priority: the add-on writes the package defaults at addon
         # priority, and the middleware keeps in memory only what answers
