@@ -1,15 +1,49 @@
-"""Reading the package's settings, shared by every Scrapy component."""
+"""Reading the package's settings, shared by every Scrapy component.
+
+One reader per kind of setting (flag, seconds, count, choice, purposes,
+text). Each returns the value ready to use or raises ``ValueError`` naming
+the setting, the value given and what is accepted: a component that read a
+bad value as its default, or switched itself off, would crawl on without the
+rules the user asked for.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._defaults import DEFAULTS
+from .parse import PROFILES, product_token
 from .usage import VOCABULARY, governing, purposes_from_content_signals
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from scrapy import Spider
     from scrapy.settings import BaseSettings
+
+#: The values ``BaseSettings.getbool`` documents, and nothing else: it also
+#: takes 2 or "7" as True and 0.5 as False, which are typos here.
+_FLAGS: dict[Any, bool] = {
+    True: True,
+    False: False,
+    "1": True,
+    "0": False,
+    "true": True,
+    "false": False,
+    "True": True,
+    "False": False,
+}
+_FLAGS_ACCEPTED = "True or False (or 1/0, 'true'/'false' as text)"
+
+#: Profiles the specification names that this version cannot match by.
+_PROFILES_NOT_YET = {
+    profile: "not implemented yet"
+    for profile in ("rfc9309", "google", "yandex", "bing")
+    if profile not in PROFILES
+}
 
 
 def setting(settings: BaseSettings, name: str) -> Any:
@@ -18,19 +52,131 @@ def setting(settings: BaseSettings, name: str) -> Any:
     return DEFAULTS[name] if value is None else value
 
 
-def positive_int(settings: BaseSettings, name: str, *, minimum: int) -> int:
-    """``name`` as an integer of at least ``minimum``; ``ValueError``
-    otherwise, since crawling on with a setting ignored would be wrong."""
+def _refused(name: str, value: Any, accepted: str) -> ValueError:
+    return ValueError(f"{name} must be {accepted}, not {value!r}")
+
+
+def _flag(name: str, value: Any) -> bool:
+    if isinstance(value, (bool, int, float, str)) and value in _FLAGS:
+        return _FLAGS[value]
+    raise _refused(name, value, _FLAGS_ACCEPTED)
+
+
+def flag(settings: BaseSettings, name: str) -> bool:
+    """``name`` as a boolean (``ROBOTS_ENABLED``, ``ROBOTS_SITEMAPS``, ...)."""
+    return _flag(name, setting(settings, name))
+
+
+def _number(value: Any) -> float | None:
+    # Text comes from the command line (-s NAME=VALUE); a bool is a typo.
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def seconds(settings: BaseSettings, name: str) -> float:
+    """``name`` as a finite number of seconds, 0 or more (lifetimes, caps)."""
     value = setting(settings, name)
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = minimum - 1
-    if number < minimum:
-        raise ValueError(
-            f"{name} must be an integer of at least {minimum}, not {value!r}"
+    number = _number(value)
+    if number is None or not math.isfinite(number) or number < 0:
+        raise _refused(
+            name, value, f"a number of seconds, 0 or more (such as {DEFAULTS[name]})"
         )
     return number
+
+
+def positive_int(settings: BaseSettings, name: str, *, minimum: int) -> int:
+    """``name`` as a whole number of at least ``minimum`` (sizes, counts)."""
+    value = setting(settings, name)
+    number = _number(value)
+    if number is None or not number.is_integer() or number < minimum:
+        raise _refused(
+            name,
+            value,
+            f"a whole number, {minimum} or more (such as {DEFAULTS[name]})",
+        )
+    return int(number)
+
+
+def _choice(
+    name: str,
+    value: Any,
+    choices: Iterable[str],
+    not_yet: Mapping[str, str] | None = None,
+) -> str:
+    choices = tuple(choices)
+    key = value.strip().lower() if isinstance(value, str) else None
+    if key in choices:
+        return key
+    accepted = "one of " + ", ".join(map(repr, choices))
+    reason = (not_yet or {}).get(key or "")
+    if reason:
+        raise ValueError(f"{name} must be {accepted}, not {value!r} ({reason})")
+    raise _refused(name, value, accepted)
+
+
+def choice(settings: BaseSettings, name: str, choices: Iterable[str]) -> str:
+    """``name`` as one of ``choices`` (lower-cased, spaces around ignored)."""
+    return _choice(name, setting(settings, name), choices)
+
+
+def robots_profile(settings: BaseSettings, given: str | None = None) -> str:
+    """The matching profile: ``ROBOTS_PROFILE``, or ``given`` by the command
+    line's ``--profile`` when it is not ``None``."""
+    if given is None:
+        return _choice(
+            "ROBOTS_PROFILE",
+            setting(settings, "ROBOTS_PROFILE"),
+            PROFILES,
+            _PROFILES_NOT_YET,
+        )
+    return _choice("--profile", given, PROFILES, _PROFILES_NOT_YET)
+
+
+def purposes(settings: BaseSettings, name: str) -> tuple[str, ...]:
+    """``name`` (``ROBOTS_CONTENT_SIGNALS``) as the purposes set true.
+
+    A dict of purpose names to flags, or that dict as a JSON object (how
+    ``-s NAME='{"ai-train": true}'`` gives it); purposes lower-cased.
+    """
+    value = setting(settings, name)
+    accepted = (
+        'a dict of purposes set to True or False, such as {"ai-train": True}'
+        " (or that dict as a JSON object)"
+    )
+    found = value
+    if isinstance(value, str):
+        try:
+            found = json.loads(value)
+        except ValueError:
+            raise _refused(name, value, accepted) from None
+    if not isinstance(found, Mapping):
+        raise _refused(name, value, accepted)
+    in_use = []
+    for purpose, wanted in found.items():
+        if not isinstance(purpose, str) or not purpose.strip():
+            raise _refused(name, value, accepted)
+        try:
+            if _flag(name, wanted):
+                in_use.append(purpose.strip().lower())
+        except ValueError:
+            raise _refused(name, value, accepted) from None
+    return tuple(in_use)
+
+
+def text(settings: BaseSettings, name: str) -> str | None:
+    """``name`` as text (a URL, a prefix), ``None`` when not set."""
+    value = setting(settings, name)
+    if value is None or isinstance(value, str):
+        return value
+    raise _refused(name, value, "text")
 
 
 def robots_user_agent(settings: BaseSettings, spider: Spider | None = None) -> str:
@@ -40,9 +186,21 @@ def robots_user_agent(settings: BaseSettings, spider: Spider | None = None) -> s
     ``ROBOTSTXT_USER_AGENT`` and ``USER_AGENT``; its product token is what is
     matched against ``User-agent`` lines.
     """
+    configured = settings.get("ROBOTS_USER_AGENT")
+    # An agent without a product token (letters, '_' and '-' first) matches
+    # no group of its own: only the '*' groups would ever apply to it.
+    if configured and (
+        not isinstance(configured, str) or not product_token(configured)
+    ):
+        raise _refused(
+            "ROBOTS_USER_AGENT",
+            configured,
+            "a user agent starting with its product token (letters, '_' and"
+            " '-', such as 'MyBot/1.0')",
+        )
     for value in (
         getattr(spider, "robots_user_agent", None),
-        settings.get("ROBOTS_USER_AGENT"),
+        configured,
         settings.get("ROBOTSTXT_USER_AGENT"),
         settings.get("USER_AGENT"),
     ):
@@ -56,49 +214,40 @@ def crawl_purposes(settings: BaseSettings) -> tuple[tuple[str, ...], tuple[str, 
     Content-Signal keys and the aipref (Content-Usage) purposes in use.
 
     ``ROBOTS_PURPOSES`` names aipref categories (``["train-ai"]``, or
-    ``"search+train-ai"`` for one use in both); each also puts the
-    Content-Signal key its category maps to in use.  ``ROBOTS_CONTENT_SIGNALS``
-    (``{"ai-train": True}``) still works, and its keys the vocabulary maps
-    put their categories in use for Content-Usage too.  ``ValueError`` on a
-    malformed value or an unknown category: a typo must not crawl unchecked.
+    ``"search+train-ai"`` for one use in both, or their comma-separated
+    text); each also puts in use the Content-Signal key its deciding
+    category maps to.  ``ROBOTS_CONTENT_SIGNALS`` (``{"ai-train": True}``)
+    still works, and the categories its keys map to are in use for
+    Content-Usage too.
     """
-    try:
-        signals = settings.getdict("ROBOTS_CONTENT_SIGNALS")
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            "ROBOTS_CONTENT_SIGNALS must be a dict of purposes, such as"
-            f' {{"ai-train": True}}, not {settings.get("ROBOTS_CONTENT_SIGNALS")!r}'
-        ) from exc
-    declared = setting(settings, "ROBOTS_PURPOSES")
-    if isinstance(declared, str):
-        declared = [part for part in declared.split(",") if part.strip()]
-    if not isinstance(declared, (list, tuple)) or not all(
-        isinstance(purpose, str) for purpose in declared
-    ):
-        raise ValueError(
-            'ROBOTS_PURPOSES must be a list of purposes, such as ["train-ai"],'
-            f" not {declared!r}"
-        )
+    signals = purposes(settings, "ROBOTS_CONTENT_SIGNALS")
+    name = "ROBOTS_PURPOSES"
+    value = setting(settings, name)
+    accepted = (
+        f"a list of {VOCABULARY.revision} categories"
+        f" ({', '.join(VOCABULARY.labels)}; several joined by '+' for one use),"
+        " such as ['train-ai'] (or their comma-separated text)"
+    )
+    declared = value.split(",") if isinstance(value, str) else value
+    if not isinstance(declared, (list, tuple)):
+        raise _refused(name, value, accepted)
     usage: dict[str, None] = {}
     for purpose in declared:
+        if not isinstance(purpose, str):
+            raise _refused(name, value, accepted)
         purpose = purpose.strip().lower()
-        unknown = [
-            label for label in purpose.split("+") if label not in VOCABULARY.labels
-        ]
-        if unknown or not purpose:
-            raise ValueError(
-                f"ROBOTS_PURPOSES: {purpose!r} is not a category of "
-                f"{VOCABULARY.revision} ({', '.join(VOCABULARY.labels)}), nor "
-                "several of them joined by '+'"
-            )
+        if not purpose and isinstance(value, str):
+            continue
+        if not all(label in VOCABULARY.labels for label in purpose.split("+")):
+            raise _refused(name, value, accepted)
         usage[purpose] = None
-    in_use = {str(key).strip().lower(): True for key, value in signals.items() if value}
-    usage.update(dict.fromkeys(purposes_from_content_signals(in_use)))
+    in_use = dict.fromkeys(signals)
+    usage.update(dict.fromkeys(purposes_from_content_signals(signals)))
     for purpose in list(usage):
         # Only the labels that decide the use: Content-Signal knows no
         # overrides, so "search+train-ai" asks it about search alone.
         for label in governing(purpose):
             key = VOCABULARY.content_signal.get(label)
             if key is not None:
-                in_use[key] = True
+                in_use[key] = None
     return tuple(in_use), tuple(usage)

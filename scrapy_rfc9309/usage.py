@@ -201,15 +201,13 @@ def refused(
 
 
 def purposes_from_content_signals(
-    signals: Mapping[str, bool], vocabulary: Vocabulary = VOCABULARY
+    in_use: Iterable[str], vocabulary: Vocabulary = VOCABULARY
 ) -> tuple[str, ...]:
-    """The labels of the Content-Signal purposes a crawl declares in use
-    (``{"ai-train": True}`` -> ``("train-ai",)``), through the
-    vocabulary's mapping; keys it does not map name no label."""
+    """The labels of the Content-Signal purposes a crawl has in use
+    (``["ai-train"]`` -> ``("train-ai",)``), through the vocabulary's
+    mapping; keys it does not map name no label."""
     by_signal = {signal: label for label, signal in vocabulary.content_signal.items()}
-    return tuple(
-        by_signal[key] for key, used in signals.items() if used and key in by_signal
-    )
+    return tuple(by_signal[key] for key in in_use if key in by_signal)
 
 
 # Content-Usage paths matched as Allow/Disallow patterns are, by a matcher

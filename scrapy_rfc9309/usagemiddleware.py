@@ -19,7 +19,7 @@ from itemadapter import ItemAdapter
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
-from ._settings import crawl_purposes, setting
+from ._settings import choice, crawl_purposes, flag
 from .middleware import USAGE_META_KEY
 from .usage import Preferences, combine, header_preferences, refused
 
@@ -50,14 +50,9 @@ class UsageMiddleware:
 
     def __init__(self, crawler: Crawler):
         settings = crawler.settings
-        if not settings.getbool("ROBOTS_ENABLED", setting(settings, "ROBOTS_ENABLED")):
+        if not flag(settings, "ROBOTS_ENABLED"):
             raise NotConfigured("ROBOTS_ENABLED is off")
-        mode = str(setting(settings, "ROBOTS_USAGE")).strip().lower()
-        if mode not in MODES:
-            raise ValueError(
-                f"ROBOTS_USAGE must be one of {', '.join(map(repr, MODES))},"
-                f" not {settings.get('ROBOTS_USAGE')!r}"
-            )
+        mode = choice(settings, "ROBOTS_USAGE", MODES)
         _, self.purposes = crawl_purposes(settings)
         if mode == "off" or not self.purposes:
             raise NotConfigured("ROBOTS_USAGE is off or the crawl declares no purpose")

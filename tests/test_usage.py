@@ -129,10 +129,11 @@ def test_governing_labels() -> None:
 
 
 def test_content_signal_mapping() -> None:
-    assert purposes_from_content_signals({"ai-train": True}) == ("train-ai",)
-    assert purposes_from_content_signals(
-        {"ai-input": True, "search": True, "ai-train": False, "use": True}
-    ) == ("ai-use", "search")
+    assert purposes_from_content_signals(["ai-train"]) == ("train-ai",)
+    assert purposes_from_content_signals(["ai-input", "search", "use"]) == (
+        "ai-use",
+        "search",
+    )
 
 
 def test_rules_read_with_lines_and_written_back() -> None:
