@@ -280,9 +280,25 @@ def matched_usage(
     rules = matcher.content_usage
     chosen = deciding_rules(rules, matcher.profile, url) if rules else ()
     preferences = combine(
-        (parse_preference(rule.preference, vocabulary) for rule in chosen), vocabulary
+        (_statement(rule.preference, vocabulary) for rule in chosen), vocabulary
     )
     return UsageExplanation(preferences, chosen)
+
+
+# Preferences as written -> as parsed, per vocabulary: a crawl asks about
+# the same few lines for every URL of an origin.
+_STATEMENTS: dict[tuple[str, str], Preferences | None] = {}
+_STATEMENTS_SIZE = 1024
+
+
+def _statement(text: str, vocabulary: Vocabulary) -> Preferences | None:
+    key = (vocabulary.revision, text)
+    if key in _STATEMENTS:
+        return _STATEMENTS[key]
+    statement = parse_preference(text, vocabulary)
+    if len(_STATEMENTS) < _STATEMENTS_SIZE:
+        _STATEMENTS[key] = statement
+    return statement
 
 
 def usage_preferences(

@@ -100,6 +100,14 @@ def test_only_the_token_counts_never_the_string() -> None:
     assert parse_preference("train-ai=n,") is None
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=80), st.text(max_size=80)))
+def test_any_input_parses_without_error(data: bytes | str) -> None:
+    statement = parse_preference(data)
+    assert statement is None or statement.keys() == set(VOCABULARY.labels)
+    assert header_preferences([data]).keys() == set(VOCABULARY.labels)
+
+
 def test_vocabulary_is_data() -> None:
     """A revision is a Vocabulary: vocab-03's labels and hierarchy (bots ⊃
     train-ai ⊃ train-genai), with y/n, make an unknown child take its
