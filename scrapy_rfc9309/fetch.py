@@ -11,6 +11,7 @@ addresses; and the HTTP result becomes an :class:`~scrapy_rfc9309.outcome.Outcom
 from __future__ import annotations
 
 import ipaddress
+import logging
 import socket
 import zlib
 from typing import TYPE_CHECKING, Any
@@ -42,7 +43,9 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Headers, Response
 
-__all__ = ["META_KEY", "RobotsFetcher"]
+__all__ = ["META_KEY", "Refused", "RobotsFetcher"]
+
+logger = logging.getLogger(__name__)
 
 #: Request meta key marking this package's own robots.txt requests; the
 #: value is the origin (its robots.txt URL) the request is fetched for.
@@ -161,6 +164,22 @@ def _decoded(body: bytes, content_encoding: list[bytes], limit: int) -> bytes:
         return body
 
 
+class Refused(Exception):
+    """Another component refused the robots.txt request: a downloader
+    middleware (HTTP cache ignoring what it lacks, a URL filter, a user's
+    own) raised ``IgnoreRequest`` for it.  Nothing was asked of the server,
+    so what it means is the caller's policy (``ROBOTS_REFUSED``)."""
+
+    def __init__(self, url: str, reason: IgnoreRequest) -> None:
+        super().__init__(f"<GET {url}> refused: {_reason(reason)}")
+        self.url = url
+        self.reason = reason
+
+
+def _reason(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".rstrip(": ")
+
+
 class RobotsFetcher:
     """Fetches one origin's robots.txt and tells what came of it.
 
@@ -192,7 +211,11 @@ class RobotsFetcher:
         self._robots_in_flight = 0
 
     async def fetch(self, origin: str, previous: Outcome | None) -> Outcome:
-        """Fetch ``origin`` (a robots.txt URL), following redirects."""
+        """Fetch ``origin`` (a robots.txt URL), following redirects.
+
+        Raises :class:`Refused` when a component of the crawl refuses one
+        of the requests (``IgnoreRequest``).
+        """
         self.stats.inc_value("robots/fetch_count")
         url = origin
         status = None
@@ -207,13 +230,19 @@ class RobotsFetcher:
             try:
                 response = await self._download(url, origin)
             except IgnoreRequest as exc:
-                # Another middleware refused to let robots.txt be fetched:
-                # without it nothing is known, so the origin is unreachable.
-                return self._unreachable(previous, f"robots.txt request ignored: {exc}")
+                # Not the server's answer but a component of this crawl's:
+                # the caller decides what it means.
+                raise Refused(url, exc) from exc
             except Exception as exc:
-                return self._unreachable(
-                    previous, f"{type(exc).__name__}: {exc}".rstrip(": ")
+                # As Scrapy's RobotsTxtMiddleware logs it, for whoever watches
+                # for errors; the outcome (unreachable) is logged by the caller.
+                self.stats.inc_value(f"robots/fetch_error/{type(exc).__name__}")
+                logger.error(
+                    "Error downloading %(request)s: %(reason)s",
+                    {"request": f"<GET {url}>", "reason": _reason(exc)},
+                    extra={"spider": self.crawler.spider},
                 )
+                return self._unreachable(previous, _reason(exc))
             status = response.status
             location = response.headers.get(b"Location")
             if 300 <= status < 400 and location:

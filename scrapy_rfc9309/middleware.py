@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from scrapy import Request, signals
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
@@ -26,8 +26,8 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
 
 from . import signals as robots_signals
-from ._settings import robots_user_agent, setting
-from .fetch import META_KEY, RobotsFetcher
+from ._settings import ensure_enabled, robots_user_agent, setting
+from .fetch import META_KEY, Refused, RobotsFetcher
 from .match import Decision
 from .outcome import (
     PARSED,
@@ -36,8 +36,10 @@ from .outcome import (
     Lifetimes,
     Outcome,
     explain_compiled,
+    unavailable,
     unreachable,
 )
+from .parser import RobotParser
 from .politeness import Politeness
 from .stores import STORES
 from .stores.base import OutcomeStore, StoreError
@@ -58,6 +60,9 @@ logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 OVER_MAX = ("clamp", "skip")
+REFUSED = ("allow", "disallow")
+#: The causes of a dropped request (``robots/forbidden/<cause>``).
+CAUSES = ("rule", "unreachable", "crawl_delay", "content_signal")
 
 
 class RobotsDisallowed(IgnoreRequest):
@@ -97,8 +102,7 @@ class RobotsMiddleware:
 
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
-        if not settings.getbool("ROBOTS_ENABLED", setting(settings, "ROBOTS_ENABLED")):
-            raise NotConfigured("ROBOTS_ENABLED is off")
+        ensure_enabled(crawler)
         self.crawler = crawler
         self.user_agent = robots_user_agent(settings, crawler.spider)
         self.lifetimes = Lifetimes(
@@ -126,6 +130,7 @@ class RobotsMiddleware:
                 f' {{"ai-train": True}}, not {settings.get("ROBOTS_CONTENT_SIGNALS")!r}'
             ) from exc
         #: The purposes this crawl is for (``ROBOTS_CONTENT_SIGNALS`` set true).
+        self.refused_allows = _choice(settings, "ROBOTS_REFUSED", REFUSED) == "allow"
         self.purposes = tuple(
             str(purpose).strip().lower()
             for purpose, in_use in purposes.items()
@@ -313,7 +318,7 @@ class RobotsMiddleware:
             stored = await self._store_call(lambda store: store.get(origin), None)
             if stored is not None:
                 if stored.expires_at > now:
-                    return self._obtained(origin, stored, request)
+                    return await self._obtained(origin, stored, request)
                 # The stored outcome holds whole documents, the memory one
                 # only this crawl's agent: the 30-day rule keeps the former.
                 if previous is None or stored.fetched_at >= previous.fetched_at:
@@ -325,7 +330,7 @@ class RobotsMiddleware:
                 if not leased:
                     waited = await self._wait_for_holder(origin)
                     if isinstance(waited, Outcome):
-                        return self._obtained(origin, waited, request)
+                        return await self._obtained(origin, waited, request)
                     leased = waited
                 if leased:
                     # Another process may have put its outcome and let the
@@ -337,10 +342,17 @@ class RobotsMiddleware:
                         await self._store_call(
                             lambda store: store.release(origin), None
                         )
-                        return self._obtained(origin, stored, request)
+                        return await self._obtained(origin, stored, request)
         try:
-            outcome = await self.fetcher.fetch(origin, previous)
-            entry = self._obtained(origin, outcome, request)
+            try:
+                outcome = await self.fetcher.fetch(origin, previous)
+            except Refused as refused:
+                # This process's own components refused it: kept in memory,
+                # never shared, as another worker's may let it through.
+                return await self._obtained(
+                    origin, self._refused(refused, previous), request
+                )
+            entry = await self._obtained(origin, outcome, request)
             await self._store_call(lambda store: store.put(origin, outcome), None)
         finally:
             if leased:
@@ -367,35 +379,86 @@ class RobotsMiddleware:
                 return True
         return False
 
-    def _obtained(self, origin: str, outcome: Outcome, request: Request) -> Entry:
+    def _refused(self, refused: Refused, previous: Outcome | None) -> Outcome:
+        """The outcome of a robots.txt request another component refused."""
+        self.stats.inc_value("robots/refused")
+        detail = f"refused by another component: {refused.reason}".rstrip(": ")
+        if self.refused_allows:
+            # As Scrapy's RobotsTxtMiddleware: a crawl replayed from the HTTP
+            # cache (HTTPCACHE_IGNORE_MISSING) or filtered by the project is
+            # not a site that failed to answer.
+            return unavailable(
+                now=self.clock(), lifetimes=self.lifetimes, detail=detail
+            )
+        return unreachable(
+            now=self.clock(), lifetimes=self.lifetimes, previous=previous, detail=detail
+        )
+
+    async def _obtained(self, origin: str, outcome: Outcome, request: Request) -> Entry:
         entry = self.memory.store(origin, outcome)
         self.stats.inc_value(f"robots/outcome/{outcome.kind}")
         if outcome.kind != PARSED:
-            if outcome.kind == UNAVAILABLE:
-                effect = "every URL allowed"
-            elif outcome.disallows_all(self.clock()):
-                effect = "every URL disallowed for now"
-            elif outcome.fallback is not None:
-                effect = "unreachable for too long, judged by its last robots.txt"
-            else:
-                effect = "unreachable for too long, every URL allowed"
-            logger.info(
-                "robots.txt %(origin)s is %(kind)s (%(detail)s): %(effect)s",
-                {
-                    "origin": origin,
-                    "kind": outcome.kind,
-                    "detail": outcome.detail,
-                    "effect": effect,
-                },
-                extra={"spider": self.crawler.spider},
-            )
+            self._log_outcome(origin, outcome)
         self.crawler.signals.send_catch_log(
             signal=robots_signals.robots_outcome,
             origin=origin,
             outcome=outcome,
             request=request,
         )
+        if outcome.http_status is not None:
+            # A robots.txt came back (any status), as when Scrapy's own
+            # middleware sends it; network failures and refusals do not.
+            await _send_robots_parsed(
+                self.crawler, RobotParser(outcome, clock=self._now), request
+            )
         return entry
+
+    def _log_outcome(self, origin: str, outcome: Outcome) -> None:
+        level = logging.INFO
+        if outcome.kind == UNAVAILABLE:
+            effect = "every URL allowed"
+        elif outcome.disallows_all(self.clock()):
+            # A whole site not crawled: seen under LOG_LEVEL = "WARNING".
+            level = logging.WARNING
+            effect = "every URL disallowed for now"
+        elif outcome.fallback is not None:
+            effect = "unreachable for too long, judged by its last robots.txt"
+        else:
+            effect = "unreachable for too long, every URL allowed"
+        logger.log(
+            level,
+            "robots.txt %(origin)s is %(kind)s (%(detail)s): %(effect)s",
+            {
+                "origin": origin,
+                "kind": outcome.kind,
+                "detail": outcome.detail,
+                "effect": effect,
+            },
+            extra={"spider": self.crawler.spider},
+        )
+
+    def _summary(self) -> str:
+        """The crawl's robots.txt work in one line (logged at spider close)."""
+        values = self.stats.get_stats()
+
+        def counts(prefix: str, names: tuple[str, ...]) -> tuple[int, str]:
+            found = [(name, values.get(f"{prefix}/{name}", 0)) for name in names]
+            parts = ", ".join(f"{name} {count}" for name, count in found if count)
+            return sum(count for _, count in found), parts
+
+        outcomes, by_kind = counts("robots/outcome", (PARSED, UNAVAILABLE, UNREACHABLE))
+        refused = values.get("robots/refused", 0)
+        if refused:
+            by_kind += f"; {refused} refused by another component"
+        dropped, by_cause = counts("robots/forbidden", CAUSES)
+        delayed = values.get("robots/crawl_delay/origins", 0)
+        return (
+            f"robots.txt: {outcomes} outcome{'s' * (outcomes != 1)} obtained"
+            f"{f' ({by_kind})' if by_kind else ''},"
+            f" {dropped} request{'s' * (dropped != 1)} dropped"
+            f"{f' ({by_cause})' if by_cause else ''},"
+            f" {delayed} origin{'s' * (delayed != 1)} under a Crawl-delay"
+        )
 
     # -- the store ------------------------------------------------------------
 
@@ -422,6 +485,11 @@ class RobotsMiddleware:
             return default
 
     async def _spider_closed(self) -> None:
+        logger.info(
+            "%(summary)s",
+            {"summary": self._summary()},
+            extra={"spider": self.crawler.spider},
+        )
         for store in (self.store, self.memory):
             if store is None:
                 continue
@@ -471,3 +539,31 @@ def _seconds(settings: Any, name: str) -> float:
     if seconds < 0:
         raise ValueError(f"{name} must be a number of seconds, not {value!r}")
     return seconds
+
+
+def _choice(settings: Any, name: str, accepted: tuple[str, ...]) -> str:
+    value = str(setting(settings, name)).strip().lower()
+    if value not in accepted:
+        raise ValueError(
+            f"{name} must be one of {', '.join(map(repr, accepted))},"
+            f" not {settings.get(name)!r}"
+        )
+    return value
+
+
+async def _send_robots_parsed(
+    crawler: Crawler, parser: RobotParser, request: Request
+) -> None:
+    """Send Scrapy's ``robots_parsed``, awaiting its async handlers."""
+    signal = getattr(signals, "robots_parsed", None)
+    if signal is None:  # Scrapy < 2.18 has no such signal
+        return
+    send_async = getattr(crawler.signals, "send_catch_log_async", None)
+    if send_async is not None:
+        await send_async(signal=signal, robotparser=parser, request=request)
+    else:
+        await maybe_deferred_to_future(
+            crawler.signals.send_catch_log_deferred(
+                signal=signal, robotparser=parser, request=request
+            )
+        )

@@ -12,8 +12,7 @@ from itemadapter import ItemAdapter
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
-from ._defaults import DEFAULTS
-from ._settings import robots_user_agent, setting
+from ._settings import ensure_enabled, robots_user_agent, setting
 from .directives import DirectiveSet, directives_for
 
 if TYPE_CHECKING:
@@ -50,8 +49,7 @@ class DirectivesMiddleware:
 
     def __init__(self, crawler: Crawler):
         settings = crawler.settings
-        if not settings.getbool("ROBOTS_ENABLED", DEFAULTS["ROBOTS_ENABLED"]):
-            raise NotConfigured("ROBOTS_ENABLED is off")
+        ensure_enabled(crawler)
         mode = str(setting(settings, "ROBOTS_DIRECTIVES")).strip().lower()
         if mode not in MODES:
             # Silently disabling on a typo would crawl noindex pages unnoticed.
