@@ -129,8 +129,10 @@ class RobotsMiddleware:
                 "ROBOTS_CONTENT_SIGNALS must be a dict of purposes, such as"
                 f' {{"ai-train": True}}, not {settings.get("ROBOTS_CONTENT_SIGNALS")!r}'
             ) from exc
-        #: The purposes this crawl is for (``ROBOTS_CONTENT_SIGNALS`` set true).
+        #: Whether a robots.txt request another component refused
+        #: (``IgnoreRequest``) allows the origin (``ROBOTS_REFUSED``).
         self.refused_allows = _choice(settings, "ROBOTS_REFUSED", REFUSED) == "allow"
+        #: The purposes this crawl is for (``ROBOTS_CONTENT_SIGNALS`` set true).
         self.purposes = tuple(
             str(purpose).strip().lower()
             for purpose, in_use in purposes.items()
@@ -554,16 +556,15 @@ def _choice(settings: Any, name: str, accepted: tuple[str, ...]) -> str:
 async def _send_robots_parsed(
     crawler: Crawler, parser: RobotParser, request: Request
 ) -> None:
-    """Send Scrapy's ``robots_parsed``, awaiting its async handlers."""
+    """Send Scrapy's ``robots_parsed`` as Scrapy's own middleware does,
+    awaiting its async handlers, on Scrapy versions that have it."""
     signal = getattr(signals, "robots_parsed", None)
-    if signal is None:  # Scrapy < 2.18 has no such signal
+    if signal is None:
         return
     send_async = getattr(crawler.signals, "send_catch_log_async", None)
-    if send_async is not None:
-        await send_async(signal=signal, robotparser=parser, request=request)
-    else:
-        await maybe_deferred_to_future(
-            crawler.signals.send_catch_log_deferred(
-                signal=signal, robotparser=parser, request=request
-            )
+    if send_async is None:
+        crawler.signals.send_catch_log(
+            signal=signal, robotparser=parser, request=request
         )
+    else:
+        await send_async(signal=signal, robotparser=parser, request=request)
