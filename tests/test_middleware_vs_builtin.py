@@ -284,3 +284,27 @@ async def test_one_fetch_and_one_robots_parsed_for_concurrent_requests(
         assert asked.url in urls
         counts.append(server.count("/robots.txt") - before)
     assert counts == [1, 1]
+
+
+@coroutine_test
+async def test_request_user_agent_header_does_not_choose_the_group(
+    server: Server,
+) -> None:
+    server.route("/robots.txt", "User-agent: examplebot\nDisallow: /\n")
+
+    class WithHeader(RecordingSpider):
+        async def start(self) -> AsyncIterator[Any]:
+            for url in self.urls:
+                yield Request(
+                    url,
+                    callback=self.parse,
+                    headers={"User-Agent": "ExampleBot/2.0"},
+                    dont_filter=True,
+                )
+
+    builtin, ours = await _both([server.url("/page")], spidercls=WithHeader)
+    # Scrapy matches the request's own User-Agent header when
+    # ROBOTSTXT_USER_AGENT is not set; here the crawl's agent (USER_AGENT,
+    # "TestBot") is matched, whatever one request sends.
+    assert builtin == []
+    assert ours == [server.url("/page")]
