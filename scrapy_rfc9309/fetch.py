@@ -223,11 +223,11 @@ class RobotsFetcher:
         # RedirectMiddleware: the hop limit is RFC 9309's, hops may leave
         # allowed_domains, and a spider's handle_httpstatus_* cannot stop it.
         for _ in range(self.max_redirects + 1):
-            if self.ssrf_guard:
-                refusal = await self._ssrf_refusal(url)
-                if refusal:
-                    return self._unreachable(previous, refusal)
             try:
+                if self.ssrf_guard:
+                    refusal = await self._ssrf_refusal(url)
+                    if refusal:
+                        return self._unreachable(previous, refusal)
                 response = await self._download(url, origin)
             except IgnoreRequest as exc:
                 # Not the server's answer but a component of this crawl's:
@@ -383,10 +383,9 @@ class RobotsFetcher:
         try:
             addresses = [str(ipaddress.ip_address(host))]
         except ValueError:
-            try:
-                addresses = await run_in_thread(_resolve, host)
-            except OSError as exc:
-                return f"DNS lookup of {host} failed: {exc}"
+            # A failed lookup (OSError) is the download's failure, as it
+            # would have been without the guard.
+            addresses = await run_in_thread(_resolve, host)
         for address in addresses:
             if not _is_public(address):
                 return f"ROBOTS_SSRF_GUARD refused {host} ({address})"

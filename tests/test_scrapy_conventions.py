@@ -20,6 +20,7 @@ from scrapy.settings import Settings
 from scrapy.utils.reactor import is_reactor_installed
 from scrapy.utils.test import get_reactor_settings
 
+import scrapy_rfc9309.fetch as fetch_module
 from scrapy_rfc9309 import DirectivesMiddleware, RobotParser
 from scrapy_rfc9309.sitemaps import SitemapsMiddleware
 from tests.crawl_helpers import (
@@ -397,3 +398,39 @@ async def test_http_cache_replay(make_server: Any, tmp_path: Path) -> None:
     assert counted["robots/refused"] == 1
     assert counted["robots/outcome/parsed"] == 1
     assert "robots/forbidden/unreachable" not in counted
+
+
+@coroutine_test
+async def test_ssrf_guard_refusal_stays_unreachable_and_is_no_error(
+    server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The guard's own refusal is this package's rule, not another
+    component's: unreachable whatever ROBOTS_REFUSED says, a WARNING."""
+    with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
+        crawler = await crawl(
+            [server.url("/page")],
+            {"ROBOTS_SSRF_GUARD": True, "ROBOTS_REFUSED": "allow"},
+        )
+    assert crawler.spider.dropped[server.url("/page")].cause == "unreachable"
+    assert "robots/refused" not in stats(crawler)
+    (record,) = _robots_logs(caplog, "ROBOTS_SSRF_GUARD refused")
+    assert record.levelno == logging.WARNING
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+@coroutine_test
+async def test_ssrf_guard_lookup_failure_is_a_download_error(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def no_such_host(host: str) -> list[str]:
+        raise socket.gaierror(socket.EAI_NONAME, f"{host}: no such host")
+
+    monkeypatch.setattr(fetch_module, "_resolve", no_such_host)
+    url = "http://unresolvable.test/page"
+    with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
+        crawler = await crawl([url], {"ROBOTS_SSRF_GUARD": True})
+    assert crawler.spider.dropped[url].cause == "unreachable"
+    (error,) = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert "<GET http://unresolvable.test/robots.txt>" in error.getMessage()
+    assert "no such host" in error.getMessage()
+    assert stats(crawler)["robots/fetch_error/gaierror"] == 1
