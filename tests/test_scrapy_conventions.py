@@ -205,6 +205,29 @@ async def test_robots_parsed_once_per_robots_txt(
     assert by_origin[failing.origin].crawl_delay("TestBot") is None
 
 
+@coroutine_test
+async def test_robots_parsed_for_an_outcome_from_a_shared_store(
+    server: Server, tmp_path: Path
+) -> None:
+    """A robots.txt another run (or worker) fetched is sent too: each crawl
+    hears of every robots.txt it obeys."""
+    server.route("/robots.txt", RULES)
+    settings = {
+        "ROBOTS_STORE": "sqlite",
+        "ROBOTS_STORE_URL": str(tmp_path / "robots.sqlite3"),
+        "ROBOTS_CRAWL_DELAY": False,
+    }
+    first = await crawl([server.url("/a")], settings, ParsedRecorder)
+    second = await crawl([server.url("/private/1")], settings, ParsedRecorder)
+    assert server.count("/robots.txt") == 1
+    assert "robots/fetch_count" not in stats(second)
+    for crawler, url in ((first, "/a"), (second, "/private/1")):
+        ((parser, request),) = crawler.spider.parsed
+        assert request.url == server.url(url)
+        assert not parser.allowed(server.url("/private/2"), "TestBot")
+    assert second.spider.dropped[server.url("/private/1")].cause == "rule"
+
+
 # -- ROBOTSTXT_PARSER -----------------------------------------------------------
 
 BUILTIN = {"ADDONS": {}, "ROBOTSTXT_OBEY": True}
