@@ -130,6 +130,10 @@ def test_outcomes_other_than_parsed() -> None:
     long_gone = unreachable(
         now=since, lifetimes=lifetimes, previous=earlier, http_status=503
     )
+    # Within the grace, the last robots.txt is kept but not used.
+    within = RobotParser(long_gone, clock=lambda: since + 60)
+    assert not within.allowed("https://site.local/y", "bot")
+    assert within.crawl_delay("bot") is None
     judged = RobotParser(long_gone, clock=lambda: now)
     assert not judged.allowed("https://site.local/x", "bot")
     assert judged.allowed("https://site.local/y", "bot")
