@@ -34,4 +34,5 @@ fi
 .venv/bin/python -m pytest -q -p no:twisted -o addopts="" \
     tests/test_middleware*.py tests/test_crawl_delay.py tests/test_addon.py \
     tests/test_directives_crawl.py tests/test_sitemaps.py \
-    tests/test_content_signals_crawl.py tests/test_faults.py
+    tests/test_content_signals_crawl.py tests/test_faults.py \
+    tests/test_scrapy_conventions.py

@@ -291,6 +291,116 @@ def test_check_in_a_project(site: dict[str, Server], tmp_path: Path) -> None:
     assert rules.count("/robots.txt") == 1
 
 
+SPIDERS = """\
+import scrapy
+
+
+class Attribute(scrapy.Spider):
+    name = "attribute"
+    robots_user_agent = "ExampleBot/2.0 (+https://example.com)"
+
+
+class Custom(scrapy.Spider):
+    name = "custom"
+    custom_settings = {
+        "USER_AGENT": "CustomBot/1.0",
+        "ROBOTS_PROFILE": "google",
+        "ROBOTSTXT_OBEY": False,
+    }
+"""
+
+
+def _project_with_spiders(tmp_path: Path) -> Path:
+    (tmp_path / "scrapy.cfg").write_text(
+        "[settings]\ndefault = spiderproject.settings\n"
+    )
+    package = tmp_path / "spiderproject"
+    (package / "spiders").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text(
+        'BOT_NAME = "spiderproject"\n'
+        'SPIDER_MODULES = ["spiderproject.spiders"]\n'
+        'USER_AGENT = "ProjectBot/1.0"\n'
+        'ADDONS = {"scrapy_rfc9309.Addon": 100}\n'
+    )
+    (package / "spiders" / "__init__.py").write_text(SPIDERS)
+    return tmp_path
+
+
+def test_check_spider_attribute(site: dict[str, Server], tmp_path: Path) -> None:
+    """The spider's robots_user_agent attribute is its agent."""
+    project = _project_with_spiders(tmp_path)
+    rules = site["rules"]
+    done = scrapy(
+        project, "check", rules.url("/page"), "--spider", "attribute", "--json"
+    )
+    assert done.returncode == 1, done.stderr
+    document = json.loads(done.stdout)
+    assert document["spider"] == "attribute"
+    assert document["agent"] == "ExampleBot/2.0 (+https://example.com)"
+    assert document["product_token"] == "examplebot"
+    (page,) = document["results"]
+    assert page["allowed"] is False
+    assert page["rule"]["line"] == 8  # "User-agent: examplebot" / "Disallow: /"
+
+
+def test_check_spider_custom_settings(site: dict[str, Server], tmp_path: Path) -> None:
+    """custom_settings apply (agent, profile), robots.txt handling switched
+    off there included: asking is the point."""
+    project = _project_with_spiders(tmp_path)
+    rules = site["rules"]
+    urls = [rules.url("/page"), rules.url("/~foo")]
+    done = scrapy(project, "check", *urls, "--spider", "custom")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == (
+        "spider 'custom', agent 'CustomBot/1.0' (product token 'custombot'),"
+        " profile google"
+    )
+    # Google's matcher compares "/%7Efoo" as written: "/~foo" is allowed.
+    assert all(line.startswith("allowed") for line in lines[1:]), lines
+    # Without the spider: the project's agent, the rfc9309 profile.
+    done = scrapy(project, "check", rules.url("/~foo"), "--json")
+    document = json.loads(done.stdout)
+    assert (document["agent"], document["profile"]) == ("ProjectBot/1.0", "rfc9309")
+    assert document["allowed"] is False
+
+
+def test_check_spider_and_profile(site: dict[str, Server], tmp_path: Path) -> None:
+    project = _project_with_spiders(tmp_path)
+    done = scrapy(
+        project,
+        "check",
+        site["rules"].url("/~foo"),
+        "--spider",
+        "custom",
+        "--profile",
+        "rfc9309",
+        "--json",
+    )
+    assert done.returncode == 1, done.stderr
+    assert json.loads(done.stdout)["profile"] == "rfc9309"
+
+
+def test_check_spider_and_agent_exclusive(tmp_path: Path) -> None:
+    project = _project_with_spiders(tmp_path)
+    done = scrapy(
+        project, "check", f"{REFUSED}/", "--spider", "custom", "--agent", "Bot"
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "not allowed with argument" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_check_unknown_spider(tmp_path: Path) -> None:
+    project = _project_with_spiders(tmp_path)
+    done = scrapy(project, "check", f"{REFUSED}/", "--spider", "nope")
+    assert "no spider named 'nope'" in one_line_error(done)
+    done = scrapy(project, "lint", "x.txt", "--spider", "custom")
+    assert "--spider" in one_line_error(done)
+
+
 def test_check_crawl_delay_over_max_skipped(
     site: dict[str, Server], tmp_path: Path
 ) -> None:

@@ -88,6 +88,10 @@ BAD = {
         0,
         "ROBOTS_SITEMAP_MAX_DEPTH must be a whole number, 1 or more (such as 3), not 0",
     ),
+    "ROBOTS_REFUSED": (
+        "ignore",
+        "ROBOTS_REFUSED must be one of 'allow', 'disallow', not 'ignore'",
+    ),
     "ROBOTS_SITEMAPS": ("maybe", f"ROBOTS_SITEMAPS must be {FLAG}, not 'maybe'"),
     "ROBOTS_SSRF_GUARD": ("maybe", f"ROBOTS_SSRF_GUARD must be {FLAG}, not 'maybe'"),
     "ROBOTS_STORE": (
