@@ -296,7 +296,8 @@ class BoundedDecoder:
             last = len(self._stages) - 1
             try:
                 while not self.cut:
-                    out = self._pull(last, self.limit + 1 - len(self._output))
+                    room = self.limit + 1 - len(self._output)
+                    out = self._pull(last, min(room, _CHUNK))
                     if not out:
                         break
                     self._take(out)
