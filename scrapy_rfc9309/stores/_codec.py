@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: Stats key: stored entries that could not be read (another format, damaged
+#: or tampered with), each treated as missing and fetched again.
+DISCARDED = "robots/store/discarded"
+
 
 def encode(outcome: Outcome) -> str:
     """The stored form of ``outcome``: ASCII JSON.
@@ -40,6 +44,8 @@ def decode(
     # version, another program, a damaged file): any failure to read it,
     # down to a RecursionError on absurdly nested JSON, means "not stored".
     except Exception as exc:
+        if crawler is not None and crawler.stats is not None:
+            crawler.stats.inc_value(DISCARDED)
         logger.debug(
             "Ignoring the stored outcome of %(origin)s: %(error)s",
             {"origin": origin, "error": exc},
