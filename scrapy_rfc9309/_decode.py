@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["ACCEPT_ENCODING", "SLACK", "BoundedDecoder", "decode", "supported"]
+__all__ = [
+    "ACCEPT_ENCODING",
+    "SLACK",
+    "BoundedDecoder",
+    "codings",
+    "decode",
+    "supported",
+]
 
 _CHUNK = 65_536
 #: How far the encoded bytes may run past the limit before the body counts
@@ -46,7 +53,7 @@ def _brotli() -> Any:
             # Only a decoder that takes an output bound can be kept near the
             # limit (brotli >= 1.2, brotlicffi >= 1.2).
             module.Decompressor().process(b"", output_buffer_limit=1)
-        except Exception:  # noqa: S112, PERF203 - not installed, or too old
+        except Exception:
             continue
         return module
     return None
@@ -56,7 +63,7 @@ def _zstd() -> Any:
     for name in ("compression.zstd", "backports.zstd"):
         try:
             module = __import__(name, fromlist=["ZstdDecompressor"])
-        except ImportError:  # noqa: PERF203
+        except ImportError:
             continue
         return module
     return None
@@ -106,7 +113,7 @@ class _Zlib:
                 return b""
             inflater = self._inflater
             try:
-                out = inflater.decompress(self._pending, size)
+                out: bytes = inflater.decompress(self._pending, size)
             except zlib.error as exc:
                 if self._gzip and self._members:
                     # Not another member: trailing bytes (zeros, junk) after
@@ -225,8 +232,9 @@ def supported() -> tuple[str, ...]:
 ACCEPT_ENCODING = ", ".join(supported())
 
 
-def _tokens(encodings: Iterable[str | bytes]) -> list[str]:
-    """The codings of ``Content-Encoding`` values, in the order applied."""
+def codings(encodings: Iterable[str | bytes]) -> tuple[str, ...]:
+    """The codings of ``Content-Encoding`` values, in the order applied,
+    lower-cased, ``identity`` left out."""
     tokens = []
     for value in encodings:
         text = value.decode("latin-1") if isinstance(value, bytes) else value
@@ -234,7 +242,7 @@ def _tokens(encodings: Iterable[str | bytes]) -> list[str]:
             token = part.strip().lower()
             if token and token != "identity":
                 tokens.append(token)
-    return tokens
+    return tuple(tokens)
 
 
 class BoundedDecoder:
@@ -248,7 +256,16 @@ class BoundedDecoder:
     end of the encoded stream makes further input pointless.
     """
 
-    __slots__ = ("_input", "_output", "_stages", "cut", "encoded", "error", "limit")
+    __slots__ = (
+        "_input",
+        "_output",
+        "_stages",
+        "codings",
+        "cut",
+        "encoded",
+        "error",
+        "limit",
+    )
 
     def __init__(self, encodings: Iterable[str | bytes], limit: int) -> None:
         self.limit = limit
@@ -258,11 +275,12 @@ class BoundedDecoder:
         self.error: str | None = None
         self._output = bytearray()
         self._input = b""
-        tokens = _tokens(encodings)
+        #: The codings to undo, as :func:`codings` lists them.
+        self.codings = codings(encodings)
         stages = []
         # Content-Encoding lists codings in the order they were applied:
         # the last one is undone first.
-        for token in reversed(tokens):
+        for token in reversed(self.codings):
             stage = _stage(token)
             if stage is None:
                 self.error = f"Content-Encoding {token!r} is not supported"
@@ -342,9 +360,7 @@ class BoundedDecoder:
             stage.push(data)
 
 
-def decode(
-    body: bytes, encodings: Iterable[str | bytes], limit: int
-) -> BoundedDecoder:
+def decode(body: bytes, encodings: Iterable[str | bytes], limit: int) -> BoundedDecoder:
     """:class:`BoundedDecoder` fed a whole ``body``, a chunk at a time so
     that no codec holds much more than a chunk of input."""
     decoder = BoundedDecoder(encodings, limit)

@@ -3,17 +3,23 @@
 One robots.txt is downloaded through ``engine.download_async``, so that the
 project's downloader middlewares (proxy, auth, retry, cache, user agent)
 apply; redirects are followed here, hop by hop, under RFC 9309's limit; the
-body is bounded by ``ROBOTS_MAX_BYTES`` (a gzip or deflate body by its
-decoded size, as it arrives); the optional SSRF guard refuses private
-addresses; and the HTTP result becomes an :class:`~scrapy_rfc9309.outcome.Outcome`.
+body is decoded here, whatever its ``Content-Encoding``, and bounded by
+``ROBOTS_MAX_BYTES`` decoded (see :mod:`scrapy_rfc9309._decode`), the
+transfer stopping as soon as that limit is certain; the optional SSRF guard
+refuses private addresses; and the HTTP result becomes an
+:class:`~scrapy_rfc9309.outcome.Outcome`.
+
+Scrapy's ``HttpCompressionMiddleware`` never decodes a robots.txt body: its
+``Content-Encoding`` header is renamed :data:`ENCODING_HEADER` when the
+response is downloaded, before any middleware sees it (and so is it in an
+HTTP cache entry), and the body decoded here, within the limit.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
-import zlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request, signals
@@ -22,7 +28,9 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.asyncio import run_in_thread
 from w3lib.url import safe_url_string
 
+from ._decode import ACCEPT_ENCODING, BoundedDecoder, codings, decode
 from ._settings import positive_int, setting
+from ._ssrf import is_public as _is_public
 from .outcome import (
     UNAVAILABLE,
     UNREACHABLE,
@@ -42,13 +50,16 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Headers, Response
 
-__all__ = ["META_KEY", "RobotsFetcher"]
+__all__ = ["ENCODING_HEADER", "META_KEY", "RobotsFetcher"]
 
 #: Request meta key marking this package's own robots.txt requests; the
 #: value is the origin (its robots.txt URL) the request is fetched for.
 META_KEY = "robots_txt_for"
 # Where the _Body of a robots.txt request is kept.
 _BODY_KEY = "_robots_txt_body"
+#: The ``Content-Encoding`` of a robots.txt response, renamed so that no
+#: downloader middleware decodes the body (this module does, bounded).
+ENCODING_HEADER = b"X-Robots-Content-Encoding"
 
 PROFILES = ("rfc9309", "google")
 
@@ -67,16 +78,6 @@ def _redirect_target(base: str, location: bytes) -> str | None:
     return url
 
 
-def _is_public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    # is_global is False for private, loopback, link-local (cloud metadata
-    # at 169.254.169.254 included), shared (100.64/10), reserved and
-    # unspecified addresses.
-    return ip.is_global and not ip.is_multicast
-
-
 def _resolve(host: str) -> list[str]:
     return sorted(
         {
@@ -86,79 +87,36 @@ def _resolve(host: str) -> list[str]:
     )
 
 
-def _decoder(content_encoding: list[bytes]) -> Any:
-    """A streaming zlib decoder for a gzip or deflate body, else ``None``."""
-    if len(content_encoding) != 1:
-        return None
-    encoding = content_encoding[0].strip().lower()
-    if encoding in (b"gzip", b"x-gzip", b"deflate"):
-        # 32 + MAX_WBITS reads both the gzip and the zlib header.
-        return zlib.decompressobj(32 + zlib.MAX_WBITS)
-    return None
-
-
-def _encodings(headers: Headers) -> list[bytes]:
-    return [
-        part.strip()
-        for value in headers.getlist(b"Content-Encoding")
-        for part in value.split(b",")
-        if part.strip() and part.strip().lower() != b"identity"
-    ]
-
-
 class _Body:
-    """A robots.txt body on its way, counted against ``ROBOTS_MAX_BYTES``.
+    """A robots.txt body on its way, decoded as it arrives.
 
-    One per robots.txt request, shared by its retries (Scrapy copies meta
-    into them); :meth:`start` begins each response.  A gzip or deflate body
-    is counted by its decoded size, and decoded here as it arrives, so that
-    a small gzip bomb stops as early as a large plain file and the decoded
-    prefix is at hand when the transfer is cut.
+    One per robots.txt request, shared by its retries and redirects (Scrapy
+    copies meta into them); :meth:`start` begins each response.
     """
 
-    __slots__ = ("_decoder", "_left", "compressed", "decoded", "limit")
+    __slots__ = ("decoder", "limit")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self.start([])
+        self.decoder: BoundedDecoder | None = None
 
-    def start(self, content_encoding: list[bytes]) -> None:
-        self._left = self.limit
-        self._decoder = _decoder(content_encoding)
-        #: Whether the body is compressed in a way this class decodes.
-        self.compressed = self._decoder is not None
-        #: The decoded body so far (compressed bodies), at most limit + 1 bytes.
-        self.decoded = bytearray()
+    def start(self, headers: Headers) -> None:
+        self.decoder = BoundedDecoder(headers.getlist(b"Content-Encoding"), self.limit)
 
-    def spent_by(self, data: bytes) -> bool:
-        """Take ``data`` in; whether the limit is now passed."""
-        decoder = self._decoder
-        if decoder is not None:
-            try:
-                # max_length bounds the work: one byte over the limit is
-                # all it takes to know the body is too large.
-                data = decoder.decompress(data, self._left + 1)
-            except zlib.error:
-                # Not what it claims to be: count it as it comes, and leave
-                # it to HttpCompressionMiddleware.
-                self._decoder = None
-                self.compressed = False
-            else:
-                self.decoded += data
-        self._left -= len(data)
-        return self._left < 0
-
-
-def _decoded(body: bytes, content_encoding: list[bytes], limit: int) -> bytes:
-    """``body`` decoded when HttpCompressionMiddleware left it encoded
-    (``COMPRESSION_ENABLED = False``), at most ``limit + 1`` bytes of it."""
-    decoder = _decoder(content_encoding)
-    if decoder is None:
-        return body
-    try:
-        return bytes(decoder.decompress(body, limit + 1))
-    except zlib.error:
-        return body
+    def decoded(self, response: Response) -> BoundedDecoder:
+        """The decoded body of ``response``: the one decoded as it arrived
+        when that was all of it, else ``response.body`` decoded now (a
+        response that did not stream: an HTTP cache hit, a handler without
+        the bytes_received signal)."""
+        decoder = self.decoder
+        encodings = response.headers.getlist(ENCODING_HEADER)
+        if (
+            decoder is None
+            or decoder.encoded != len(response.body)
+            or decoder.codings != codings(encodings)
+        ):
+            decoder = decode(response.body, encodings, self.limit)
+        return decoder
 
 
 class RobotsFetcher:
@@ -184,7 +142,6 @@ class RobotsFetcher:
             )
         self.max_bytes = positive_int(settings, "ROBOTS_MAX_BYTES", minimum=1)
         self.max_redirects = positive_int(settings, "ROBOTS_MAX_REDIRECTS", minimum=0)
-        self.download_maxsize = settings.getint("DOWNLOAD_MAXSIZE")
         self.ssrf_guard = settings.getbool(
             "ROBOTS_SSRF_GUARD", setting(settings, "ROBOTS_SSRF_GUARD")
         )
@@ -203,9 +160,9 @@ class RobotsFetcher:
             if self.ssrf_guard:
                 refusal = await self._ssrf_refusal(url)
                 if refusal:
-                    return self._unreachable(previous, refusal)
+                    return self.refused(previous, refusal)
             try:
-                response = await self._download(url, origin)
+                response, body = await self.download(url, origin)
             except IgnoreRequest as exc:
                 # Another middleware refused to let robots.txt be fetched:
                 # without it nothing is known, so the origin is unreachable.
@@ -228,7 +185,7 @@ class RobotsFetcher:
                     )
                 url = target
                 continue
-            return self._classify(response, previous)
+            return self._classify(response, body, previous)
         return unavailable(
             now=self.clock(),
             lifetimes=self.lifetimes,
@@ -247,7 +204,20 @@ class RobotsFetcher:
             detail=detail,
         )
 
-    def _classify(self, response: Response, previous: Outcome | None) -> Outcome:
+    def refused(self, previous: Outcome | None, detail: str) -> Outcome:
+        """The outcome of an origin ``ROBOTS_SSRF_GUARD`` refuses: unreachable,
+        and never allowed by the 30-day rule."""
+        return unreachable(
+            now=self.clock(),
+            lifetimes=self.lifetimes,
+            previous=previous,
+            detail=detail,
+            guard_refused=True,
+        )
+
+    def _classify(
+        self, response: Response, body: _Body, previous: Outcome | None
+    ) -> Outcome:
         status = response.status
         if "dataloss" in response.flags:
             return self._unreachable(previous, "truncated body", status)
@@ -265,13 +235,14 @@ class RobotsFetcher:
                 http_status=status,
                 cache_max_age=cache_max_age,
             )
-        body = response.body
-        encodings = _encodings(response.headers)
-        if encodings:
-            body = _decoded(body, encodings, self.max_bytes)
-        document = parse(body, profile=self.profile, max_bytes=self.max_bytes)
+        decoded = body.decoded(response)
+        if decoded.error is not None:
+            # Nothing readable came back (an encoding that was not asked
+            # for, data that is not what it claims): as for a 5xx.
+            return self._unreachable(previous, decoded.error, status)
+        document = parse(decoded.body, profile=self.profile, max_bytes=self.max_bytes)
         detail = f"HTTP {status}"
-        if len(body) > self.max_bytes:
+        if decoded.cut:
             detail += f", cut at {self.max_bytes} bytes"
         return parsed(
             document,
@@ -282,36 +253,37 @@ class RobotsFetcher:
             detail=detail,
         )
 
-    async def _download(self, url: str, origin: str) -> Response:
+    async def download(
+        self, url: str, origin: str, *, redirects: bool = False
+    ) -> tuple[Response, _Body]:
+        """Download ``url`` for ``origin``'s robots.txt: the response (its
+        body still encoded, as it came, at most what reading on until the
+        limit was certain took) and its :class:`_Body`, which decodes it.
+
+        ``redirects``: let RedirectMiddleware follow them (the ``lint``
+        command), rather than returning the 3xx.
+        """
         body = _Body(self.max_bytes)
         request = Request(
             url,
             callback=NO_CALLBACK,
-            # The two encodings _Body decodes as they arrive.
-            headers={"Accept-Encoding": "gzip, deflate"},
+            # What _Body decodes; others are sent anyway by some servers.
+            headers={"Accept-Encoding": ACCEPT_ENCODING},
             meta={
                 META_KEY: origin,
                 _BODY_KEY: body,
                 "dont_obey_robotstxt": True,
-                "dont_redirect": True,
+                "dont_redirect": not redirects,
                 "allow_offsite": True,
-                # ROBOTS_MAX_BYTES is the limit: the body is cut there, and
-                # DOWNLOAD_MAXSIZE never fails a robots.txt fetch.
+                # ROBOTS_MAX_BYTES is the limit, counted decoded: the transfer
+                # stops there, and DOWNLOAD_MAXSIZE never fails a robots.txt.
                 "download_maxsize": 0,
             },
             dont_filter=True,
         )
         self._track_bodies(+1)
         try:
-            return await self.crawler.engine.download_async(request)
-        except StopDownload as exc:
-            # A compressed body cut at the limit (see _bytes_received): the
-            # decoded prefix is _Body's, HttpCompressionMiddleware never saw it.
-            if exc.response is None:
-                raise
-            headers = exc.response.headers.copy()
-            headers.pop(b"Content-Encoding", None)
-            return exc.response.replace(body=bytes(body.decoded), headers=headers)
+            return await self.crawler.engine.download_async(request), body
         finally:
             self._track_bodies(-1)
 
@@ -326,26 +298,32 @@ class RobotsFetcher:
         if (before == 0) != (self._robots_in_flight == 0):
             connect(self._headers_received, signal=signals.headers_received)
             connect(self._bytes_received, signal=signals.bytes_received)
+            connect(self._response_downloaded, signal=signals.response_downloaded)
 
     def _headers_received(self, headers: Headers, request: Request) -> None:
         body = request.meta.get(_BODY_KEY)
         if body is None:
             return
-        encodings = _encodings(headers)
-        body.start(encodings)
-        if encodings and not body.compressed:
-            # An encoding _Body cannot decode (br, zstd, several at once),
-            # sent although not asked for: HttpCompressionMiddleware decodes
-            # the (cut) body within DOWNLOAD_MAXSIZE, as for any response.
-            request.meta["download_maxsize"] = self.download_maxsize
+        body.start(headers)
+        if body.decoder.done:
+            # An encoding that cannot be decoded: no use reading the body.
+            raise StopDownload(fail=False)
 
     def _bytes_received(self, data: bytes, request: Request) -> None:
         body = request.meta.get(_BODY_KEY)
-        if body is not None and body.spent_by(data):
-            # A plain body goes on as a normal response, cut; a compressed
-            # one fails the download so HttpCompressionMiddleware does not
-            # decode all that arrived: its prefix is already decoded.
-            raise StopDownload(fail=body.compressed)
+        if body is not None and body.decoder is not None and body.decoder.feed(data):
+            # Past the limit, undecodable or at the end of the encoded
+            # stream: what came so far is the response, and the rest is not
+            # read.
+            raise StopDownload(fail=False)
+
+    def _response_downloaded(self, response: Response, request: Request) -> None:
+        # Sent before any downloader middleware's process_response: with the
+        # header renamed, HttpCompressionMiddleware leaves the body alone.
+        if _BODY_KEY in request.meta:
+            encodings = response.headers.pop(b"Content-Encoding", None)
+            if encodings is not None:
+                response.headers.setlist(ENCODING_HEADER, encodings)
 
     async def _ssrf_refusal(self, url: str) -> str | None:
         host = urlsplit(url).hostname
