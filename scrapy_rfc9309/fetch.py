@@ -162,7 +162,7 @@ class RobotsFetcher:
                 if refusal:
                     return self.refused(previous, refusal)
             try:
-                response, body = await self.download(url, origin)
+                response, decoded = await self.download(url, origin)
             except IgnoreRequest as exc:
                 # Another middleware refused to let robots.txt be fetched:
                 # without it nothing is known, so the origin is unreachable.
@@ -185,7 +185,7 @@ class RobotsFetcher:
                     )
                 url = target
                 continue
-            return self._classify(response, body, previous)
+            return self._classify(response, decoded, previous)
         return unavailable(
             now=self.clock(),
             lifetimes=self.lifetimes,
@@ -216,7 +216,7 @@ class RobotsFetcher:
         )
 
     def _classify(
-        self, response: Response, body: _Body, previous: Outcome | None
+        self, response: Response, decoded: BoundedDecoder, previous: Outcome | None
     ) -> Outcome:
         status = response.status
         if "dataloss" in response.flags:
@@ -235,7 +235,6 @@ class RobotsFetcher:
                 http_status=status,
                 cache_max_age=cache_max_age,
             )
-        decoded = body.decoded(response)
         if decoded.error is not None:
             # Nothing readable came back (an encoding that was not asked
             # for, data that is not what it claims): as for a 5xx.
@@ -255,10 +254,11 @@ class RobotsFetcher:
 
     async def download(
         self, url: str, origin: str, *, redirects: bool = False
-    ) -> tuple[Response, _Body]:
+    ) -> tuple[Response, BoundedDecoder]:
         """Download ``url`` for ``origin``'s robots.txt: the response (its
-        body still encoded, as it came, at most what reading on until the
-        limit was certain took) and its :class:`_Body`, which decodes it.
+        body as it came, encoded, no more of it than it took to know the
+        limit was passed) and its body decoded, at most ``ROBOTS_MAX_BYTES
+        + 1`` bytes (``cut`` past the limit, ``error`` if undecodable).
 
         ``redirects``: let RedirectMiddleware follow them (the ``lint``
         command), rather than returning the 3xx.
@@ -283,9 +283,10 @@ class RobotsFetcher:
         )
         self._track_bodies(+1)
         try:
-            return await self.crawler.engine.download_async(request), body
+            response = await self.crawler.engine.download_async(request)
         finally:
             self._track_bodies(-1)
+        return response, body.decoded(response)
 
     def _track_bodies(self, change: int) -> None:
         # The body signals fire for every response chunk of the crawl, so
@@ -324,6 +325,11 @@ class RobotsFetcher:
             encodings = response.headers.pop(b"Content-Encoding", None)
             if encodings is not None:
                 response.headers.setlist(ENCODING_HEADER, encodings)
+
+    async def refusal(self, url: str) -> str | None:
+        """Why ``ROBOTS_SSRF_GUARD`` refuses ``url``'s host; ``None`` when it
+        does not (or the guard is off)."""
+        return await self._ssrf_refusal(url) if self.ssrf_guard else None
 
     async def _ssrf_refusal(self, url: str) -> str | None:
         host = urlsplit(url).hostname

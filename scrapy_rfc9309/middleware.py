@@ -313,7 +313,7 @@ class RobotsMiddleware:
             stored = await self._store_call(lambda store: store.get(origin), None)
             if stored is not None:
                 if stored.expires_at > now:
-                    return self._obtained(origin, stored, request)
+                    return await self._from_store(origin, stored, request)
                 # The stored outcome holds whole documents, the memory one
                 # only this crawl's agent: the 30-day rule keeps the former.
                 if previous is None or stored.fetched_at >= previous.fetched_at:
@@ -325,7 +325,7 @@ class RobotsMiddleware:
                 if not leased:
                     waited = await self._wait_for_holder(origin)
                     if isinstance(waited, Outcome):
-                        return self._obtained(origin, waited, request)
+                        return await self._from_store(origin, waited, request)
                     leased = waited
                 if leased:
                     # Another process may have put its outcome and let the
@@ -337,7 +337,7 @@ class RobotsMiddleware:
                         await self._store_call(
                             lambda store: store.release(origin), None
                         )
-                        return self._obtained(origin, stored, request)
+                        return await self._from_store(origin, stored, request)
         try:
             outcome = await self.fetcher.fetch(origin, previous)
             entry = self._obtained(origin, outcome, request)
@@ -346,6 +346,21 @@ class RobotsMiddleware:
             if leased:
                 await self._store_call(lambda store: store.release(origin), None)
         return entry
+
+    async def _from_store(
+        self, origin: str, outcome: Outcome, request: Request
+    ) -> Entry:
+        """The entry of a fresh ``outcome`` found in the store.
+
+        With ``ROBOTS_SSRF_GUARD`` on, an origin the guard refuses stays
+        refused, whatever another process or an earlier run without the
+        guard stored for it.
+        """
+        if not outcome.guard_refused:
+            refusal = await self.fetcher.refusal(origin)
+            if refusal is not None:
+                outcome = self.fetcher.refused(outcome, refusal)
+        return self._obtained(origin, outcome, request)
 
     async def _wait_for_holder(self, origin: str) -> Outcome | bool:
         """Poll the shared store while another process fetches ``origin``.
@@ -373,6 +388,8 @@ class RobotsMiddleware:
         if outcome.kind != PARSED:
             if outcome.kind == UNAVAILABLE:
                 effect = "every URL allowed"
+            elif outcome.guard_refused:
+                effect = "every URL disallowed (ROBOTS_SSRF_GUARD)"
             elif outcome.disallows_all(self.clock()):
                 effect = "every URL disallowed for now"
             elif outcome.fallback is not None:
