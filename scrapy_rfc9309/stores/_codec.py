@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Stats key: stored entries that could not be read (another format, damaged
-#: or tampered with), each treated as missing and fetched again.
+#: Stats key: reads of a stored entry that could not be decoded (another
+#: format, damaged or tampered with): each is treated as missing, and the
+#: origin's robots.txt fetched again.
 DISCARDED = "robots/store/discarded"
 
 
