@@ -479,12 +479,22 @@ def _build_store(crawler: Crawler) -> OutcomeStore:
     return store
 
 
+# The longest duration a setting may give: about 31 years.  Outcomes carry
+# times computed from these, which stores write and read back as finite
+# numbers (inf or nan would be refused there).
+_MAX_SECONDS = 10**9
+
+
 def _seconds(settings: Any, name: str) -> float:
     value = setting(settings, name)
     try:
         seconds = float(value)
     except (TypeError, ValueError):
         seconds = -1.0
-    if seconds < 0:
-        raise ValueError(f"{name} must be a number of seconds, not {value!r}")
+    # Written so that nan fails too.
+    if not 0 <= seconds <= _MAX_SECONDS:
+        raise ValueError(
+            f"{name} must be a number of seconds from 0 to {_MAX_SECONDS:,},"
+            f" not {value!r}"
+        )
     return seconds
