@@ -162,6 +162,8 @@ class _Brotli:
             self.finished = decoder.is_finished()
             if out:
                 return out
+            if not data:
+                return b""  # nothing came of pending output: never spin
         return b""
 
 
@@ -197,6 +199,8 @@ class _Zstd:
                 self._frames += 1
                 self._pending = decoder.unused_data + self._pending
                 self._decoder = _ZSTD.ZstdDecompressor()
+            elif not out and not data:
+                return b""  # nothing came of pending output: never spin
             if out:
                 return out
         return b""

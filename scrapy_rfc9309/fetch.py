@@ -312,10 +312,15 @@ class RobotsFetcher:
 
     def _bytes_received(self, data: bytes, request: Request) -> None:
         body = request.meta.get(_BODY_KEY)
-        if body is not None and body.decoder is not None and body.decoder.feed(data):
-            # Past the limit, undecodable or at the end of the encoded
-            # stream: what came so far is the response, and the rest is not
-            # read.
+        if body is None or body.decoder is None:
+            return
+        decoder = body.decoder
+        # Past the limit, undecodable, or bytes after the end of the encoded
+        # stream: what came so far is the response, the rest is not read.
+        # (A stream that ends with the body is let finish normally.)
+        if decoder.done or (
+            decoder.feed(data) and (decoder.cut or decoder.error is not None)
+        ):
             raise StopDownload(fail=False)
 
     def _response_downloaded(self, response: Response, request: Request) -> None:

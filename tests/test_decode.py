@@ -8,6 +8,8 @@ import zlib
 
 import brotli
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scrapy_rfc9309 import _decode
 from scrapy_rfc9309._decode import SLACK, BoundedDecoder, decode
@@ -181,3 +183,39 @@ def test_a_codec_not_installed_is_an_unsupported_encoding(
 
 def test_accept_encoding_lists_what_is_decoded() -> None:
     assert _decode.ACCEPT_ENCODING == "gzip, deflate, br, zstd"
+
+
+@given(
+    body=st.binary(max_size=2048),
+    encodings=st.lists(
+        st.sampled_from(["gzip", "deflate", "br", "zstd", "identity", "xz", ""]),
+        max_size=3,
+    ),
+    limit=st.integers(min_value=1, max_value=4096),
+    chunk=st.integers(min_value=1, max_value=512),
+)
+@settings(max_examples=300, deadline=None)
+def test_any_bytes_in_any_encoding_never_raise(
+    body: bytes, encodings: list[str], limit: int, chunk: int
+) -> None:
+    decoder = BoundedDecoder([", ".join(encodings)], limit)
+    for start in range(0, len(body), chunk):
+        decoder.feed(body[start : start + chunk])
+    assert len(decoder.body) <= limit + 1
+    assert decoder.cut == (len(decoder.body) > limit or decoder.encoded > limit + SLACK)
+
+
+@given(data=st.binary(max_size=4096), chunk=st.integers(min_value=1, max_value=700))
+@settings(max_examples=100, deadline=None)
+def test_valid_streams_decode_exactly_in_any_chunking(data: bytes, chunk: int) -> None:
+    for body, encodings in (
+        (gzip.compress(data), ["gzip"]),
+        (_raw_deflate(data), ["deflate"]),
+        (brotli.compress(data), ["br"]),
+        (zstd.compress(data), ["zstd"]),
+        (zstd.compress(gzip.compress(data)), ["gzip, zstd"]),
+    ):
+        decoder = BoundedDecoder(encodings, 1_000_000)
+        for start in range(0, len(body), chunk):
+            decoder.feed(body[start : start + chunk])
+        assert (decoder.body, decoder.error) == (data, None)
