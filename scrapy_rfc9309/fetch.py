@@ -160,7 +160,7 @@ class RobotsFetcher:
             if self.ssrf_guard:
                 refusal = await self._ssrf_refusal(url)
                 if refusal:
-                    return self.refused(previous, refusal)
+                    return self.guard_refused(previous, refusal)
             try:
                 response, decoded = await self.download(url, origin)
             except IgnoreRequest as exc:
@@ -204,7 +204,7 @@ class RobotsFetcher:
             detail=detail,
         )
 
-    def refused(self, previous: Outcome | None, detail: str) -> Outcome:
+    def guard_refused(self, previous: Outcome | None, detail: str) -> Outcome:
         """The outcome of an origin ``ROBOTS_SSRF_GUARD`` refuses: unreachable,
         and never allowed by the 30-day rule."""
         return unreachable(
@@ -331,7 +331,7 @@ class RobotsFetcher:
             if encodings is not None:
                 response.headers.setlist(ENCODING_HEADER, encodings)
 
-    async def refusal(self, url: str) -> str | None:
+    async def guard_refusal(self, url: str) -> str | None:
         """Why ``ROBOTS_SSRF_GUARD`` refuses ``url``'s host; ``None`` when it
         does not (or the guard is off)."""
         return await self._ssrf_refusal(url) if self.ssrf_guard else None

@@ -357,9 +357,9 @@ class RobotsMiddleware:
         guard stored for it.
         """
         if not outcome.guard_refused:
-            refusal = await self.fetcher.refusal(origin)
+            refusal = await self.fetcher.guard_refusal(origin)
             if refusal is not None:
-                outcome = self.fetcher.refused(outcome, refusal)
+                outcome = self.fetcher.guard_refused(outcome, refusal)
         return self._obtained(origin, outcome, request)
 
     async def _wait_for_holder(self, origin: str) -> Outcome | bool:

@@ -173,7 +173,7 @@ async def test_ipv4_compatible_loopback_is_refused_in_a_crawl() -> None:
 @coroutine_test
 async def test_refusal_is_none_with_the_guard_off() -> None:
     fetcher = RobotsFetcher(make_crawler(), lifetimes=Lifetimes(), clock=lambda: 0.0)
-    assert await fetcher.refusal("http://127.0.0.1/robots.txt") is None
+    assert await fetcher.guard_refusal("http://127.0.0.1/robots.txt") is None
 
 
 # -- tampered store entries -------------------------------------------------------
