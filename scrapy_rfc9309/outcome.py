@@ -129,7 +129,7 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-friendly form, read back by :meth:`from_dict`."""
-        return {
+        data = {
             "format": FORMAT,
             "kind": self.kind,
             "fetched_at": self.fetched_at,
@@ -141,8 +141,12 @@ class Outcome:
             "unreachable_since": self.unreachable_since,
             "grace_ends_at": self.grace_ends_at,
             "fallback": None if self.fallback is None else self.fallback.to_dict(),
-            "guard_refused": self.guard_refused,
         }
+        if self.guard_refused:
+            # Only when set: entries stay as small (and as readable by
+            # earlier versions, which ignore it) as before.
+            data["guard_refused"] = True
+        return data
 
     @classmethod
     def from_dict(cls, data: Any) -> Outcome:
