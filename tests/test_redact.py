@@ -26,6 +26,8 @@ URLS = [
     f"redis://127.0.0.1:1/0?username={USER}&password={SECRET}",
     f"rediss://127.0.0.1:1/0?db=0&password={SECRET}&username={USER}",
     f"unix:///tmp/nowhere.sock?password={SECRET}",
+    # An option redis-py only rejects when it connects.
+    f"redis://127.0.0.1:1/0?Password={SECRET}&username={USER}",
 ]
 
 

@@ -185,7 +185,9 @@ class RedisStore(OutcomeStore):
     async def _call(self, call: Awaitable[_T]) -> _T:
         try:
             return await call
-        except (RedisError, OSError) as exc:
+        # TypeError / ValueError: an option of the URL redis-py rejects only
+        # when it first connects (?Password=..., ?socket_timeout=abc).
+        except (RedisError, OSError, TypeError, ValueError) as exc:
             raise StoreError(
                 f"Redis store {masked(self.url)}: {redacted(str(exc), self.url)}"
             ) from exc
