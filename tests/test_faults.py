@@ -26,6 +26,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.reactor import is_reactor_installed
 
+import scrapy_rfc9309._decode as decode_module
 import scrapy_rfc9309.fetch as fetch_module
 from scrapy_rfc9309.middleware import META_KEY
 from scrapy_rfc9309.outcome import Outcome
@@ -651,6 +652,28 @@ async def test_small_gzip_member_then_endless_bytes_is_not_read_on(
     received = stats(result.crawler, "downloader/")["downloader/response_bytes"]
     assert received < 2 * LIMIT
     assert result.memory_peak < MEMORY_BOUND
+    _assert_accounted(result, [server])
+
+
+@pytest.mark.parametrize(("module", "encoding"), [("_BROTLI", "br"), ("_ZSTD", "zstd")])
+@coroutine_test
+async def test_a_codec_not_installed_is_an_outcome(
+    hosts: Callable[[], FaultServer],
+    monkeypatch: pytest.MonkeyPatch,
+    module: str,
+    encoding: str,
+) -> None:
+    # As on an installation without brotli / backports.zstd: the server
+    # sends the encoding anyway, and the origin is unreachable, no crash.
+    monkeypatch.setattr(decode_module, module, None)
+    server = hosts()
+    server.routes["/robots.txt"] = respond(
+        200, _ENCODERS[encoding](RULES.encode()), {"Content-Encoding": encoding}
+    )
+    result = await _crawl([server.url("/p/private"), server.url("/p/public")], {})
+    ((_, outcome),) = result.outcomes
+    assert outcome.kind == "unreachable"
+    assert outcome.detail == f"Content-Encoding {encoding!r} is not supported"
     _assert_accounted(result, [server])
 
 
