@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACCEPT_ENCODING",
+    "MAX_CODINGS",
     "SLACK",
     "BoundedDecoder",
     "codings",
@@ -40,6 +41,12 @@ _CHUNK = 65_536
 #: deflate blocks cost 5 bytes per 64 KiB), so what is past it is padding
 #: or empty members sent to keep the transfer going.
 SLACK = 65_536
+
+
+#: The most codings undone in a row: each holds a chunk and a codec's state
+#: (a deflate window is 32 KiB), so a header naming thousands of them would
+#: cost memory for nothing; real servers stack two at most.
+MAX_CODINGS = 8
 
 
 class _Undecodable(Exception):
@@ -281,16 +288,20 @@ class BoundedDecoder:
         self._input = b""
         #: The codings to undo, as :func:`codings` lists them.
         self.codings = codings(encodings)
-        stages = []
+        stages: list[_Stage] = []
+        if len(self.codings) > MAX_CODINGS:
+            self.error = (
+                f"{len(self.codings)} stacked encodings (more than {MAX_CODINGS})"
+            )
         # Content-Encoding lists codings in the order they were applied:
         # the last one is undone first.
-        for token in reversed(self.codings):
+        for token in () if self.error else reversed(self.codings):
             stage = _stage(token)
             if stage is None:
                 self.error = f"Content-Encoding {token!r} is not supported"
                 break
             stages.append(stage)
-        self._stages: list[_Stage] = stages
+        self._stages = stages
 
     @property
     def done(self) -> bool:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import _decode
-from scrapy_rfc9309._decode import SLACK, BoundedDecoder, decode
+from scrapy_rfc9309._decode import MAX_CODINGS, SLACK, BoundedDecoder, decode
 
 try:
     from compression import zstd  # type: ignore[import-not-found]
@@ -219,3 +219,15 @@ def test_valid_streams_decode_exactly_in_any_chunking(data: bytes, chunk: int) -
         for start in range(0, len(body), chunk):
             decoder.feed(body[start : start + chunk])
         assert (decoder.body, decoder.error) == (data, None)
+
+
+def test_at_most_max_codings_are_undone() -> None:
+    body = RULES
+    for _ in range(MAX_CODINGS):
+        body = gzip.compress(body)
+    assert decode(body, [", ".join(["gzip"] * MAX_CODINGS)], LIMIT).body == RULES
+    decoder = decode(
+        gzip.compress(body), [", ".join(["gzip"] * (MAX_CODINGS + 1))], LIMIT
+    )
+    assert decoder.error == f"{MAX_CODINGS + 1} stacked encodings (more than 8)"
+    assert decoder.body == b""
