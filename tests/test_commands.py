@@ -474,3 +474,17 @@ def test_lint_url_with_an_unknown_encoding(
     url = server.url("/robots.txt")
     error = one_line_error(scrapy(tmp_path, "lint", url))
     assert f"cannot decode {url}: Content-Encoding 'compress' is not supported" in error
+
+
+def test_check_with_an_unknown_encoding(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    # check fetches through the same bounded decoder as a crawl: a body it
+    # cannot decode is an unreachable robots.txt, not garbage parsed.
+    server = make_server()
+    server.route("/robots.txt", ROBOTS, headers={"Content-Encoding": "compress"})
+    done = scrapy(tmp_path, "check", server.url("/a"), "--json")
+    assert done.returncode == 1, done.stderr
+    (result,) = json.loads(done.stdout)["results"]
+    assert (result["allowed"], result["reason"]) == (False, "unreachable")
+    assert result["outcome"]["detail"] == "Content-Encoding 'compress' is not supported"
