@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from weakref import WeakSet
@@ -92,13 +91,21 @@ def _number(value: Any) -> float | None:
     return None
 
 
+#: The longest duration a setting may give: about 31 years.
+MAX_SECONDS = 10**9
+
+
 def seconds(settings: BaseSettings, name: str) -> float:
     """``name`` as a finite number of seconds, 0 or more (lifetimes, caps)."""
     value = setting(settings, name)
     number = _number(value)
-    if number is None or not math.isfinite(number) or number < 0:
+    # Written so that nan fails too.  Outcomes carry times computed from
+    # these, which stores write and read back as finite numbers.
+    if number is None or not 0 <= number <= MAX_SECONDS:
         raise _refused(
-            name, value, f"a number of seconds, 0 or more (such as {DEFAULTS[name]})"
+            name,
+            value,
+            f"a number of seconds from 0 to {MAX_SECONDS:,} (such as {DEFAULTS[name]})",
         )
     return number
 

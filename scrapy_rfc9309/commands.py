@@ -16,6 +16,7 @@ import asyncio
 import json
 import logging
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
@@ -31,10 +32,11 @@ from twisted.internet.defer import Deferred, DeferredList
 
 from ._settings import positive_int, robots_profile, robots_user_agent
 from .addon import Addon
+from .fetch import RobotsFetcher
 from .lint import Diagnostic, lint
 from .match import Decision, content_signals, crawl_delay, product_token
 from .middleware import RobotsDisallowed, RobotsMiddleware
-from .outcome import Outcome, explain_by
+from .outcome import Lifetimes, Outcome, explain_by
 from .parse import PROFILES, Rule
 from .stringify import rule_line, signal_text
 from .urls import robots_url
@@ -297,15 +299,12 @@ async def _check_one(middleware: RobotsMiddleware, url: str, request: Request) -
 
 
 async def _download(crawler: Crawler, url: str) -> bytes:
-    request = Request(
-        url,
-        callback=NO_CALLBACK,
-        dont_filter=True,
-        # The file is what is looked at, not something robots.txt governs.
-        meta={"dont_obey_robotstxt": True},
-    )
+    # The crawl's own robots.txt download: ROBOTS_MAX_BYTES bounds the
+    # decoded body and the transfer, whatever the encoding.  Redirects are
+    # followed by RedirectMiddleware, as for any URL.
+    fetcher = RobotsFetcher(crawler, lifetimes=Lifetimes(), clock=time.time)
     try:
-        response = await crawler.engine.download_async(request)
+        response, decoded = await fetcher.download(url, url, redirects=True)
     except Exception as exc:
         raise _Failure(f"cannot fetch {url}: {_describe(exc)}") from exc
     if not 200 <= response.status < 300:
@@ -313,7 +312,9 @@ async def _download(crawler: Crawler, url: str) -> bytes:
             f"{url} answered HTTP {response.status}: there is no robots.txt body"
             " to lint"
         )
-    return response.body
+    if decoded.error is not None:
+        raise _Failure(f"cannot decode {url}: {decoded.error}")
+    return decoded.body
 
 
 # -- the command ----------------------------------------------------------------

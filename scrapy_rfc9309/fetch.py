@@ -3,9 +3,16 @@
 One robots.txt is downloaded through ``engine.download_async``, so that the
 project's downloader middlewares (proxy, auth, retry, cache, user agent)
 apply; redirects are followed here, hop by hop, under RFC 9309's limit; the
-body is bounded by ``ROBOTS_MAX_BYTES`` (a gzip or deflate body by its
-decoded size, as it arrives); the optional SSRF guard refuses private
-addresses; and the HTTP result becomes an :class:`~scrapy_rfc9309.outcome.Outcome`.
+body is decoded here, whatever its ``Content-Encoding``, and bounded by
+``ROBOTS_MAX_BYTES`` decoded (see :mod:`scrapy_rfc9309._decode`), the
+transfer stopping as soon as that limit is certain; the optional SSRF guard
+refuses private addresses; and the HTTP result becomes an
+:class:`~scrapy_rfc9309.outcome.Outcome`.
+
+Scrapy's ``HttpCompressionMiddleware`` never decodes a robots.txt body: its
+``Content-Encoding`` header is renamed :data:`ENCODING_HEADER` when the
+response is downloaded, before any middleware sees it (and so is it in an
+HTTP cache entry), and the body decoded here, within the limit.
 """
 
 from __future__ import annotations
@@ -13,8 +20,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
-import zlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request, signals
@@ -23,7 +29,9 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.asyncio import run_in_thread
 from w3lib.url import safe_url_string
 
+from ._decode import ACCEPT_ENCODING, BoundedDecoder, codings, decode
 from ._settings import flag, positive_int, robots_profile
+from ._ssrf import is_public as _is_public
 from .outcome import (
     UNAVAILABLE,
     UNREACHABLE,
@@ -43,7 +51,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Headers, Response
 
-__all__ = ["META_KEY", "Refused", "RobotsFetcher"]
+__all__ = ["ENCODING_HEADER", "META_KEY", "Refused", "RobotsFetcher"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +60,9 @@ logger = logging.getLogger(__name__)
 META_KEY = "robots_txt_for"
 # Where the _Body of a robots.txt request is kept.
 _BODY_KEY = "_robots_txt_body"
+#: The ``Content-Encoding`` of a robots.txt response, renamed so that no
+#: downloader middleware decodes the body (this module does, bounded).
+ENCODING_HEADER = b"X-Robots-Content-Encoding"
 
 
 def _redirect_target(base: str, location: bytes) -> str | None:
@@ -68,16 +79,6 @@ def _redirect_target(base: str, location: bytes) -> str | None:
     return url
 
 
-def _is_public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    # is_global is False for private, loopback, link-local (cloud metadata
-    # at 169.254.169.254 included), shared (100.64/10), reserved and
-    # unspecified addresses.
-    return ip.is_global and not ip.is_multicast
-
-
 def _resolve(host: str) -> list[str]:
     return sorted(
         {
@@ -87,79 +88,36 @@ def _resolve(host: str) -> list[str]:
     )
 
 
-def _decoder(content_encoding: list[bytes]) -> Any:
-    """A streaming zlib decoder for a gzip or deflate body, else ``None``."""
-    if len(content_encoding) != 1:
-        return None
-    encoding = content_encoding[0].strip().lower()
-    if encoding in (b"gzip", b"x-gzip", b"deflate"):
-        # 32 + MAX_WBITS reads both the gzip and the zlib header.
-        return zlib.decompressobj(32 + zlib.MAX_WBITS)
-    return None
-
-
-def _encodings(headers: Headers) -> list[bytes]:
-    return [
-        part.strip()
-        for value in headers.getlist(b"Content-Encoding")
-        for part in value.split(b",")
-        if part.strip() and part.strip().lower() != b"identity"
-    ]
-
-
 class _Body:
-    """A robots.txt body on its way, counted against ``ROBOTS_MAX_BYTES``.
+    """A robots.txt body on its way, decoded as it arrives.
 
-    One per robots.txt request, shared by its retries (Scrapy copies meta
-    into them); :meth:`start` begins each response.  A gzip or deflate body
-    is counted by its decoded size, and decoded here as it arrives, so that
-    a small gzip bomb stops as early as a large plain file and the decoded
-    prefix is at hand when the transfer is cut.
+    One per robots.txt request, shared by its retries and redirects (Scrapy
+    copies meta into them); :meth:`start` begins each response.
     """
 
-    __slots__ = ("_decoder", "_left", "compressed", "decoded", "limit")
+    __slots__ = ("decoder", "limit")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self.start([])
+        self.decoder: BoundedDecoder | None = None
 
-    def start(self, content_encoding: list[bytes]) -> None:
-        self._left = self.limit
-        self._decoder = _decoder(content_encoding)
-        #: Whether the body is compressed in a way this class decodes.
-        self.compressed = self._decoder is not None
-        #: The decoded body so far (compressed bodies), at most limit + 1 bytes.
-        self.decoded = bytearray()
+    def start(self, headers: Headers) -> None:
+        self.decoder = BoundedDecoder(headers.getlist(b"Content-Encoding"), self.limit)
 
-    def spent_by(self, data: bytes) -> bool:
-        """Take ``data`` in; whether the limit is now passed."""
-        decoder = self._decoder
-        if decoder is not None:
-            try:
-                # max_length bounds the work: one byte over the limit is
-                # all it takes to know the body is too large.
-                data = decoder.decompress(data, self._left + 1)
-            except zlib.error:
-                # Not what it claims to be: count it as it comes, and leave
-                # it to HttpCompressionMiddleware.
-                self._decoder = None
-                self.compressed = False
-            else:
-                self.decoded += data
-        self._left -= len(data)
-        return self._left < 0
-
-
-def _decoded(body: bytes, content_encoding: list[bytes], limit: int) -> bytes:
-    """``body`` decoded when HttpCompressionMiddleware left it encoded
-    (``COMPRESSION_ENABLED = False``), at most ``limit + 1`` bytes of it."""
-    decoder = _decoder(content_encoding)
-    if decoder is None:
-        return body
-    try:
-        return bytes(decoder.decompress(body, limit + 1))
-    except zlib.error:
-        return body
+    def decoded(self, response: Response) -> BoundedDecoder:
+        """The decoded body of ``response``: the one decoded as it arrived
+        when that was all of it, else ``response.body`` decoded now (a
+        response that did not stream: an HTTP cache hit, a handler without
+        the bytes_received signal)."""
+        decoder = self.decoder
+        encodings = response.headers.getlist(ENCODING_HEADER)
+        if (
+            decoder is None
+            or decoder.encoded != len(response.body)
+            or decoder.codings != codings(encodings)
+        ):
+            decoder = decode(response.body, encodings, self.limit)
+        return decoder
 
 
 class Refused(Exception):
@@ -195,7 +153,6 @@ class RobotsFetcher:
         self.profile = robots_profile(settings)
         self.max_bytes = positive_int(settings, "ROBOTS_MAX_BYTES", minimum=1)
         self.max_redirects = positive_int(settings, "ROBOTS_MAX_REDIRECTS", minimum=0)
-        self.download_maxsize = settings.getint("DOWNLOAD_MAXSIZE")
         self.ssrf_guard = flag(settings, "ROBOTS_SSRF_GUARD")
         self.stats = crawler.stats
         self._robots_in_flight = 0
@@ -213,12 +170,12 @@ class RobotsFetcher:
         # RedirectMiddleware: the hop limit is RFC 9309's, hops may leave
         # allowed_domains, and a spider's handle_httpstatus_* cannot stop it.
         for _ in range(self.max_redirects + 1):
+            if self.ssrf_guard:
+                refusal = await self._ssrf_refusal(url)
+                if refusal:
+                    return self.guard_refused(previous, refusal)
             try:
-                if self.ssrf_guard:
-                    refusal = await self._ssrf_refusal(url)
-                    if refusal:
-                        return self._unreachable(previous, refusal)
-                response = await self._download(url, origin)
+                response, decoded = await self.download(url, origin)
             except IgnoreRequest as exc:
                 # Not the server's answer but a component of this crawl's:
                 # the caller decides what it means.
@@ -247,7 +204,7 @@ class RobotsFetcher:
                     )
                 url = target
                 continue
-            return self._classify(response, previous)
+            return self._classify(response, decoded, previous)
         return unavailable(
             now=self.clock(),
             lifetimes=self.lifetimes,
@@ -266,7 +223,20 @@ class RobotsFetcher:
             detail=detail,
         )
 
-    def _classify(self, response: Response, previous: Outcome | None) -> Outcome:
+    def guard_refused(self, previous: Outcome | None, detail: str) -> Outcome:
+        """The outcome of an origin ``ROBOTS_SSRF_GUARD`` refuses: unreachable,
+        and never allowed by the 30-day rule."""
+        return unreachable(
+            now=self.clock(),
+            lifetimes=self.lifetimes,
+            previous=previous,
+            detail=detail,
+            guard_refused=True,
+        )
+
+    def _classify(
+        self, response: Response, decoded: BoundedDecoder, previous: Outcome | None
+    ) -> Outcome:
         status = response.status
         if "dataloss" in response.flags:
             return self._unreachable(previous, "truncated body", status)
@@ -284,13 +254,13 @@ class RobotsFetcher:
                 http_status=status,
                 cache_max_age=cache_max_age,
             )
-        body = response.body
-        encodings = _encodings(response.headers)
-        if encodings:
-            body = _decoded(body, encodings, self.max_bytes)
-        document = parse(body, profile=self.profile, max_bytes=self.max_bytes)
+        if decoded.error is not None:
+            # Nothing readable came back (an encoding that was not asked
+            # for, data that is not what it claims): as for a 5xx.
+            return self._unreachable(previous, decoded.error, status)
+        document = parse(decoded.body, profile=self.profile, max_bytes=self.max_bytes)
         detail = f"HTTP {status}"
-        if len(body) > self.max_bytes:
+        if decoded.cut:
             detail += f", cut at {self.max_bytes} bytes"
         return parsed(
             document,
@@ -301,38 +271,41 @@ class RobotsFetcher:
             detail=detail,
         )
 
-    async def _download(self, url: str, origin: str) -> Response:
+    async def download(
+        self, url: str, origin: str, *, redirects: bool = False
+    ) -> tuple[Response, BoundedDecoder]:
+        """Download ``url`` for ``origin``'s robots.txt: the response (its
+        body as it came, encoded, no more of it than it took to know the
+        limit was passed) and its body decoded, at most ``ROBOTS_MAX_BYTES
+        + 1`` bytes (``cut`` past the limit, ``error`` if undecodable).
+
+        ``redirects``: let RedirectMiddleware follow them (the ``lint``
+        command), rather than returning the 3xx.
+        """
         body = _Body(self.max_bytes)
         request = Request(
             url,
             callback=NO_CALLBACK,
-            # The two encodings _Body decodes as they arrive.
-            headers={"Accept-Encoding": "gzip, deflate"},
+            # What _Body decodes; others are sent anyway by some servers.
+            headers={"Accept-Encoding": ACCEPT_ENCODING},
             meta={
                 META_KEY: origin,
                 _BODY_KEY: body,
                 "dont_obey_robotstxt": True,
-                "dont_redirect": True,
+                "dont_redirect": not redirects,
                 "allow_offsite": True,
-                # ROBOTS_MAX_BYTES is the limit: the body is cut there, and
-                # DOWNLOAD_MAXSIZE never fails a robots.txt fetch.
+                # ROBOTS_MAX_BYTES is the limit, counted decoded: the transfer
+                # stops there, and DOWNLOAD_MAXSIZE never fails a robots.txt.
                 "download_maxsize": 0,
             },
             dont_filter=True,
         )
         self._track_bodies(+1)
         try:
-            return await self.crawler.engine.download_async(request)
-        except StopDownload as exc:
-            # A compressed body cut at the limit (see _bytes_received): the
-            # decoded prefix is _Body's, HttpCompressionMiddleware never saw it.
-            if exc.response is None:
-                raise
-            headers = exc.response.headers.copy()
-            headers.pop(b"Content-Encoding", None)
-            return exc.response.replace(body=bytes(body.decoded), headers=headers)
+            response = await self.crawler.engine.download_async(request)
         finally:
             self._track_bodies(-1)
+        return response, body.decoded(response)
 
     def _track_bodies(self, change: int) -> None:
         # The body signals fire for every response chunk of the crawl, so
@@ -345,26 +318,42 @@ class RobotsFetcher:
         if (before == 0) != (self._robots_in_flight == 0):
             connect(self._headers_received, signal=signals.headers_received)
             connect(self._bytes_received, signal=signals.bytes_received)
+            connect(self._response_downloaded, signal=signals.response_downloaded)
 
     def _headers_received(self, headers: Headers, request: Request) -> None:
         body = request.meta.get(_BODY_KEY)
         if body is None:
             return
-        encodings = _encodings(headers)
-        body.start(encodings)
-        if encodings and not body.compressed:
-            # An encoding _Body cannot decode (br, zstd, several at once),
-            # sent although not asked for: HttpCompressionMiddleware decodes
-            # the (cut) body within DOWNLOAD_MAXSIZE, as for any response.
-            request.meta["download_maxsize"] = self.download_maxsize
+        body.start(headers)
+        if body.decoder.done:
+            # An encoding that cannot be decoded: no use reading the body.
+            raise StopDownload(fail=False)
 
     def _bytes_received(self, data: bytes, request: Request) -> None:
         body = request.meta.get(_BODY_KEY)
-        if body is not None and body.spent_by(data):
-            # A plain body goes on as a normal response, cut; a compressed
-            # one fails the download so HttpCompressionMiddleware does not
-            # decode all that arrived: its prefix is already decoded.
-            raise StopDownload(fail=body.compressed)
+        if body is None or body.decoder is None:
+            return
+        decoder = body.decoder
+        # Past the limit, undecodable, or bytes after the end of the encoded
+        # stream: what came so far is the response, the rest is not read.
+        # (A stream that ends with the body is let finish normally.)
+        if decoder.done or (
+            decoder.feed(data) and (decoder.cut or decoder.error is not None)
+        ):
+            raise StopDownload(fail=False)
+
+    def _response_downloaded(self, response: Response, request: Request) -> None:
+        # Sent before any downloader middleware's process_response: with the
+        # header renamed, HttpCompressionMiddleware leaves the body alone.
+        if _BODY_KEY in request.meta:
+            encodings = response.headers.pop(b"Content-Encoding", None)
+            if encodings is not None:
+                response.headers.setlist(ENCODING_HEADER, encodings)
+
+    async def guard_refusal(self, url: str) -> str | None:
+        """Why ``ROBOTS_SSRF_GUARD`` refuses ``url``'s host; ``None`` when it
+        does not (or the guard is off)."""
+        return await self._ssrf_refusal(url) if self.ssrf_guard else None
 
     async def _ssrf_refusal(self, url: str) -> str | None:
         host = urlsplit(url).hostname

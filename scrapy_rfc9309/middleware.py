@@ -309,7 +309,7 @@ class RobotsMiddleware:
             stored = await self._store_call(lambda store: store.get(origin), None)
             if stored is not None:
                 if stored.expires_at > now:
-                    return await self._obtained(origin, stored, request)
+                    return await self._from_store(origin, stored, request)
                 # The stored outcome holds whole documents, the memory one
                 # only this crawl's agent: the 30-day rule keeps the former.
                 if previous is None or stored.fetched_at >= previous.fetched_at:
@@ -321,7 +321,7 @@ class RobotsMiddleware:
                 if not leased:
                     waited = await self._wait_for_holder(origin)
                     if isinstance(waited, Outcome):
-                        return await self._obtained(origin, waited, request)
+                        return await self._from_store(origin, waited, request)
                     leased = waited
                 if leased:
                     # Another process may have put its outcome and let the
@@ -333,7 +333,7 @@ class RobotsMiddleware:
                         await self._store_call(
                             lambda store: store.release(origin), None
                         )
-                        return await self._obtained(origin, stored, request)
+                        return await self._from_store(origin, stored, request)
         try:
             try:
                 outcome = await self.fetcher.fetch(origin, previous)
@@ -349,6 +349,21 @@ class RobotsMiddleware:
             if leased:
                 await self._store_call(lambda store: store.release(origin), None)
         return entry
+
+    async def _from_store(
+        self, origin: str, outcome: Outcome, request: Request
+    ) -> Entry:
+        """The entry of a fresh ``outcome`` found in the store.
+
+        With ``ROBOTS_SSRF_GUARD`` on, an origin the guard refuses stays
+        refused, whatever another process or an earlier run without the
+        guard stored for it.
+        """
+        if not outcome.guard_refused:
+            refusal = await self.fetcher.guard_refusal(origin)
+            if refusal is not None:
+                outcome = self.fetcher.guard_refused(outcome, refusal)
+        return await self._obtained(origin, outcome, request)
 
     async def _wait_for_holder(self, origin: str) -> Outcome | bool:
         """Poll the shared store while another process fetches ``origin``.
@@ -408,6 +423,9 @@ class RobotsMiddleware:
         level = logging.INFO
         if outcome.kind == UNAVAILABLE:
             effect = "every URL allowed"
+        elif outcome.guard_refused:
+            level = logging.WARNING
+            effect = "every URL disallowed (ROBOTS_SSRF_GUARD)"
         elif outcome.disallows_all(self.clock()):
             # A whole site not crawled: seen under LOG_LEVEL = "WARNING".
             level = logging.WARNING

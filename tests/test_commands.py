@@ -4,10 +4,12 @@ time.  Outside a project unless a test makes one."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
 import sys
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -549,3 +551,62 @@ def test_lint_unreachable_url(tmp_path: Path) -> None:
     url = f"{REFUSED}/robots.txt"
     done = scrapy(tmp_path, "lint", url, "-s", "RETRY_ENABLED=False")
     assert f"cannot fetch {url}: " in one_line_error(done)
+
+
+def _multi_member_bomb() -> bytes:
+    """Rules in a small gzip member, then 4 members of 16 MiB of NULs each
+    (64 MiB decoded from ~65 KB)."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    zeros = bytes(1024 * 1024)
+    member = b"".join([*(compressor.compress(zeros) for _ in range(16))])
+    member += compressor.flush()
+    return gzip.compress(b"User-agent: *\nDisallow: /a\n") + member * 4
+
+
+def test_lint_url_decodes_within_robots_max_bytes(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    server = make_server()
+    server.route(
+        "/robots.txt", _multi_member_bomb(), headers={"Content-Encoding": "gzip"}
+    )
+    done = scrapy(
+        tmp_path,
+        "lint",
+        server.url("/robots.txt"),
+        "--json",
+        "-s",
+        "ROBOTS_MAX_BYTES=1000",
+    )
+    assert done.returncode == 0, done.stderr
+    (too_large,) = [
+        d
+        for d in json.loads(done.stdout)["diagnostics"]
+        if d["code"] == "body-too-large"
+    ]
+    # One byte past the limit was decoded, not the 64 MiB.
+    assert too_large["message"].startswith("the body is over 1,000 bytes;")
+
+
+def test_lint_url_with_an_unknown_encoding(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    server = make_server()
+    server.route("/robots.txt", ROBOTS, headers={"Content-Encoding": "compress"})
+    url = server.url("/robots.txt")
+    error = one_line_error(scrapy(tmp_path, "lint", url))
+    assert f"cannot decode {url}: Content-Encoding 'compress' is not supported" in error
+
+
+def test_check_with_an_unknown_encoding(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    # check fetches through the same bounded decoder as a crawl: a body it
+    # cannot decode is an unreachable robots.txt, not garbage parsed.
+    server = make_server()
+    server.route("/robots.txt", ROBOTS, headers={"Content-Encoding": "compress"})
+    done = scrapy(tmp_path, "check", server.url("/a"), "--json")
+    assert done.returncode == 1, done.stderr
+    (result,) = json.loads(done.stdout)["results"]
+    assert (result["allowed"], result["reason"]) == (False, "unreachable")
+    assert result["outcome"]["detail"] == "Content-Encoding 'compress' is not supported"

@@ -313,6 +313,11 @@ async def test_google_profile(server: Server) -> None:
         ({"ROBOTS_MAX_BYTES": 0}, "ROBOTS_MAX_BYTES"),
         ({"ROBOTS_MAX_REDIRECTS": -1}, "ROBOTS_MAX_REDIRECTS"),
         ({"ROBOTS_CACHE_LIFETIME": "a day"}, "ROBOTS_CACHE_LIFETIME"),
+        # Numbers no store could write back: never a lifetime.
+        ({"ROBOTS_CACHE_LIFETIME": "inf"}, "ROBOTS_CACHE_LIFETIME"),
+        ({"ROBOTS_UNREACHABLE_GRACE": float("nan")}, "ROBOTS_UNREACHABLE_GRACE"),
+        ({"ROBOTS_UNREACHABLE_LIFETIME": "1e300"}, "ROBOTS_UNREACHABLE_LIFETIME"),
+        ({"ROBOTS_CRAWL_DELAY_MAX": "-inf"}, "ROBOTS_CRAWL_DELAY_MAX"),
         ({"ROBOTS_CONTENT_SIGNALS": "ai-train"}, "ROBOTS_CONTENT_SIGNALS"),
         ({"ROBOTS_STORE": "nowhere.Store"}, "ROBOTS_STORE"),
         ({"ROBOTS_STORE": "tests.test_middleware_decisions.NotAStore"}, "ROBOTS_STORE"),

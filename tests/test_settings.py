@@ -45,7 +45,7 @@ PURPOSES = (
 BAD = {
     "ROBOTS_CACHE_LIFETIME": (
         -5,
-        "ROBOTS_CACHE_LIFETIME must be a number of seconds, 0 or more"
+        "ROBOTS_CACHE_LIFETIME must be a number of seconds from 0 to 1,000,000,000"
         " (such as 86400), not -5",
     ),
     "ROBOTS_CONTENT_SIGNALS": (
@@ -55,7 +55,7 @@ BAD = {
     "ROBOTS_CRAWL_DELAY": ("maybe", f"ROBOTS_CRAWL_DELAY must be {FLAG}, not 'maybe'"),
     "ROBOTS_CRAWL_DELAY_MAX": (
         "nan",
-        "ROBOTS_CRAWL_DELAY_MAX must be a number of seconds, 0 or more"
+        "ROBOTS_CRAWL_DELAY_MAX must be a number of seconds from 0 to 1,000,000,000"
         " (such as 30), not 'nan'",
     ),
     "ROBOTS_CRAWL_DELAY_OVER_MAX": (
@@ -107,13 +107,13 @@ BAD = {
     ),
     "ROBOTS_UNREACHABLE_GRACE": (
         "a month",
-        "ROBOTS_UNREACHABLE_GRACE must be a number of seconds, 0 or more"
+        "ROBOTS_UNREACHABLE_GRACE must be a number of seconds from 0 to 1,000,000,000"
         " (such as 2592000), not 'a month'",
     ),
     "ROBOTS_UNREACHABLE_LIFETIME": (
         True,
-        "ROBOTS_UNREACHABLE_LIFETIME must be a number of seconds, 0 or more"
-        " (such as 600), not True",
+        "ROBOTS_UNREACHABLE_LIFETIME must be a number of seconds from 0 to"
+        " 1,000,000,000 (such as 600), not True",
     ),
     "ROBOTS_USER_AGENT": (
         "42",
@@ -221,7 +221,9 @@ def test_seconds(value: Any, expected: float) -> None:
 
 @pytest.mark.parametrize("value", [-1, "-0.5", math.inf, "inf", "", "1 day", []])
 def test_seconds_refuses(value: Any) -> None:
-    with pytest.raises(ValueError, match="must be a number of seconds, 0 or more"):
+    with pytest.raises(
+        ValueError, match="must be a number of seconds from 0 to 1,000,000,000"
+    ):
         seconds(Settings({"ROBOTS_CACHE_LIFETIME": value}), "ROBOTS_CACHE_LIFETIME")
 
 

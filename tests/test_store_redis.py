@@ -316,7 +316,7 @@ async def test_error_messages_hide_the_password() -> None:
     with pytest.raises(StoreError) as info:
         await store.get(ORIGIN)
     assert "s3cret" not in str(info.value)
-    assert "user:***@127.0.0.1:1" in str(info.value)
+    assert "redis://***@127.0.0.1:1" in str(info.value)
     await store.close()
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 import uuid
 from typing import TYPE_CHECKING, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from scrapy.utils.asyncio import is_asyncio_available
 
@@ -31,6 +30,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from .._defaults import DEFAULTS
+from .._redact import masked, redacted
 from .._settings import text
 from ._codec import decode, encode
 from .base import OutcomeStore, StoreError
@@ -72,7 +72,7 @@ def redis_url(settings: BaseSettings) -> str:
         if not isinstance(url, str) or not url.startswith(_SCHEMES):
             raise ValueError(
                 f"{name} must be a Redis URL (redis://, rediss:// or unix://) "
-                f"for ROBOTS_STORE='redis', not {url!r}"
+                f"for ROBOTS_STORE='redis', not {masked(str(url))!r}"
             )
         return url
     host = settings.get("REDIS_HOST") or "localhost"
@@ -87,16 +87,6 @@ def _asyncio_loop_in_use() -> bool:
         # No reactor and no loop running yet: whatever runs the crawl will
         # be an asyncio loop.
         return True
-
-
-def _redacted(url: str) -> str:
-    """``url`` without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rpartition("@")[2]
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urlunsplit(parts._replace(netloc=user + netloc))
 
 
 class RedisStore(OutcomeStore):
@@ -121,12 +111,17 @@ class RedisStore(OutcomeStore):
         self._crawler = crawler
         # redis-py's default retries ten times with backoff: several seconds
         # per call once Redis is gone, for every request of the crawl.
-        self._client = Redis.from_url(
-            url,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2),
-        )
+        try:
+            self._client = Redis.from_url(
+                url,
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
+                retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2),
+            )
+        except ValueError as exc:  # a port or an option redis-py cannot read
+            raise ValueError(
+                f"Redis URL {masked(url)}: {redacted(str(exc), url)}"
+            ) from None
         self._release_script = self._client.register_script(_RELEASE)
         # The token of each lease this store holds.
         self._tokens: dict[str, str] = {}
@@ -190,5 +185,9 @@ class RedisStore(OutcomeStore):
     async def _call(self, call: Awaitable[_T]) -> _T:
         try:
             return await call
-        except (RedisError, OSError) as exc:
-            raise StoreError(f"Redis store {_redacted(self.url)}: {exc}") from exc
+        # TypeError / ValueError: an option of the URL redis-py rejects only
+        # when it first connects (?Password=..., ?socket_timeout=abc).
+        except (RedisError, OSError, TypeError, ValueError) as exc:
+            raise StoreError(
+                f"Redis store {masked(self.url)}: {redacted(str(exc), self.url)}"
+            ) from exc

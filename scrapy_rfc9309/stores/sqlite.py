@@ -21,6 +21,7 @@ from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 from scrapy.utils.job import job_dir
 from scrapy.utils.project import data_path
 
+from .._redact import masked
 from .._settings import text
 from ._codec import decode, encode
 from .base import OutcomeStore, StoreError
@@ -70,8 +71,8 @@ def sqlite_path(crawler: Crawler) -> Path:
             return Path(url[len("sqlite:///") :]).expanduser()
         if "://" in url:
             raise ValueError(
-                f"ROBOTS_STORE_URL={url!r} is not a SQLite path: give a file "
-                "path or a sqlite:///path URL with ROBOTS_STORE='sqlite'"
+                f"ROBOTS_STORE_URL={masked(url)!r} is not a SQLite path: give a"
+                " file path or a sqlite:///path URL with ROBOTS_STORE='sqlite'"
             )
         return Path(url).expanduser()
     jobdir = job_dir(crawler.settings)
