@@ -14,8 +14,9 @@ Printed for each crawl: robots.txt fetches per origin counted at the server
 (must be exactly 1 for every origin), pages per second and CPU time per
 page (engine start to spider close), and the crawling process's peak RSS.
 Then, in this process, the memory one cached origin costs (an entry of
-RobotsMiddleware's memory store: the outcome slimmed to the crawl's agent and
-its compiled matcher, measured with tracemalloc over ``N`` origins), and how
+RobotsMiddleware's memory store: the matcher compiled for the crawl's agent,
+the sitemaps and the outcome without its documents, measured with
+tracemalloc over ``N`` origins), and how
 each figure grows from the smallest ``N`` to the largest: memory should grow
 linearly with the origins, the cost per page stay flat.
 """
@@ -189,9 +190,10 @@ def crawl(mode: str, origins: list[str], pages: int) -> dict[str, Any]:
 
 
 def memory_per_origin(count: int) -> float:
-    """Bytes one cached origin costs RobotsMiddleware's memory store: the
-    parsed outcome slimmed to the crawl's agent and its compiled matcher,
-    as the middleware stores them, over ``count`` distinct origins."""
+    """Bytes one cached origin costs RobotsMiddleware's memory store: its
+    entry (the matcher compiled for the crawl's agent, the sitemaps, the
+    outcome without its documents), as the middleware stores it, over
+    ``count`` distinct origins."""
     from scrapy_rfc9309.outcome import Lifetimes, parsed
     from scrapy_rfc9309.parse import parse
     from scrapy_rfc9309.stores.memory import MemoryStore

@@ -1,39 +1,44 @@
-"""The engine against Protego 0.7.0, on Protego's own 4,231 real robots.txt files.
+"""The engine against Protego 0.7.0 on the routes users take, on Protego's
+own 4,231 real robots.txt files.
 
     python -m benchmarks.engine [--agent Googlebot] [--repeat 5]
 
-Prints, side by side, for one agent:
+Prints, for one agent, ours against Protego measured in the same run:
 
-* the time to get from each body to an answer for the agent: ours
-  ``compile_source(body, agent)`` (and ``compile(parse(body), agent)``,
-  and that through ``Document.for_agent`` as the memory store does) then
-  one ``is_allowed("/")``, against ``Protego.parse(text)`` (the body
-  decoded as Scrapy's ``ProtegoRobotParser`` decodes it, as ours decodes
-  it too) then one ``can_fetch("/", agent)`` (Protego picks the agent's
-  rule set and builds its index on the first answer, so both sides do the
-  same work); the 3x target is on ``compile_source``, the engine's way
-  from a body to ready to answer for one agent;
-* the time to answer a fixed set of (file, URL) queries built from each
-  file's own rule paths: ``Matcher.is_allowed(url)`` (and ``explain``, what
-  the middleware calls) against ``Protego.can_fetch(url, agent)``;
-* the memory held by everything ready to answer for the agent, measured in
-  a fresh process with tracemalloc once every query has been answered: our
-  matchers (what answering needs; also with ``Document.for_agent`` beside
-  each, what the memory store keeps today) against the Protego objects;
+* **library**: a library user, file after file: ``parse(body)``, then
+  ``is_allowed(document, agent, url)`` for each URL of that file, against
+  ``Protego.parse(text)`` (the body decoded as Scrapy's
+  ``ProtegoRobotParser`` decodes it) then ``can_fetch(url, agent)`` for
+  the same URLs;
+* **per request**: a crawl answering a URL with its reason from what the
+  middleware keeps per origin (the memory store's entry, asked through
+  ``explain_compiled`` as the middleware asks it, the deciding line
+  included), against ``can_fetch`` on the Protego object Scrapy's
+  ``ProtegoRobotParser`` keeps per origin; the requests of all origins
+  interleaved, as in a broad crawl;
+* **memory per origin**: what the memory store keeps to answer for the
+  crawl's agent (its entry, once that origin's URLs have been answered),
+  against the Protego object, measured with tracemalloc in a fresh process,
+  file by file: the typical origin (median), the largest, and the mean;
 * how often the two agree, with the disagreements sorted by cause.
 
-Timings are the least CPU time (process time) of ``--repeat`` runs with the
-garbage collector off, ours and Protego's taking turns, so that other
-processes on the machine disturb them as little and as evenly as possible;
-the engine's caches (of keys, lines and patterns seen before) are emptied
-before each run, so every run reads the corpus as new.  Not a test.
+The URLs of a file are built from its own rule paths (see
+:func:`build_queries`).  Timings are the least CPU time (process time) of
+``--repeat`` runs with the garbage collector off, ours and Protego's taking
+turns, so that other processes on the machine disturb them as little and as
+evenly as possible; the engine's caches (of keys, lines and patterns seen
+before) are emptied before each run, so every run reads the corpus as new.
+Not a test.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import random
+import re
+import statistics
 import subprocess
 import sys
 import time
@@ -45,27 +50,36 @@ from typing import Any
 from protego import Protego
 
 from benchmarks._corpus import corpus
-from scrapy_rfc9309.match import Decision, compile, compile_source
+from scrapy_rfc9309.match import Decision, explain, is_allowed
+from scrapy_rfc9309.outcome import Lifetimes, explain_compiled, parsed
 from scrapy_rfc9309.parse import Document, encode, parse, product_token
+from scrapy_rfc9309.stores.memory import new_entry
 
-#: Queries built per file: "/" and variants of the file's own rule paths.
+#: URLs built per file: "/" and variants of the file's own rule paths.
 PER_FILE = 16
+TARGETS = {"library": 3.0, "request": 5.0, "memory": 5.0}
 
 
 def clear_caches() -> None:
-    """Empty the engine's caches of what it has read before."""
-    parse_module = sys.modules["scrapy_rfc9309.parse"]
-    match_module = sys.modules["scrapy_rfc9309.match"]
-    for cache in parse_module._KIND_CACHE.values():
-        cache.clear()
-    parse_module._AGENT_TOKENS.clear()
-    parse_module._NO_COLON.clear()
-    for normals in match_module._NORMALS.values():
-        normals.clear()
-    match_module._CACHE.clear()
-    match_module._TOKENS.clear()
-    for cache in sys.modules["scrapy_rfc9309._scan"]._AGENT_LINE_TOKENS.values():
-        cache.clear()
+    """Empty the engine's caches of what it has read before (a name no
+    longer there is passed over)."""
+    modules = sys.modules
+    _clear(modules["scrapy_rfc9309.parse"], "_KIND_CACHE", "_AGENT_TOKENS", "_NO_COLON")
+    _clear(
+        modules["scrapy_rfc9309.match"], "_NORMALS", "_TOKENS", "_DECISIONS", "_CACHE"
+    )
+    _clear(modules.get("scrapy_rfc9309._scan"), "_AGENT_LINE_TOKENS")
+
+
+def _clear(module: Any, *names: str) -> None:
+    for name in names:
+        cache = getattr(module, name, None)
+        if isinstance(cache, dict):
+            inner = [value for value in cache.values() if isinstance(value, dict)]
+            for value in inner:
+                value.clear()
+            if not inner:
+                cache.clear()
 
 
 def best_of(repeat: int, *runs: Callable[[], object]) -> list[float]:
@@ -102,12 +116,12 @@ def _url_path(pattern: str) -> str:
 
 def build_queries(
     hosts: Sequence[str], documents: Sequence[Document]
-) -> list[tuple[int, str]]:
-    """(file index, URL) pairs from each file's own rule paths: each path,
-    the path with more after it, its first half, and ``/``."""
+) -> list[list[str]]:
+    """The URLs asked of each file, from its own rule paths: each path, the
+    path with more after it, its first half, and ``/``."""
     rng = random.Random(9309)
-    queries: list[tuple[int, str]] = []
-    for index, (host, document) in enumerate(zip(hosts, documents, strict=True)):
+    queries: list[list[str]] = []
+    for host, document in zip(hosts, documents, strict=True):
         patterns = sorted(
             {
                 rule.pattern
@@ -124,8 +138,15 @@ def build_queries(
             )
         chosen = sorted(paths)
         rng.shuffle(chosen)
-        queries.extend((index, f"https://{host}{path}") for path in chosen[:PER_FILE])
+        queries.append([f"https://{host}{path}" for path in chosen[:PER_FILE]])
     return queries
+
+
+def interleaved(queries: Sequence[Sequence[str]]) -> list[tuple[int, str]]:
+    """Every (file, URL) pair, the files mixed as a broad crawl mixes origins."""
+    pairs = [(index, url) for index, urls in enumerate(queries) for url in urls]
+    random.Random(9309).shuffle(pairs)
+    return pairs
 
 
 _GROUP_SELECTION = (
@@ -181,45 +202,58 @@ def classify(
     return _PRIORITY
 
 
-def _ready(kind: str, agent: str, bodies: list[bytes]) -> tuple[list[Any], list[Any]]:
-    """The ``bodies`` ready to answer for ``agent``, as ``kind`` keeps them:
-    what answers, and what is kept beside (documents beside matchers)."""
-    if kind == "protego":
-        # Decoded as Scrapy's ProtegoRobotParser decodes the body.
-        return [Protego.parse(body.decode("utf-8", "ignore")) for body in bodies], []
-    if kind == "matcher":
-        return [compile_source(body, agent) for body in bodies], []
-    documents = [parse(body).for_agent(agent) for body in bodies]
-    return [compile(document, agent) for document in documents], documents
+_LIFETIMES = Lifetimes()
 
 
-def measure_memory(kind: str, agent: str) -> int:
-    """Bytes held (tracemalloc) by the corpus ready to answer for ``agent``
-    once every benchmark query has been answered; run in a fresh process."""
+def kept_per_origin(body: bytes, agent: str) -> Any:
+    """What the middleware keeps for an origin serving ``body``: the memory
+    store's entry for the crawl's ``agent``."""
+    outcome = parsed(parse(body), now=time.time(), lifetimes=_LIFETIMES)
+    return new_entry(outcome, agent)
+
+
+def measure_memory(kind: str, agent: str) -> list[int]:
+    """Bytes held (tracemalloc) per origin by what answers for ``agent``,
+    once its URLs have been answered, file by file; run in a fresh process."""
     files = corpus()
     bodies = [body for _, body in files]
-    queries = build_queries(
-        [host for host, _ in files], [parse(body) for body in bodies]
-    )
+    queries = build_queries([host for host, _ in files], [parse(b) for b in bodies])
+    texts = [body.decode("utf-8", "ignore") for body in bodies]
+    now = time.time()
     clear_caches()
+    kept: list[Any] = []
+    sizes: list[int] = []
     gc.collect()
     tracemalloc.start()
     try:
-        answerers, kept = _ready(kind, agent, bodies)
-        for index, url in queries:
+        for index, body in enumerate(bodies):
+            before = tracemalloc.get_traced_memory()[0]
             if kind == "protego":
-                answerers[index].can_fetch(url, agent)
+                protego = Protego.parse(texts[index])
+                for url in queries[index]:
+                    protego.can_fetch(url, agent)
+                kept.append(protego)
             else:
-                answerers[index].explain(url)
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0]
+                # The outcome and Document are made outside what is
+                # measured only in so far as they are dropped: what stays
+                # is what the store keeps.
+                entry = kept_per_origin(body, agent)
+                for url in queries[index]:
+                    explain_compiled(entry.outcome, entry.matcher, url, now)
+                kept.append(entry)
+            # The bounded caches shared by all origins (the engine's, of
+            # decisions, keys and patterns; the re module's, of compiled
+            # expressions) are no part of any one of them.
+            clear_caches()
+            re.purge()
+            sizes.append(tracemalloc.get_traced_memory()[0] - before)
     finally:
         tracemalloc.stop()
-    del answerers, kept
-    return held
+    del kept
+    return sizes
 
 
-def _memory(kind: str, agent: str) -> float:
+def _memory(kind: str, agent: str) -> list[int]:
     # A fresh process: nothing read before (strings, caches) is shared with
     # what is measured.
     output = subprocess.run(
@@ -228,7 +262,8 @@ def _memory(kind: str, agent: str) -> float:
         capture_output=True,
         text=True,
     ).stdout
-    return int(output) / 2**20
+    sizes: list[int] = json.loads(output)
+    return sizes
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -236,141 +271,128 @@ def main(argv: Sequence[str] | None = None) -> None:
     options.add_argument("--agent", default="Googlebot")
     options.add_argument("--repeat", type=int, default=5)
     options.add_argument(
-        "--memory", choices=["matcher", "document", "protego"], help=argparse.SUPPRESS
+        "--memory", choices=["ours", "protego"], help=argparse.SUPPRESS
     )
     args = options.parse_args(argv)
     agent: str = args.agent
     if args.memory:
-        print(measure_memory(args.memory, agent))
+        print(json.dumps(measure_memory(args.memory, agent)))
         return
 
     files = corpus()
     hosts = [host for host, _ in files]
     bodies = [body for _, body in files]
-    # Protego takes text: the body decoded as Scrapy's ProtegoRobotParser
-    # decodes it (part of getting ready, so timed as such below).
-    texts = [body.decode("utf-8", "ignore") for body in bodies]
-    print(f"corpus: {len(files)} robots.txt files, {sum(map(len, bodies)):,} bytes")
-
     documents = [parse(body) for body in bodies]
     queries = build_queries(hosts, documents)
-    print(f"queries: {len(queries):,} (file, URL) pairs, agent {agent!r}\n")
+    work = list(zip(bodies, queries, strict=True))
+    count = sum(map(len, queries))
+    print(f"corpus: {len(files)} robots.txt files, {sum(map(len, bodies)):,} bytes")
+    print(f"URLs: {count:,} (about {count / len(files):.0f} a file), agent {agent!r}\n")
 
-    def ours_source() -> None:
-        for body in bodies:
-            compile_source(body, agent).is_allowed("/")
+    def library_ours() -> None:
+        for body, urls in work:
+            document = parse(body)
+            for url in urls:
+                is_allowed(document, agent, url)
 
-    def ours_parse() -> None:
-        for body in bodies:
-            compile(parse(body), agent).is_allowed("/")
+    def library_protego() -> None:
+        for body, urls in work:
+            # Decoded as Scrapy's ProtegoRobotParser decodes the body.
+            protego = Protego.parse(body.decode("utf-8", "ignore"))
+            for url in urls:
+                protego.can_fetch(url, agent)
 
-    def ours_store() -> None:
-        for body in bodies:
-            compile(parse(body).for_agent(agent), agent).is_allowed("/")
+    library, library_theirs = best_of(args.repeat, library_ours, library_protego)
 
-    def protego_parse() -> None:
-        for body in bodies:
-            Protego.parse(body.decode("utf-8", "ignore")).can_fetch("/", agent)
-
-    ready_source, ready_parse, ready_store, ready_protego, parse_only = best_of(
-        args.repeat,
-        ours_source,
-        ours_parse,
-        ours_store,
-        protego_parse,
-        lambda: [parse(body) for body in bodies],
-    )
-
-    matchers = [compile_source(body, agent) for body in bodies]
-    protegos = [Protego.parse(text) for text in texts]
-    # Both answer once per file first, so lazily built state is in place.
-    for matcher, protego in zip(matchers, protegos, strict=True):
-        matcher.is_allowed("/")
+    # Per request: what each keeps per origin, made beforehand (fetching and
+    # parsing happen once per origin, not per request).
+    entries = [kept_per_origin(body, agent) for body in bodies]
+    protegos = [Protego.parse(body.decode("utf-8", "ignore")) for body in bodies]
+    pairs = interleaved(queries)
+    now = time.time()
+    # Both answer once per origin first, so lazily built state is in place.
+    for entry, protego in zip(entries, protegos, strict=True):
+        explain_compiled(entry.outcome, entry.matcher, "/", now)
         protego.can_fetch("/", agent)
 
-    def ours_match() -> None:
-        for index, url in queries:
-            matchers[index].is_allowed(url)
+    def request_ours() -> None:
+        for index, url in pairs:
+            entry = entries[index]
+            explain_compiled(entry.outcome, entry.matcher, url, now)
 
-    def ours_explain() -> None:
-        for index, url in queries:
-            matchers[index].explain(url)
-
-    def protego_match() -> None:
-        for index, url in queries:
+    def request_protego() -> None:
+        for index, url in pairs:
             protegos[index].can_fetch(url, agent)
 
-    match_ours, explain_ours, match_protego = best_of(
-        args.repeat, ours_match, ours_explain, protego_match
-    )
+    request, request_theirs = best_of(args.repeat, request_ours, request_protego)
 
-    memory_matcher = _memory("matcher", agent)
-    memory_document = _memory("document", agent)
-    memory_protego = _memory("protego", agent)
+    memory = _memory("ours", agent)
+    memory_theirs = _memory("protego", agent)
 
-    rows: list[tuple[str, float, float, str, float | None]] = [
-        # The parse target: from the body to ready to answer for one agent,
-        # which compile_source() is for.  The whole Document (every group,
-        # sitemaps, other records: what lint, stringify and the stores use)
-        # is slower to build, and shown beside it.
-        ("ready: compile_source + 1 answer", ready_source, ready_protego, "s", 3),
-        (
-            "  whole Document: compile(parse())",
-            ready_parse,
-            ready_protego,
-            "s",
-            None,
-        ),
-        ("  the same through for_agent()", ready_store, ready_protego, "s", None),
-        ("  parse() alone, whole document", parse_only, ready_protego, "s", None),
-        (f"match {len(queries):,}: is_allowed", match_ours, match_protego, "s", 5),
-        (f"match {len(queries):,}: explain", explain_ours, match_protego, "s", None),
-        ("memory: matchers", memory_matcher, memory_protego, "MiB", 5),
-        (
-            "memory: for_agent docs + matchers",
-            memory_document,
-            memory_protego,
-            "MiB",
-            None,
-        ),
-    ]
     header = f"{'scrapy_rfc9309':>15} {'Protego 0.7.0':>15} {'ratio':>8} {'target':>8}"
-    print(f"{'':36} {header}")
-    for label, ours, theirs, unit, target in rows:
-        ratio = theirs / ours
-        line = f"{label:36} {ours:>11.3f} {unit:<3} {theirs:>11.3f} {unit:<3}"
-        line += f" {ratio:>7.2f}x"
-        if target is not None:
-            verdict = "ok" if ratio >= target else "MISSED"
-            line += f" {target:>6}x  {verdict}"
-        print(line)
+    print(f"{'':40} {header}")
+    rows = [
+        ("library: parse + is_allowed, per file", library, library_theirs, "library"),
+        ("per request: explain, per URL", request, request_theirs, "request"),
+    ]
+    for label, ours, theirs, target in rows:
+        per = len(files) if target == "library" else count
+        unit = "us"
+        ours_each = ours / per * 1e6
+        theirs_each = theirs / per * 1e6
+        _row(label, ours_each, theirs_each, unit, TARGETS[target])
+    typical, largest = statistics.median(memory), max(memory)
+    mean = statistics.fmean(memory)
+    typical_theirs, largest_theirs = (
+        statistics.median(memory_theirs),
+        max(memory_theirs),
+    )
+    mean_theirs = statistics.fmean(memory_theirs)
+    _row("memory per origin: mean", mean / 1e3, mean_theirs / 1e3, "KB", 5.0)
+    _row("  typical (median)", typical / 1e3, typical_theirs / 1e3, "KB", None)
+    _row("  largest", largest / 1e3, largest_theirs / 1e3, "KB", None)
     print(
-        f"\nper query: {match_ours / len(queries) * 1e9:,.0f} ns "
-        f"({explain_ours / len(queries) * 1e9:,.0f} ns with explain) against "
-        f"{match_protego / len(queries) * 1e9:,.0f} ns; per file made ready: "
-        f"{ready_source / len(files) * 1e6:,.0f} us "
-        f"({ready_parse / len(files) * 1e6:,.0f} us through parse) against "
-        f"{ready_protego / len(files) * 1e6:,.0f} us"
+        f"\ntotals: library {library:.3f} s vs {library_theirs:.3f} s; "
+        f"per request {request:.3f} s vs {request_theirs:.3f} s for {count:,} URLs; "
+        f"memory {sum(memory) / 2**20:.2f} MiB vs {sum(memory_theirs) / 2**20:.2f} MiB"
     )
 
     causes: Counter[str] = Counter()
     examples: dict[str, tuple[str, str, Decision]] = {}
-    for index, url in queries:
-        decision = matchers[index].explain(url)
-        if decision.allowed != protegos[index].can_fetch(url, agent):
-            cause = classify(
-                bodies[index], documents[index], protegos[index], agent, url, decision
-            )
-            causes[cause] += 1
-            examples.setdefault(cause, (hosts[index], url, decision))
-    agreed = len(queries) - sum(causes.values())
-    print(f"\nagreement: {agreed:,} of {len(queries):,} ({agreed / len(queries):.2%})")
-    for cause, count in causes.most_common():
+    for index, urls in enumerate(queries):
+        for url in urls:
+            decision = explain(documents[index], agent, url)
+            if decision.allowed != protegos[index].can_fetch(url, agent):
+                cause = classify(
+                    bodies[index],
+                    documents[index],
+                    protegos[index],
+                    agent,
+                    url,
+                    decision,
+                )
+                causes[cause] += 1
+                examples.setdefault(cause, (hosts[index], url, decision))
+    agreed = count - sum(causes.values())
+    print(f"\nagreement: {agreed:,} of {count:,} ({agreed / count:.2%})")
+    for cause, number in causes.most_common():
         _, url, decision = examples[cause]
         rule = decision.rule
         where = f"line {rule.line} {rule.pattern!r}" if rule else decision.reason
-        print(f"  {count:>6}  {cause}")
+        print(f"  {number:>6}  {cause}")
         print(f"          e.g. {url} (ours: {decision.allowed}, {where})")
+
+
+def _row(
+    label: str, ours: float, theirs: float, unit: str, target: float | None
+) -> None:
+    ratio = theirs / ours
+    line = f"{label:40} {ours:>11.2f} {unit:<3} {theirs:>11.2f} {unit:<3}"
+    line += f" {ratio:>7.2f}x"
+    if target is not None:
+        verdict = "ok" if ratio >= target else "MISSED"
+        line += f" {target:>6.0f}x  {verdict}"
+    print(line)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Reading a robots.txt for one agent without splitting all of it into lines.
 
-:func:`scan_for` gives exactly what ``read_for(lines_of(text), ...)`` gives.
+:func:`scan_for` gives exactly what the groups of ``read(lines_of(text))``
+that apply to the agent give, merged (tests/test_scan.py holds it to that).
 Regular expressions run over the whole text find the User-agent lines and,
 between two of them, whether a rule ends a group; only the lines of the
 groups that apply are read one by one, and even there the usual
@@ -86,12 +87,13 @@ _MISSING = "\0"
 
 
 def scan_for(text: str, profile: Profile, token: str) -> AgentRules:
-    """``read_for(lines_of(text), profile, token)``, for ``text`` as
+    """The rules for the agent of product ``token`` (see
+    :data:`~scrapy_rfc9309.parse.AgentRules`) of ``text`` as
     :func:`~scrapy_rfc9309.parse.body_text` gives it."""
     if "\r" in text and (_LONE_CR(text) or text.endswith("\r")):
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     # Otherwise a CR can stay before its LF: every value is stripped of it,
-    # and a line of it alone is blank, as read_for() reads lines.  A NUL
+    # and a line of it alone is blank, as lines_of() reads lines.  A NUL
     # is cut from the lines read only.
     matches: Iterator[re.Match[str]] = _AGENT_LINES(text)
     if text[:1] in _FIRST_AGENT_LINE_STARTS:
@@ -164,7 +166,7 @@ def scan_for(text: str, profile: Profile, token: str) -> AgentRules:
 
 
 def _key_value(line: str, profile: Profile) -> tuple[int, str] | None:
-    """A line's kind and value (not stripped) as read_for() reads them, or
+    """A line's kind and value (not stripped) as read() reads them, or
     ``None`` for a line that says nothing."""
     if "\0" in line:
         line = line[: line.index("\0")]
@@ -277,13 +279,13 @@ def _read_lines(
     signals: dict[str, bool | str],
 ) -> float | None:
     """Read ``lines`` of a group that applies (numbered from ``number``;
-    without NULs and comments, within the line cap) as read_for() does:
+    without NULs and comments, within the line cap) as read() does:
     rules into ``patterns`` and ``metas``, Content-Signal values into
     ``signals``; the group's Crawl-delay, ``delay`` if set."""
     skip = _SKIP_IN_GROUP
     kinds = _KIND_CACHE[profile]
     # Lines that cannot matter are told by their first character, as in
-    # read_for(); the others are few.
+    # scan_for(); the others are few.
     for line_number, line in enumerate(lines, number):
         if line[:1] in skip:
             continue

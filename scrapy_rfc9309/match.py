@@ -8,7 +8,6 @@ one-off forms.  Pure: no Scrapy, no Twisted, no I/O.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from array import array
 from bisect import bisect_left, bisect_right
@@ -20,14 +19,11 @@ from typing import Any, Literal, NamedTuple
 from ._scan import scan_for
 from .parse import (
     GOOGLE,
-    PROFILES,
-    RFC9309,
     Document,
     Group,
     Profile,
     Rule,
     applicable_groups,
-    body_text,
     merge_groups,
     product_token,
 )
@@ -38,7 +34,6 @@ __all__ = [
     "Matcher",
     "Reason",
     "compile",
-    "compile_source",
     "content_signals",
     "crawl_delay",
     "explain",
@@ -101,26 +96,49 @@ _CONTAINS, _ENDS, _HEADED = range(3)
 _FIND, _FIND_STAR, _SUFFIX, _WILDCARDS, _WILDCARDS_END, _ANY, _END = range(7)
 #: What matching an entry filed by its head needs (see _tail()).
 _Piece = str | tuple[str, ...]
-# The tables of the entries that are not plain prefixes.  "/*text" and
-# "/*text$" (most of them): the texts, their negated ranks (ascending) and
-# the number of their first entry.  The others, filed by head (the heads are
-# among the sorted plain prefixes): where the entries of each plain prefix
-# start, then for each entry a text the path must hold, what matching needs
-# (see _tail()), its negated rank and the kind of its tail, and the number
-# of the first entry.
-_Texts = tuple[tuple[str, ...], "array[int]", int]
-_Headed = tuple[
-    "array[int]",
-    tuple[str, ...],
-    # A str or a tuple of them, by the kind of tail.
-    tuple[Any, ...],
-    "array[int]",
-    bytes,
-    int,
-]
-# The tables, and the verdict (1 allow, 0 disallow) all their entries give,
-# -1 if they differ.
-_Special = tuple[_Texts | None, _Texts | None, _Headed | None, int]
+
+
+class _Texts(NamedTuple):
+    """The "/*text" (or "/*text$") entries: the first text the path holds
+    (or ends with) is the best of them."""
+
+    #: The texts, highest rank first.
+    texts: tuple[str, ...]
+    #: Their negated ranks (see _rank()), ascending.
+    ranks: array[int]
+    #: The number of the first entry.
+    base: int
+
+
+class _Headed(NamedTuple):
+    """The entries filed by their head (the text before the first "*"),
+    which is among the plain prefixes: those of plain prefix ``i`` are
+    ``starts[i]`` to ``starts[i + 1]``, highest rank first."""
+
+    starts: array[int]
+    #: For each entry, a text the path must hold somewhere ("" if none).
+    needs: tuple[str, ...]
+    #: What matching needs, by the kind of tail: a str or a tuple of them
+    #: (see _tail()).
+    pieces: tuple[Any, ...]
+    #: Negated ranks (see _rank()).
+    ranks: array[int]
+    #: The kind of tail of each entry (_FIND ... _END), one octet each.
+    tails: bytes
+    #: The number of the first entry.
+    base: int
+
+
+class _Special(NamedTuple):
+    """The entries that are not plain prefixes."""
+
+    contains: _Texts | None
+    ends: _Texts | None
+    headed: _Headed | None
+    #: The verdict all of them give (1 allow, 0 disallow), -1 if they differ.
+    verdict: int
+
+
 # An entry filed by head, while compiling: (head, negated rank, kind of
 # tail, piece, needed text, meta, normalised, as written).
 _Filed = tuple[str, int, int, _Piece, str, int, str, str]
@@ -249,12 +267,20 @@ def _wildcards_match(
     return find(last, pos) != -1
 
 
-def _uints(values: list[int]) -> array[int]:
-    # Four octets an entry, unless a line number needs more.
+def _indices(values: list[int]) -> array[int]:
+    """Indices into a matcher's tables (-1: none): two octets each, unless
+    a table is over 32,767 entries long (four)."""
     try:
-        return array("I", values)
+        return array("h", values)
     except OverflowError:
-        return array("Q", values)
+        return array("i", values)
+
+
+def _uints(values: list[int]) -> array[int]:
+    # Two octets an entry (lines up to 32,767), unless a line number needs more.
+    largest = max(values, default=0)
+    typecode = "H" if largest < 1 << 16 else "I" if largest < 1 << 32 else "Q"
+    return array(typecode, values)
 
 
 def _parents(prefixes: Sequence[bytes]) -> array[int] | None:
@@ -313,7 +339,7 @@ def _parents(prefixes: Sequence[bytes]) -> array[int] | None:
         parents[0] = -1
         if slash >= 0:
             parents[slash] = empty
-    return array("i", parents)
+    return _indices(parents)
 
 
 def _special_octets(joined: str) -> set[str]:
@@ -450,23 +476,40 @@ def _encoded(strings: list[str]) -> tuple[bytes, ...]:
 _EMPTY_GROUP = Group(())
 # The metas of a matcher without entries (never written to, so shared).
 _NO_METAS = array("I")
-# The decisions made lately, by matcher (by identity) and entry: a rule that
-# decided once usually decides again, and its Decision is made once.  Kept
-# here rather than in each matcher, so that memory stays bounded however
-# many matchers there are; emptied when full.
-_DECISIONS: dict[tuple[Matcher, int], Decision] = {}
-_DECISIONS_SIZE = 256
 _new = tuple.__new__
 
 
 class Matcher:
     """The rules of one robots.txt for one agent, ready to match URLs.
 
-    Built by :func:`compile` (or :func:`compile_source`).  ``crawl_delay``
-    and ``content_signals`` are those of the groups that apply to the agent.
-    Compact: a matcher keeps one string and a few integers per pattern (most
-    patterns are plain prefixes, kept sorted as bytes for bisection); a
-    rule's :class:`Decision` is made when that rule decides.
+    Built by :func:`compile`.  ``crawl_delay`` and ``content_signals`` are
+    those of the groups that apply to the agent.  Compact: a matcher keeps
+    one string and a few integers per pattern; a rule's :class:`Decision`
+    is made when that rule decides.
+
+    The tables, for the rules (line numbers on the left)::
+
+        2 Disallow: /a        4 Disallow: /*.pdf$     6 Allow: /*print
+        3 Allow: /a/b         5 Disallow: /s*q=
+
+    Entries are numbered.  First the plain prefixes, sorted, as bytes
+    (bisection finds the longest one a path starts with), with the heads of
+    the entries filed by head among them (``/s``); then the
+    :class:`_Special` entries, ``/*text`` ones, ``/*text$`` ones, and those
+    filed by head::
+
+        entry             0      1       2      3        4       5
+        _plain            b"/a"  b"/a/b" b"/s"
+        _parent           -1     0       -1     (the longest other prefix
+                                                 each starts with)
+        _special                                 contains ends    headed
+                                                 "print"  ".pdf"  "q=" under
+                                                                  entry 2
+        _meta             4      7       0      13       8       10
+
+    ``_meta`` holds ``line << 1 | allow`` (0: a head that is no rule of its
+    own).  The best entry is the one of highest rank (:func:`_rank`): the
+    longest normalised pattern, then Allow, then the earlier line.
     """
 
     __slots__ = (
@@ -526,7 +569,7 @@ class Matcher:
         head.  ``_meta`` holds ``line << 1 | allow`` of each entry (0 for a
         head that is no plain prefix).
 
-        Built for speed (compile_source() is timed against Protego): the
+        Built for speed (parse() then compile() is timed against Protego): the
         zip() calls here go without ``strict=True``, which costs about
         0.15 us a call, on sequences equal in length by construction.
         """
@@ -661,7 +704,7 @@ class Matcher:
             ):
                 if pattern != "/*" + text + suffix:
                     originals[base + offset] = pattern
-            tables.append((item_texts, array("q", ranks), base))
+            tables.append(_Texts(item_texts, array("q", ranks), base))
         self._plain = _encoded(plain)
         self._prefilter = len(plain) <= _CHUNKED_MAX
         self._parent = _parents(self._plain)
@@ -669,7 +712,7 @@ class Matcher:
         # Only their verdicts: those of the plain prefixes were filed first.
         allows = sum(map(and_, metas[len(plain) :], repeat(1)))
         verdict = 1 if allows == len(metas) - len(plain) else 0 if not allows else -1
-        self._special = (tables[0], tables[1], headed, verdict)
+        self._special = _Special(tables[0], tables[1], headed, verdict)
         self._meta = _uints(metas)
         self._originals = originals or None
 
@@ -702,13 +745,8 @@ class Matcher:
             sizes[bisect_left(plain, head) + 1] = end - start
             start = end
         starts = list(accumulate(sizes))
-        return (
-            array("I", starts),
-            needs,
-            pieces,
-            array("q", ranks),
-            bytes(kinds),
-            base,
+        return _Headed(
+            _indices(starts), needs, pieces, array("q", ranks), bytes(kinds), base
         )
 
     def _find(self, url: str, verdict_only: bool = False) -> int:
@@ -844,39 +882,41 @@ class Matcher:
                 return original
         if entry < len(self._plain):
             return self._plain[entry].decode()
-        contains, ends, headed, _ = self._special  # type: ignore[misc]
-        for texts, suffix in ((contains, ""), (ends, "$")):
-            if texts is not None and 0 <= entry - texts[2] < len(texts[0]):
-                return "/*" + texts[0][entry - texts[2]] + suffix
-        assert headed is not None
-        starts, _, pieces, _, tails, base = headed
-        index = entry - base
-        head = self._plain[bisect_right(starts, index) - 1]
-        piece = pieces[index]
-        return _untail(head.decode(), tails[index], piece)
+        special = self._special
+        assert special is not None
+        # Entries filed by head come last.
+        headed = special.headed
+        if headed is not None and entry >= headed.base:
+            index = entry - headed.base
+            head = self._plain[bisect_right(headed.starts, index) - 1]
+            return _untail(head.decode(), headed.tails[index], headed.pieces[index])
+        contains = special.contains
+        if contains is not None and entry - contains.base < len(contains.texts):
+            return "/*" + contains.texts[entry - contains.base]
+        assert special.ends is not None
+        return "/*" + special.ends.texts[entry - special.ends.base] + "$"
 
     def explain(self, url: str) -> Decision:
         """The decision for ``url`` (absolute, or a ``/``-rooted path)."""
         entry = self._find(url)
         if entry < 0:
             return ROBOTS_TXT if entry == _ROBOTS_TXT else DEFAULT_ALLOW
-        key = (self, entry)
-        decision = _DECISIONS.get(key)
-        if decision is None:
-            meta = self._meta[entry]
-            allow = meta & 1 == 1
-            decision = _new(
-                Decision,
-                (
-                    allow,
-                    "rule_allow" if allow else "rule_disallow",
-                    _new(Rule, (allow, self._pattern(entry), meta >> 1)),
-                ),
-            )
-            if len(_DECISIONS) >= _DECISIONS_SIZE:
-                _DECISIONS.clear()
-            _DECISIONS[key] = decision
-        return decision
+        # Made afresh: a crawl asks many origins in turn, so a cache of
+        # decisions would mostly miss, and making one costs about as much.
+        # Hot path: the pattern of a plain prefix without a spelling of its
+        # own is read here, the rest by _pattern().
+        plain = self._plain
+        originals = self._originals
+        if entry < len(plain) and (originals is None or entry not in originals):
+            pattern = plain[entry].decode()
+        else:
+            pattern = self._pattern(entry)
+        meta = self._meta[entry]
+        if meta & 1:
+            rule = _new(Rule, (True, pattern, meta >> 1))
+            return _new(Decision, (True, "rule_allow", rule))
+        rule = _new(Rule, (False, pattern, meta >> 1))
+        return _new(Decision, (False, "rule_disallow", rule))
 
     def is_allowed(self, url: str) -> bool:
         """Whether ``url`` (absolute, or a ``/``-rooted path) may be crawled."""
@@ -888,6 +928,27 @@ class Matcher:
         """The Content-Signal values that apply (a new dict each time)."""
         return dict(self._signals)
 
+    def document(self, sitemaps: tuple[str, ...] = ()) -> Document:
+        """A document that answers for any agent as this matcher answers:
+        its rules (each pattern once, as written, with its line),
+        Crawl-delay and Content-Signal values as one ``*`` group, and
+        ``sitemaps``."""
+        rules = sorted(
+            {
+                _new(Rule, (meta & 1 == 1, self._pattern(entry), meta >> 1))
+                for entry, meta in enumerate(self._meta)
+                # 0: a head that is no rule of its own.
+                if meta
+            },
+            key=lambda rule: (rule.line, rule.allow),
+        )
+        groups: tuple[Group, ...] = ()
+        if rules or self.crawl_delay is not None or self._signals:
+            line = rules[0].line if rules else 0
+            signals = dict(self._signals)
+            groups = (Group(("*",), tuple(rules), self.crawl_delay, signals, line),)
+        return Document(groups, sitemaps, (), self.profile)
+
     def __repr__(self) -> str:
         return (
             f"<Matcher profile={self.profile!r} "
@@ -897,8 +958,29 @@ class Matcher:
 
 
 def compile(document: Document, user_agent: str) -> Matcher:
-    """A :class:`Matcher` answering for ``user_agent`` (its product token)."""
-    return Matcher(document, user_agent)
+    """A :class:`Matcher` answering for ``user_agent`` (its product token).
+
+    The document keeps it (for a few agents), so asking again costs a
+    lookup: ``is_allowed(document, agent, url)`` in a loop compiles once.
+    A document whose groups :func:`~scrapy_rfc9309.parse.parse` has not
+    read yet is read only as far as the groups that apply.
+    """
+    matchers = document._matchers
+    matcher = matchers.get(user_agent)
+    if matcher is None:
+        text = document._text
+        if text is None:
+            matcher = Matcher(document, user_agent)
+        else:
+            matcher = _compile_text(text, document.profile, user_agent)
+        if len(matchers) >= _MATCHERS_PER_DOCUMENT:
+            matchers.clear()
+        matchers[user_agent] = matcher
+    return matcher
+
+
+# Agents a document keeps a matcher for: a crawler asks for one or two.
+_MATCHERS_PER_DOCUMENT = 4
 
 
 # The product tokens of the agents compiled for (a crawler has one or two).
@@ -906,76 +988,41 @@ _TOKENS: dict[str, str] = {}
 _TOKENS_SIZE = 64
 
 
-def compile_source(
-    source: str | bytes,
-    user_agent: str,
-    *,
-    profile: Profile = RFC9309,
-    max_bytes: int = 512_000,
-) -> Matcher:
-    """``compile(parse(source, profile=..., max_bytes=...), user_agent)``,
-    in about 60 % of the time: the body is never split into lines, only the
-    groups that apply to ``user_agent`` are read into rules, and no
-    :class:`~scrapy_rfc9309.parse.Document` is made.
-
-    For a crawler that only needs to answer for its own agent.
-    """
-    if profile not in PROFILES:
-        raise ValueError(
-            f"unknown robots.txt profile {profile!r}; use one of {PROFILES}"
-        )
+def _compile_text(text: str, profile: Profile, user_agent: str) -> Matcher:
+    """The matcher of the robots.txt ``text`` (as ``body_text`` gives it),
+    read only as far as the groups that apply to ``user_agent``."""
     token = _TOKENS.get(user_agent)
     if token is None:
         token = product_token(user_agent)
         if len(_TOKENS) < _TOKENS_SIZE:
             _TOKENS[user_agent] = token
-    patterns, metas, delay, signals = scan_for(
-        body_text(source, max_bytes), profile, token
-    )
+    patterns, metas, delay, signals = scan_for(text, profile, token)
     matcher = Matcher.__new__(Matcher)
     matcher._setup(profile, delay, signals, patterns, metas)
     return matcher
 
 
-# Compiled matchers of the documents asked about most recently, so that the
-# one-off functions below stay cheap when called in a loop.  Keyed by
-# identity; the entry keeps its document, so an id is never reused while
-# cached.
-_CACHE: dict[tuple[int, str], tuple[Document, Matcher]] = {}
-_CACHE_SIZE = 32
-
-
-def _matcher(document: Document, user_agent: str) -> Matcher:
-    key = (id(document), user_agent)
-    cached = _CACHE.get(key)
-    if cached is not None and cached[0] is document:
-        return cached[1]
-    matcher = Matcher(document, user_agent)
-    if len(_CACHE) >= _CACHE_SIZE:
-        # Threads may race here; losing an eviction only costs memory.
-        with contextlib.suppress(KeyError, RuntimeError, StopIteration):
-            del _CACHE[next(iter(_CACHE))]
-    _CACHE[key] = (document, matcher)
-    return matcher
-
-
 def explain(document: Document, user_agent: str, url: str) -> Decision:
     """Why ``url`` may or may not be crawled by ``user_agent``."""
-    return _matcher(document, user_agent).explain(url)
+    # Called in loops: the document's matcher is looked up here first.
+    matcher = document._matchers.get(user_agent) or compile(document, user_agent)
+    return matcher.explain(url)
 
 
 def is_allowed(document: Document, user_agent: str, url: str) -> bool:
     """Whether ``user_agent`` may crawl ``url`` (absolute, or ``/``-rooted)."""
-    return _matcher(document, user_agent).is_allowed(url)
+    # Called in loops: the document's matcher is looked up here first.
+    matcher = document._matchers.get(user_agent) or compile(document, user_agent)
+    return matcher.is_allowed(url)
 
 
 def crawl_delay(document: Document, user_agent: str) -> float | None:
     """The Crawl-delay of the groups that apply to ``user_agent`` (the
     largest, if several give one)."""
-    return _matcher(document, user_agent).crawl_delay
+    return compile(document, user_agent).crawl_delay
 
 
 def content_signals(document: Document, user_agent: str) -> dict[str, bool | str]:
     """The Content-Signal values of the groups that apply to ``user_agent``
     (``no`` wins when they differ)."""
-    return _matcher(document, user_agent).content_signals
+    return compile(document, user_agent).content_signals

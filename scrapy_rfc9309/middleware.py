@@ -229,7 +229,7 @@ class RobotsMiddleware:
         entry = self.memory.entry(origin)
         if entry is None or entry.outcome.expires_at <= self.clock():
             entry = await self._obtain(origin, request or Request(url))
-        return entry.outcome
+        return entry.restored()
 
     def _forbid(
         self,
@@ -303,7 +303,7 @@ class RobotsMiddleware:
     async def _fresh_entry(self, origin: str, request: Request) -> Entry:
         now = self.clock()
         known = self.memory.entry(origin)
-        previous = None if known is None else known.outcome
+        previous = None if known is None else known.restored()
         leased = False
         if self.store is not None:
             stored = await self._store_call(lambda store: store.get(origin), None)

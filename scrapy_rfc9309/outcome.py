@@ -11,6 +11,7 @@ caller does the fetching and passes the result and the current time in.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -290,7 +291,9 @@ def _detail(detail: str, http_status: int | None) -> str:
     """What ``detail`` says, else the HTTP status."""
     if detail or http_status is None:
         return detail
-    return f"HTTP {http_status}"
+    # One string per status, shared by the outcomes of every origin a
+    # crawl keeps in memory.
+    return sys.intern(f"HTTP {http_status}")
 
 
 def parsed(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import FrozenInstanceError, dataclass, field, replace
 from typing import Any, NamedTuple
 
 __all__ = [
@@ -67,19 +67,108 @@ class Group:
     line: int = 0
 
 
-@dataclass(frozen=True)
 class Document:
     """A parsed robots.txt.
 
     ``groups`` in file order (not merged), ``sitemaps`` (distinct, in file
     order), ``records`` (every other line read as ``name: value``), and the
     ``profile`` it was parsed with, which matching follows.
+
+    Frozen, picklable and comparable by those four.  :func:`parse` reads
+    them only when first asked for: answering for an agent
+    (:func:`~scrapy_rfc9309.match.compile` and the functions built on it)
+    reads only the groups that apply to it, and the document keeps the
+    matchers it compiled (a few agents), which take no part in comparing,
+    hashing or pickling.
     """
 
-    groups: tuple[Group, ...] = ()
-    sitemaps: tuple[str, ...] = ()
-    records: tuple[Record, ...] = ()
-    profile: Profile = RFC9309
+    __slots__ = ("_matchers", "_parts", "_text", "profile")
+    _parts: tuple[tuple[Group, ...], tuple[str, ...], tuple[Record, ...]] | None
+    #: The text not read yet into groups (``None`` once read).
+    _text: str | None
+    # Matchers compiled for this document, by user agent (see
+    # scrapy_rfc9309.match.compile()): not part of its value.
+    _matchers: dict[str, Any]
+    profile: Profile
+
+    def __init__(
+        self,
+        groups: tuple[Group, ...] = (),
+        sitemaps: tuple[str, ...] = (),
+        records: tuple[Record, ...] = (),
+        profile: Profile = RFC9309,
+    ) -> None:
+        _set(self, "_parts", (groups, sitemaps, records))
+        _set(self, "_text", None)
+        _set(self, "_matchers", {})
+        _set(self, "profile", profile)
+
+    @classmethod
+    def _unread(cls, text: str, profile: Profile) -> Document:
+        """The document of ``text`` (as :func:`body_text` gives it), read
+        when first needed."""
+        document = _object_new(cls)
+        _set(document, "_parts", None)
+        _set(document, "_text", text)
+        _set(document, "_matchers", {})
+        _set(document, "profile", profile)
+        return document
+
+    def _read(
+        self,
+    ) -> tuple[tuple[Group, ...], tuple[str, ...], tuple[Record, ...]]:
+        parts = self._parts
+        if parts is None:
+            text = self._text
+            if text is None:
+                # Another thread has just read it (it sets the parts before
+                # it lets the text go).
+                return self._read()
+            # Threads may both read it: the same value either way.
+            parts = read(lines_of(text), self.profile)._read()
+            _set(self, "_parts", parts)
+            _set(self, "_text", None)
+        return parts
+
+    @property
+    def groups(self) -> tuple[Group, ...]:
+        """The groups, in file order (not merged)."""
+        return self._read()[0]
+
+    @property
+    def sitemaps(self) -> tuple[str, ...]:
+        """The sitemap URLs, distinct, in file order."""
+        return self._read()[1]
+
+    @property
+    def records(self) -> tuple[Record, ...]:
+        """Every other line read as ``name: value``."""
+        return self._read()[2]
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Document)
+        return self.profile == other.profile and self._read() == other._read()
+
+    def __hash__(self) -> int:
+        return hash((self._read(), self.profile))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Document, (*self._read(), self.profile))
+
+    def __repr__(self) -> str:
+        groups, sitemaps, records = self._read()
+        return (
+            f"Document(groups={groups!r}, sitemaps={sitemaps!r}, "
+            f"records={records!r}, profile={self.profile!r})"
+        )
 
     def for_agent(self, user_agent: str) -> Document:
         """Only what is needed to answer for ``user_agent``.
@@ -473,6 +562,18 @@ def key_info(key: str, profile: Profile) -> KeyInfo:
 Reporter = Callable[[int, str, str], None]
 
 _new = tuple.__new__
+_set = object.__setattr__
+
+
+# Lines without a colon as written -> what they say, (key, value) or None:
+# the same few lines (blank ones, HTML tags) come back again and again.
+_NO_COLON: dict[str, tuple[str, str] | None] = {}
+_NO_COLON_SIZE = 1024
+# Longer lines (junk, mostly) are not worth keeping.
+_NO_COLON_LINE = 100
+# Told apart by identity: no line reads as it.
+_UNKNOWN = ("", "")
+_object_new = object.__new__
 
 
 def read(
@@ -481,7 +582,8 @@ def read(
     """The :class:`Document` of robots.txt ``lines`` (see :func:`parse`).
 
     ``report``, if given, hears about every user-agent and sitemap line and
-    every line read leniently or ignored.
+    every line read leniently or ignored (what :func:`~scrapy_rfc9309.lint.lint`
+    reports).
     """
     groups: list[Group] = []
     sitemaps: dict[str, None] = {}
@@ -497,37 +599,38 @@ def read(
     # rule starts the next group.
     after_rule = False
     kinds = _KIND_CACHE[profile]
-    number = 0
-    # Hot loop, written for speed: str methods, no per-line regex, and no
-    # function call but a cache lookup for a usual "key: value" line.
-    for line in lines:
-        number += 1
-        if not line:
-            continue
+    no_colon = _NO_COLON
+    # Hot loop, written for speed: str methods, cache lookups for the key
+    # and for lines without a colon, the branches in the order of how
+    # common they are; reporting only where there is something to report.
+    for number, line in enumerate(lines, 1):
         if "#" in line:
             line = line[: line.index("#")]
         key, colon, value = line.partition(":")
         if colon:
             value = value.strip(_WHITESPACE)
+        elif not line:
+            continue
         else:
             # Google's GetKeyAndValueFrom when a line has no colon:
             # whitespace may stand for it between exactly two tokens.
-            line = line.strip(_WHITESPACE)
-            two = _TWO_TOKENS(line) if line else None
-            if two is None:
-                if report is not None and line:
-                    report(number, "unparsable-line", line)
+            found = no_colon.get(line, _UNKNOWN)
+            if found is _UNKNOWN:
+                found = _without_colon(line)
+            if found is None:
+                if report is not None and line.strip(_WHITESPACE):
+                    report(number, "unparsable-line", line.strip(_WHITESPACE))
                 continue
-            key, value = two[1], two[2].strip(_WHITESPACE)
+            key, value = found
         kind = kinds.get(key)
-        if kind is None or report is not None:
+        if kind is None:
+            kind = _kind(key, profile)
+        if report is not None:
+            if not colon and kind != _RECORD:
+                report(number, "missing-colon", key)
             info = key_info(key, profile)
-            kind = info.kind
-            if report is not None:
-                if not colon and kind != _RECORD:
-                    report(number, "missing-colon", key)
-                if info.typo_of is not None:
-                    report(number, "typo-accepted", f"{info.name}\0{info.typo_of}")
+            if info.typo_of is not None:
+                report(number, "typo-accepted", f"{info.name}\0{info.typo_of}")
         if kind <= _ALLOW:
             if agents:
                 rules.append(_new(Rule, (kind == _ALLOW, value, number)))
@@ -536,9 +639,7 @@ def read(
                 report(number, "rule-outside-group", value)
         elif kind == _USER_AGENT:
             if after_rule:
-                groups.append(
-                    Group(tuple(agents), tuple(rules), delay, signals, first_line)
-                )
+                groups.append(_group(agents, rules, delay, signals, first_line))
                 agents, rules, delay, signals = [], [], None, {}
                 after_rule = False
             if not agents:
@@ -561,21 +662,19 @@ def read(
                 report(number, "unparsable-line", line.strip(_WHITESPACE))
         elif not agents:
             if report is not None:
-                report(
-                    number, "directive-outside-group", key.strip(_WHITESPACE).lower()
-                )
+                name = key.strip(_WHITESPACE).lower()
+                report(number, "directive-outside-group", name)
         elif kind == _CRAWL_DELAY:
             parsed = parse_crawl_delay(value)
             if report is not None:
-                report(
-                    number,
+                event = (
                     "invalid-crawl-delay"
                     if parsed is None
                     else "duplicate-crawl-delay"
                     if delay is not None
-                    else "crawl-delay",
-                    value,
+                    else "crawl-delay"
                 )
+                report(number, event, value)
             if delay is None:
                 delay = parsed
         else:
@@ -583,204 +682,26 @@ def read(
             if report is not None:
                 report(number, "content-signal", value)
     if agents:
-        groups.append(Group(tuple(agents), tuple(rules), delay, signals, first_line))
+        groups.append(_group(agents, rules, delay, signals, first_line))
     return Document(tuple(groups), tuple(sitemaps), tuple(records), profile)
 
 
-# Lines without a colon as written -> what they say, (key, value) or None:
-# the same few lines (blank ones, HTML tags) come back again and again.
-_NO_COLON: dict[str, tuple[str, str] | None] = {}
-_NO_COLON_SIZE = 1024
-# Longer lines (junk, mostly) are not worth keeping.
-_NO_COLON_LINE = 100
-# Told apart by identity: no line reads as it.
-_UNKNOWN = ("", "")
-_object_new = object.__new__
-
-
-def _read_fast(lines: list[str], profile: Profile) -> Document:
-    """``read(lines, profile)``, without reporting, written for speed."""
-    groups: list[Group] = []
-    sitemaps: dict[str, None] = {}
-    records: list[Record] = []
-    agents: list[str] = []
-    rules: list[Rule] = []
-    delay: float | None = None
-    signals: dict[str, bool | str] = {}
-    first_line = 0
-    after_rule = False
-    kinds = _KIND_CACHE[profile]
-    no_colon = _NO_COLON
-    # Hot loop, written for speed: str methods, cache lookups for the key
-    # and for lines without a colon, the branches in the order of how
-    # common they are.
-    for number, line in enumerate(lines, 1):
-        if "#" in line:
-            line = line[: line.index("#")]
-        key, colon, value = line.partition(":")
-        if colon:
-            value = value.strip(_WHITESPACE)
-        elif not line:
-            continue
-        else:
-            found = no_colon.get(line, _UNKNOWN)
-            if found is _UNKNOWN:
-                found = _without_colon(line)
-            if found is None:
-                continue
-            key, value = found
-        kind = kinds.get(key)
-        if kind is None:
-            kind = _kind(key, profile)
-        if kind <= _ALLOW:
-            if agents:
-                rules.append(_new(Rule, (kind == _ALLOW, value, number)))
-                after_rule = True
-        elif kind == _USER_AGENT:
-            if after_rule:
-                groups.append(_group(agents, rules, delay, signals, first_line))
-                agents, rules, delay, signals = [], [], None, {}
-                after_rule = False
-            if not agents:
-                first_line = number
-            agents.append(value)
-        elif kind == _RECORD:
-            records.append(
-                _new(Record, (key.strip(_WHITESPACE).lower(), value, number))
-            )
-        elif kind == _SITEMAP:
-            if value:
-                sitemaps[value] = None
-        elif kind == _NO_KEY or not agents:
-            continue
-        elif kind == _CRAWL_DELAY:
-            if delay is None:
-                delay = parse_crawl_delay(value)
-        else:
-            merge_signals(signals, parse_content_signal(value)[0])
-    if agents:
-        groups.append(_group(agents, rules, delay, signals, first_line))
-    document = _object_new(Document)
-    fields = document.__dict__
-    fields["groups"] = tuple(groups)
-    fields["sitemaps"] = tuple(sitemaps)
-    fields["records"] = tuple(records)
-    fields["profile"] = profile
-    return document
-
-
-# First characters of the lines read_for() never needs: the key of a rule,
-# User-agent, Crawl-delay or Content-Signal line (or a misspelling of one,
-# in either profile) starts with "u", "a", "d" or "c" in either case, after
-# any whitespace.  Blank lines, comments, other records, sitemaps and most
-# junk start with one of these.
+# First characters of the lines that never matter to the rules of one
+# agent (see scrapy_rfc9309._scan): the key of a rule, User-agent,
+# Crawl-delay or Content-Signal line (or a misspelling of one, in either
+# profile) starts with "u", "a", "d" or "c" in either case, after any
+# whitespace.  Blank lines, comments, other records, sitemaps and most junk
+# start with one of these.
 _IRRELEVANT_START = frozenset(
     [""] + [chr(octet) for octet in range(0x80) if chr(octet) not in "uUaAdDcC \t\v\f"]
 )
 
-# First characters of lines that are no User-agent line.
-_NOT_AGENT_START = _IRRELEVANT_START | frozenset("aAdDcC")
-
-# The rules of some groups while read_for() reads: patterns, metas,
-# Crawl-delays and the Content-Signal values of each group.
-_Collected = tuple[list[str], list[int], list[float], list[dict[str, bool | str]]]
-
-#: What matching for one agent needs from a robots.txt (see read_for()):
-#: the patterns (none empty) of the rules that apply, in file order, their
-#: ``line << 1 | allow``, the Crawl-delay and the Content-Signal values.
+#: What matching for one agent needs from a robots.txt: the patterns (none
+#: empty) of the rules of the groups that apply to it (merged, as
+#: :func:`applicable_groups` and :func:`merge_groups` give them), in file
+#: order, their ``line << 1 | allow``, the Crawl-delay and the
+#: Content-Signal values.
 AgentRules = tuple[list[str], list[int], float | None, dict[str, bool | str]]
-
-
-def read_for(lines: list[str], profile: Profile, token: str) -> AgentRules:
-    """What matching for the agent of product ``token`` needs from the
-    robots.txt ``lines``: the same as the groups of ``read(lines, profile)``
-    that apply to it (:func:`applicable_groups`), merged, without reading
-    the rest into a :class:`Document`.
-
-    Line by line: the definition that
-    :func:`~scrapy_rfc9309.match.compile_source`'s faster
-    reader (``scrapy_rfc9309._scan.scan_for``) is tested against.
-    """
-    kinds = _KIND_CACHE[profile]
-    # The rules of the groups naming the token, and of those naming "*".
-    named: _Collected = ([], [], [], [])
-    starred: _Collected = ([], [], [], [])
-    found_named = False
-    # The group being read: the tokens of its agents, whether a rule was
-    # read (its agents are all known then), where its rules go, its
-    # Crawl-delay and Content-Signal values.
-    agents: list[str] = []
-    after_rule = False
-    into = starred
-    keep = False
-    delay: float | None = None
-    signals: dict[str, bool | str] = {}
-    # The lines that cannot matter, by how they start: once the rules of a
-    # group that does not apply have begun, only a User-agent line can.
-    skip = _IRRELEVANT_START
-    # Only the rules of the groups that apply are kept, other lines are
-    # looked at no more than needed to tell where groups start.
-    for number, line in enumerate(lines, 1):
-        if line[:1] in skip:
-            continue
-        if "#" in line:
-            line = line[: line.index("#")]
-        kind_value = kind_and_value(line, kinds, profile)
-        if kind_value is None:
-            continue
-        kind, value = kind_value
-        if kind <= _ALLOW:
-            if not after_rule:
-                if not agents:
-                    continue
-                after_rule = True
-                if token and token in agents:
-                    into, keep, found_named = named, True, True
-                else:
-                    into, keep = starred, not found_named and "*" in agents
-                    if not keep:
-                        skip = _NOT_AGENT_START
-            if keep:
-                value = value.strip(_WHITESPACE)
-                if value:
-                    into[0].append(value)
-                    into[1].append(number << 1 | kind)
-        elif kind == _USER_AGENT:
-            if after_rule:
-                if keep:
-                    _group_done(into, delay, signals)
-                agents, after_rule, delay, signals = [], False, None, {}
-                skip = _IRRELEVANT_START
-            agents.append(agent_token(value.strip(_WHITESPACE)))
-        elif not agents:
-            continue
-        elif kind == _CRAWL_DELAY:
-            if delay is None:
-                delay = parse_crawl_delay(value.strip(_WHITESPACE))
-        elif kind == _CONTENT_SIGNAL:
-            merge_signals(signals, parse_content_signal(value.strip(_WHITESPACE))[0])
-    if agents:
-        if not after_rule:
-            # A last group without rules applies too.
-            if token and token in agents:
-                into, keep, found_named = named, True, True
-            else:
-                into, keep = starred, not found_named and "*" in agents
-        if keep:
-            _group_done(into, delay, signals)
-    patterns, metas, delays, values = named if found_named else starred
-    merged: dict[str, bool | str] = {}
-    for group_signals in values:
-        merge_signals(merged, group_signals)
-    return patterns, metas, max(delays) if delays else None, merged
-
-
-def _group_done(
-    into: _Collected, delay: float | None, signals: dict[str, bool | str]
-) -> None:
-    if delay is not None:
-        into[2].append(delay)
-    into[3].append(signals)
 
 
 def _group(
@@ -861,4 +782,4 @@ def parse(
         raise ValueError(
             f"unknown robots.txt profile {profile!r}; use one of {PROFILES}"
         )
-    return _read_fast(lines_of(body_text(source, max_bytes)), profile)
+    return Document._unread(body_text(source, max_bytes), profile)

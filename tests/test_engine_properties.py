@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from itertools import product
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from scrapy_rfc9309 import match
 from scrapy_rfc9309.lint import CODES, lint
-from scrapy_rfc9309.match import Decision, compile, compile_source, explain
+from scrapy_rfc9309.match import Decision, compile, explain
 from scrapy_rfc9309.parse import (
     Document,
     applicable_groups,
@@ -29,6 +30,7 @@ from scrapy_rfc9309.urls import (
     normalize_pattern,
     request_path,
 )
+from tests.utils import read_document
 
 PROFILES = st.sampled_from(["rfc9309", "google"])
 SETTINGS = settings(
@@ -147,20 +149,126 @@ def test_explain_never_raises_and_for_agent_agrees(
         }
 
 
+# An independent reference: the brute force below uses none of the
+# package's URL or group functions, only these, written for the reader
+# from RFC 9309 and Google's robots.cc, so that it can disagree.
+
+
+def _octets(text: str) -> bytes:
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
+def _path_of(url: str) -> str:
+    """Google's GetPathParamsQuery: what follows the authority, from the
+    first "/", "?" or ";", up to a "#"; "/" if there is none."""
+    start = 2 if url.startswith("//") else 0
+    rest = url[start:]
+    scheme, protocol, after = rest.partition("://")
+    if not protocol or any(c in scheme for c in "/?;"):
+        after = rest
+    where = next((i for i, c in enumerate(after) if c in "/?;"), None)
+    if where is None:
+        return "/"
+    before = rest[: len(rest) - len(after) + where]
+    if "#" in before:
+        return "/"
+    path = after[where:].split("#")[0]
+    return path if path.startswith("/") else "/" + path
+
+
+def _canonical(text: str) -> str:
+    """RFC 9309 2.2.2: octets, escapes decoded, then every octet but
+    printable ASCII other than "%", "*" and "$" written as %XX."""
+    data = _octets(text)
+    decoded = bytearray()
+    i = 0
+    while i < len(data):
+        escape = data[i : i + 3]
+        if (
+            len(escape) == 3
+            and escape[:1] == b"%"
+            and all(c in b"0123456789abcdefABCDEF" for c in escape[1:])
+        ):
+            decoded.append(int(escape[1:], 16))
+            i += 3
+        else:
+            decoded.append(data[i])
+            i += 1
+    return "".join(
+        chr(o) if 0x21 <= o < 0x7F and chr(o) not in "%*$" else f"%{o:02X}"
+        for o in decoded
+    )
+
+
+def _canonical_pattern(pattern: str) -> str:
+    """A pattern canonical between its wildcards, its final "$" kept."""
+    anchored = pattern.endswith("$")
+    body = pattern[:-1] if anchored else pattern
+    return "*".join(map(_canonical, body.split("*"))) + ("$" if anchored else "")
+
+
+def _google_pattern(pattern: str) -> str:
+    """Google's MaybeEscapePattern: escapes upper-cased, octets outside
+    ASCII written as %XX, nothing decoded."""
+    data = _octets(pattern)
+    out = []
+    i = 0
+    while i < len(data):
+        escape = data[i : i + 3]
+        if (
+            len(escape) == 3
+            and escape[:1] == b"%"
+            and all(c in b"0123456789abcdefABCDEF" for c in escape[1:])
+        ):
+            out.append(escape.decode().upper())
+            i += 3
+        else:
+            out.append(chr(data[i]) if data[i] < 0x80 else f"%{data[i]:02X}")
+            i += 1
+    return "".join(out)
+
+
+def _token(value: str) -> str:
+    return re.match("[A-Za-z_-]*", value)[0].lower()  # type: ignore[index]
+
+
+def _groups_for(document: Document, agent: str) -> list[Any]:
+    """RFC 9309 2.2.1: the groups naming the agent's product token, else
+    those naming "*" (Google: "*" then whitespace and anything)."""
+    token = _token(agent)
+
+    def names(value: str) -> str:
+        return (
+            "*"
+            if re.fullmatch(r"\*(?:[ \t\n\v\f\r].*)?", value, re.S)
+            else _token(value)
+        )
+
+    named = [g for g in document.groups if token and token in map(names, g.user_agents)]
+    return named or [g for g in document.groups if "*" in map(names, g.user_agents)]
+
+
 def _reference(document: Document, agent: str, url: str) -> tuple[bool, int]:
     """Allowed, and the deciding line (0: none), by brute force: every rule
-    of the groups that apply turned into a regular expression."""
+    of the groups that apply turned into a regular expression; the longest
+    match wins, Allow over Disallow of the same length, then the earlier
+    line."""
     rfc = document.profile == "rfc9309"
-    path = request_path(url)
+    path = _path_of(url)
     if rfc:
-        path = normalize_path(path)
+        path = _canonical(path)
         if path.split("?")[0] == "/robots.txt":
             return True, 0
     candidates = []
-    for group in applicable_groups(document, product_token(agent)):
+    for group in _groups_for(document, agent):
         for rule in group.rules:
             pattern = (
-                normalize_pattern(rule.pattern) if rfc else escape_pattern(rule.pattern)
+                _canonical_pattern(rule.pattern)
+                if rfc
+                else _google_pattern(rule.pattern)
             )
             if not pattern:
                 continue
@@ -183,6 +291,25 @@ def _reference(document: Document, agent: str, url: str) -> tuple[bool, int]:
 
 
 @SETTINGS
+@given(URL)
+def test_the_reference_reads_urls_as_the_package(url: str) -> None:
+    # Two implementations of the same definitions.
+    assert _path_of(url) == request_path(url)
+    assert _canonical(url) == normalize_path(url)
+    assert _canonical_pattern(url) == normalize_pattern(url)
+    assert _google_pattern(url) == escape_pattern(url)
+
+
+@SETTINGS
+@given(ROBOTS_TXT, AGENT)
+def test_the_reference_picks_groups_as_the_package(source: str, agent: str) -> None:
+    document = parse(source)
+    assert _groups_for(document, agent) == applicable_groups(
+        document, product_token(agent)
+    )
+
+
+@SETTINGS
 @given(ROBOTS_TXT, PROFILES, AGENT, URL)
 def test_matcher_agrees_with_brute_force(
     source: str, profile: str, agent: str, url: str
@@ -196,11 +323,14 @@ def test_matcher_agrees_with_brute_force(
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.booleans(), st.lists(st.sampled_from(list("/ab*$")), max_size=8)),
+        st.tuples(
+            st.booleans(),
+            st.lists(st.sampled_from([*"/ab*$", "%61", "%2a"]), max_size=8),
+        ),
         min_size=9,
         max_size=60,
     ),
-    st.lists(st.sampled_from(list("/ab")), max_size=12),
+    st.lists(st.sampled_from([*"/ab", "%61", "%2A"]), max_size=12),
     st.sampled_from([256, 4, 0]),
 )
 def test_many_rules_agree_with_brute_force(
@@ -226,20 +356,23 @@ def test_many_rules_agree_with_brute_force(
 
 @SETTINGS
 @given(st.one_of(ROBOTS_TXT, st.text(max_size=300), st.binary(max_size=300)), PROFILES)
-def test_parse_reads_as_the_reporting_reader(source: str | bytes, profile: str) -> None:
-    # parse() has a reader of its own, written for speed; it must read
-    # every body as read(), which lint() reports with, does.
+def test_reporting_changes_nothing_read(source: str | bytes, profile: str) -> None:
+    # One reader serves parse() and lint(): what it reports about a body
+    # never changes how it reads it.
     lines = lines_of(body_text(source, 512_000))
-    assert parse(source, profile=profile) == read(lines, profile)
+    events: list[tuple[int, str, str]] = []
+    reported = read(lines, profile, lambda *event: events.append(event))
+    assert parse(source, profile=profile) == reported
+    assert all(1 <= line <= len(lines) for line, _, _ in events)
 
 
 @SETTINGS
 @given(ROBOTS_TXT, PROFILES, AGENT, st.lists(URL, max_size=5))
-def test_compile_source_answers_as_compile_of_parse(
+def test_unread_document_answers_as_the_read_one(
     source: str, profile: str, agent: str, urls: list[str]
 ) -> None:
-    ours = compile_source(source, agent, profile=profile)
-    reference = compile(parse(source, profile=profile), agent)
+    ours = compile(parse(source, profile=profile), agent)
+    reference = compile(read_document(parse(source, profile=profile)), agent)
     assert ours.profile == reference.profile
     assert ours.crawl_delay == reference.crawl_delay
     assert ours.content_signals == reference.content_signals

@@ -8,13 +8,13 @@ from scrapy_rfc9309.match import (
     Decision,
     Matcher,
     compile,
-    compile_source,
     content_signals,
     crawl_delay,
     explain,
     is_allowed,
 )
 from scrapy_rfc9309.parse import Document, Group, Rule, parse
+from tests.utils import read_document
 
 PROFILES = ["rfc9309", "google"]
 
@@ -271,7 +271,7 @@ def test_matcher() -> None:
     assert matcher.content_signals == {"search": False}
     assert matcher.is_allowed("/x") is False
     assert matcher.explain("/x") == explain(document, "foobot", "/x")
-    assert matcher.explain("/x") is matcher.explain("/x/y")
+    assert matcher.explain("/x") == matcher.explain("/x/y")
     assert "entries=1" in repr(matcher)
     copy = pickle.loads(pickle.dumps(matcher))
     assert copy.explain("/x/y") == matcher.explain("/x/y")
@@ -370,11 +370,11 @@ def test_odd_octets_in_urls_get_an_answer(profile: str) -> None:
     assert matcher.explain("/\udcff").rule == expected
 
 
-def test_decisions_are_made_once_per_rule() -> None:
+def test_decisions_name_their_rule() -> None:
     matcher = compile(parse("User-agent: *\nDisallow: /a\nDisallow: /b\n"), "bot")
     first = matcher.explain("/a")
-    assert matcher.explain("/b") is not first
-    assert matcher.explain("/a/x") is first
+    assert matcher.explain("/b").rule == Rule(False, "/b", 3)
+    assert matcher.explain("/a/x") == first
     other = compile(parse("User-agent: *\nDisallow: /a\n"), "bot")
     assert other.explain("/a") == first
     assert other.explain("/a").rule == Rule(False, "/a", 2)
@@ -393,9 +393,11 @@ def test_decisions_are_made_once_per_rule() -> None:
         "\ufeffUser-agent: *\r\nDisallow: /%61*\r\n\x00junk\n",
     ],
 )
-def test_compile_source_answers_as_compile_of_parse(body: str, profile: str) -> None:
-    ours = compile_source(body.encode(), "FooBot/1.0", profile=profile)
-    reference = compile(parse(body, profile=profile), "FooBot/1.0")
+def test_unread_document_answers_as_the_read_one(body: str, profile: str) -> None:
+    # parse() leaves the groups unread; compile() then reads only those
+    # that apply.
+    ours = compile(parse(body.encode(), profile=profile), "FooBot/1.0")
+    reference = compile(read_document(parse(body, profile=profile)), "FooBot/1.0")
     assert (ours.profile, ours.crawl_delay, ours.content_signals) == (
         reference.profile,
         reference.crawl_delay,
@@ -405,11 +407,9 @@ def test_compile_source_answers_as_compile_of_parse(body: str, profile: str) -> 
         assert ours.explain(url) == reference.explain(url)
 
 
-def test_compile_source_reads_as_parse_does() -> None:
-    with pytest.raises(ValueError, match="profile"):
-        compile_source("", "bot", profile="other")
+def test_unread_document_is_cut_as_parse_cuts() -> None:
     body = "User-agent: *\nDisallow: /a\n" + "#" * 100 + "\nDisallow: /b\n"
-    matcher = compile_source(body, "bot", max_bytes=40)
+    matcher = compile(parse(body, max_bytes=40), "bot")
     assert matcher.is_allowed("/a") is False
     assert matcher.is_allowed("/b") is True
 
@@ -423,3 +423,71 @@ def test_a_hand_built_pattern_with_a_line_break(profile: str) -> None:
     assert matcher.explain("/a%0Ab").rule == Rule(False, "/a%0Ab", 1)
     assert matcher.explain("/c").rule == rules[1]
     assert matcher.explain("/a").rule == rules[2]
+
+
+def test_a_document_keeps_its_matchers() -> None:
+    # The natural route is the fast one: asking a document again, however
+    # many other documents were asked in between, compiles nothing.
+    documents = [parse(f"User-agent: *\nDisallow: /{n}\n") for n in range(100)]
+    first = [compile(document, "bot") for document in documents]
+    assert all(
+        compile(document, "bot") is matcher
+        for document, matcher in zip(documents, first, strict=True)
+    )
+    assert compile(documents[0], "other") is not first[0]
+
+
+def test_kept_matchers_are_not_part_of_the_document() -> None:
+    body = "User-agent: *\nDisallow: /x\nSitemap: https://a/s.xml\n"
+    unread = parse(body)
+    compile(unread, "bot")
+    read = read_document(parse(body))
+    assert unread == read
+    assert hash(unread) == hash(read)
+    again = pickle.loads(pickle.dumps(unread))
+    assert again == read
+    assert again._matchers == {}
+    assert repr(again) == repr(read)
+    with pytest.raises(AttributeError):
+        unread.profile = "google"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("rules", "url", "line"),
+    [
+        # Equal once normalised (RFC 9309 2.2.2): Allow wins the tie,
+        # whichever comes first and however either is written.
+        (["Disallow: /%61", "Allow: /a"], "/a", 3),
+        (["Allow: /a", "Disallow: /%61"], "/a", 2),
+        (["Disallow: /a", "Allow: /%61"], "/a", 3),
+        (["Disallow: /%61*", "Allow: /a*"], "/ab", 3),
+        (["Disallow: /*%61$", "Allow: /*a$"], "/xa", 3),
+        (["Disallow: /x%2fa", "Allow: /x/a"], "/x/a", 3),
+        (["Disallow: /%C3%A9", "Allow: /\u00e9"], "/%c3%a9", 3),
+    ],
+)
+def test_allow_wins_a_tie_of_normalised_patterns(
+    rules: list[str], url: str, line: int
+) -> None:
+    body = "User-agent: *\n" + "\n".join(rules) + "\n"
+    decision = compile(parse(body), "bot").explain(url)
+    assert decision.allowed
+    assert decision.rule is not None
+    assert decision.rule.line == line
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_allow_wins_a_tie_of_the_same_pattern(profile: str) -> None:
+    for rules in (["Disallow: /a", "Allow: /a"], ["Allow: /a", "Disallow: /a"]):
+        body = "User-agent: *\n" + "\n".join(rules) + "\n"
+        decision = compile(parse(body, profile=profile), "bot").explain("/a")
+        assert decision.allowed
+
+
+@pytest.mark.parametrize("blank_lines", [10, 40_000, 70_000])
+def test_a_rule_far_down_keeps_its_line(blank_lines: int) -> None:
+    # Tables take two octets an entry while line numbers fit, more after.
+    body = "User-agent: *\n" + "\n" * blank_lines + "Disallow: /a\nAllow: /a/b*\n"
+    matcher = compile(parse(body), "bot")
+    assert matcher.explain("/a/x").rule == Rule(False, "/a", blank_lines + 2)
+    assert matcher.explain("/a/bc").rule == Rule(True, "/a/b*", blank_lines + 3)

@@ -1,14 +1,21 @@
-"""The memory store: LRU bound, agent-only documents, leases."""
+"""The memory store: LRU bound, entries kept for one agent, leases."""
 
 from __future__ import annotations
 
 import pytest
 from scrapy.utils.test import get_crawler
 
-from scrapy_rfc9309.outcome import Lifetimes, parsed, unavailable
-from scrapy_rfc9309.parse import parse
+from scrapy_rfc9309.match import content_signals, crawl_delay
+from scrapy_rfc9309.outcome import (
+    Lifetimes,
+    explain_by,
+    parsed,
+    unavailable,
+    unreachable,
+)
+from scrapy_rfc9309.parse import Rule, parse
 from scrapy_rfc9309.stores.base import OutcomeStore
-from scrapy_rfc9309.stores.memory import MemoryStore
+from scrapy_rfc9309.stores.memory import MemoryStore, new_entry
 from tests.utils import coroutine_test
 
 LIFETIMES = Lifetimes(cache=100, unreachable=10, grace=1000)
@@ -40,17 +47,47 @@ def test_least_recently_used_origin_goes_first() -> None:
 
 def test_keeps_only_what_answers_for_the_agent() -> None:
     store = MemoryStore(user_agent="TestBot/2.0")
-    entry = store.store("http://a/robots.txt", parsed(DOC, now=0, lifetimes=LIFETIMES))
-    document = entry.outcome.document
-    assert document is not None
-    assert len(document.groups) == 1
-    assert document.groups[0].user_agents == ("TestBot",)
+    outcome = parsed(DOC, now=0, lifetimes=LIFETIMES)
+    entry = store.store("http://a/robots.txt", outcome)
+    # No document beside the matcher: it answers and explains on its own.
+    assert entry.outcome.document is None
     assert entry.matcher is not None
     decision = entry.matcher.explain("http://a/mine/page")
     assert not decision.allowed
-    assert decision.rule is not None
-    assert decision.rule.line == 2
+    assert decision.rule == Rule(False, "/mine", 2)
     assert entry.matcher.explain("http://a/all").allowed
+
+
+def test_restored_outcome_answers_as_the_original() -> None:
+    body = (
+        "User-agent: TestBot\nDisallow: /mine\nAllow: /mine/open\nCrawl-delay: 2\n"
+        "Content-Signal: ai-train=no\nDisallow: /*.pdf$\n"
+        "Allow: /dir/index.html\nDisallow: /dir/\nDisallow: /mine\n\n"
+        "User-agent: *\nDisallow: /all\nSitemap: https://a/s.xml\n"
+    )
+    failed = unreachable(
+        now=LIFETIMES.grace + 1,
+        lifetimes=LIFETIMES,
+        previous=parsed(parse(body), now=LIFETIMES.grace, lifetimes=LIFETIMES),
+    )
+    for outcome in (parsed(parse(body), now=0, lifetimes=LIFETIMES), failed):
+        entry = new_entry(outcome, "TestBot/2.0")
+        restored = entry.restored()
+        assert restored.kind == outcome.kind
+        rules, original = restored.rules, outcome.rules
+        assert rules is not None
+        assert original is not None
+        assert rules.sitemaps == ("https://a/s.xml",)
+        now = 3 * LIFETIMES.grace
+        for url in ("/mine", "/mine/open", "/a.pdf", "/dir/", "/dir/x", "/all", "/"):
+            assert explain_by(restored, "TestBot", url, now=now) == explain_by(
+                outcome, "TestBot", url, now=now
+            )
+        for function in (crawl_delay, content_signals):
+            assert function(rules, "TestBot") == function(original, "TestBot")
+        # Kept again (the 30-day rule carries it on), it answers the same.
+        again = new_entry(restored, "TestBot/2.0")
+        assert again.restored() == restored
 
 
 def test_without_agent_keeps_whole_documents() -> None:
@@ -72,7 +109,9 @@ async def test_async_interface_and_retention() -> None:
     outcome = parsed(DOC, now=0, lifetimes=LIFETIMES)
     await store.put("http://a/robots.txt", outcome)
     got = await store.get("http://a/robots.txt")
-    assert got == outcome.slimmed("TestBot")
+    assert got is not None
+    assert (got.kind, got.expires_at) == (outcome.kind, outcome.expires_at)
+    assert explain_by(got, "TestBot", "/mine", now=0).rule == Rule(False, "/mine", 2)
     assert await store.get("http://b/robots.txt") is None
     # Stale entries are kept until retain_until (the 30-day rule needs them).
     now[0] = outcome.expires_at + 1

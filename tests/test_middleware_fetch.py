@@ -12,6 +12,7 @@ import pytest
 from scrapy import Request
 
 from scrapy_rfc9309.middleware import RobotsMiddleware
+from scrapy_rfc9309.parse import Rule
 from tests.crawl_helpers import RecordingSpider, crawl, middleware, stats
 from tests.server import Server
 from tests.utils import FakeClock, coroutine_test
@@ -310,10 +311,12 @@ async def test_memory_store_holds_only_the_agents_rules(server: Server) -> None:
     assert crawler.spider.crawled == [server.url("/yours")]
     entry = middleware(crawler).memory.entry(server.url("/robots.txt"))
     assert entry is not None
-    document = entry.outcome.document
-    assert document is not None
-    assert [group.user_agents for group in document.groups] == [("TestBot",)]
-    assert document.sitemaps == ("/sitemap.xml",)
+    # The matcher of the agent's rules and the sitemaps, no document.
+    assert entry.outcome.document is None
+    assert entry.matcher is not None
+    assert entry.matcher.explain("/mine").rule == Rule(False, "/mine", 2)
+    assert entry.matcher.explain("/other").allowed
+    assert entry.sitemaps == "/sitemap.xml"
 
 
 @coroutine_test

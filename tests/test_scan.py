@@ -1,6 +1,6 @@
-"""scan_for() reads a robots.txt for one agent exactly as read_for() reads
-its lines: the same patterns, line numbers, Crawl-delay and Content-Signal
-values, whatever the text."""
+"""scan_for() reads a robots.txt for one agent exactly as the Document
+route does (the groups of ``read()`` that apply, merged): the same patterns,
+line numbers, Crawl-delay and Content-Signal values, whatever the text."""
 
 from __future__ import annotations
 
@@ -9,13 +9,39 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309._scan import scan_for
-from scrapy_rfc9309.parse import MAX_LINE_BYTES, body_text, lines_of, read_for
+from scrapy_rfc9309.parse import (
+    MAX_LINE_BYTES,
+    AgentRules,
+    applicable_groups,
+    body_text,
+    lines_of,
+    merge_signals,
+    read,
+)
 
 PROFILES = ("rfc9309", "google")
 TOKENS = ("examplebot", "other", "")
 
 # Past the cap a line is cut, whatever it holds.
 PAST_CAP = MAX_LINE_BYTES + 10
+
+
+def rules_for(text: str, profile: str, token: str) -> AgentRules:
+    """What scan_for() must give: the rules (empty patterns left out, as
+    they match nothing), the largest Crawl-delay and the Content-Signal
+    values of the groups of the Document that apply to ``token``."""
+    groups = applicable_groups(read(lines_of(text), profile), token)
+    rules = sorted(
+        (rule for group in groups for rule in group.rules), key=lambda r: r.line
+    )
+    patterns = [rule.pattern for rule in rules if rule.pattern]
+    metas = [rule.line << 1 | rule.allow for rule in rules if rule.pattern]
+    delays = [group.crawl_delay for group in groups if group.crawl_delay is not None]
+    signals: dict[str, bool | str] = {}
+    for group in groups:
+        merge_signals(signals, group.content_signals)
+    return patterns, metas, max(delays) if delays else None, signals
+
 
 TEXTS = {
     "empty": "",
@@ -129,12 +155,10 @@ TEXTS = {
 
 @pytest.mark.parametrize("profile", PROFILES)
 @pytest.mark.parametrize("name", sorted(TEXTS))
-def test_scan_reads_as_read_for(name: str, profile: str) -> None:
+def test_scan_reads_as_the_document(name: str, profile: str) -> None:
     text = TEXTS[name]
     for token in TOKENS:
-        assert scan_for(text, profile, token) == read_for(
-            lines_of(text), profile, token
-        )
+        assert scan_for(text, profile, token) == rules_for(text, profile, token)
 
 
 def test_scan_finds_rules_line_numbers_and_values() -> None:
@@ -237,8 +261,6 @@ ROBOTS_TXT = st.lists(st.tuples(_LINE, _NEWLINE).map("".join), max_size=30).map(
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ROBOTS_TXT, st.sampled_from(PROFILES))
-def test_scan_reads_generated_texts_as_read_for(text: str, profile: str) -> None:
+def test_scan_reads_generated_texts_as_the_document(text: str, profile: str) -> None:
     for token in TOKENS:
-        assert scan_for(text, profile, token) == read_for(
-            lines_of(text), profile, token
-        )
+        assert scan_for(text, profile, token) == rules_for(text, profile, token)

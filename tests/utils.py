@@ -11,7 +11,7 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.reactor import is_reactor_installed
 
 from scrapy_rfc9309.outcome import Outcome
-from scrapy_rfc9309.parse import parse
+from scrapy_rfc9309.parse import Document, parse
 
 
 def coroutine_test(
@@ -64,4 +64,13 @@ def stored_outcome(retain: float = 3600.0, now: float | None = None) -> Outcome:
         http_status=200,
         document=parse("User-agent: *\nDisallow: /private\nSitemap: /s.xml\n"),
         detail="HTTP 200",
+    )
+
+
+def read_document(document: Document) -> Document:
+    """A copy of ``document`` with its groups read: ``parse()`` leaves them
+    unread, and ``compile()`` then reads only those that apply; on this
+    copy, it compiles from the groups."""
+    return Document(
+        document.groups, document.sitemaps, document.records, document.profile
     )

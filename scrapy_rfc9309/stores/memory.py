@@ -2,18 +2,22 @@
 origins dropped first.
 
 It is also the layer that answers every request of a crawl, whatever the
-configured store: for each origin it holds only what answers for the crawl's
-agent (``Document.for_agent``) and the matcher compiled from it.
+configured store: for each origin it holds only what answers and explains
+for the crawl's agent: the outcome without its documents, the matcher
+compiled from its rules (which keeps Crawl-delay, Content-Signal and the
+lines ``explain`` reports), and the sitemaps.
 """
 
 from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from .._settings import positive_int, robots_user_agent
 from ..match import compile
+from ..outcome import PARSED
 from .base import OutcomeStore
 
 if TYPE_CHECKING:
@@ -25,15 +29,43 @@ if TYPE_CHECKING:
     from ..match import Matcher
     from ..outcome import Outcome
 
-__all__ = ["Entry", "MemoryStore"]
+__all__ = ["Entry", "MemoryStore", "new_entry"]
 
 
 class Entry(NamedTuple):
-    """An origin's outcome, slimmed to one agent, with its compiled matcher."""
+    """What the memory store keeps of an origin's outcome."""
 
+    #: The outcome; without its documents when kept for one agent.
     outcome: Outcome
-    #: Compiled from ``outcome.rules``; ``None`` when there are none.
+    #: Compiled from ``outcome.rules`` for the agent; ``None`` when there are none.
     matcher: Matcher | None
+    #: The sitemaps of the document of ``outcome.rules``, one a line (one
+    #: string takes far less memory than a tuple of them).
+    sitemaps: str = ""
+
+    def restored(self) -> Outcome:
+        """The outcome with a document that answers for the agent as the
+        original did: the matcher's rules, sitemaps included."""
+        matcher = self.matcher
+        outcome = self.outcome
+        if matcher is None or outcome.rules is not None:
+            return outcome
+        sitemaps = self.sitemaps
+        document = matcher.document(tuple(sitemaps.split("\n")) if sitemaps else ())
+        if outcome.kind == PARSED:
+            return replace(outcome, document=document)
+        return replace(outcome, fallback=document)
+
+
+def new_entry(outcome: Outcome, user_agent: str | None) -> Entry:
+    """What the memory store keeps of ``outcome`` to answer for
+    ``user_agent`` (``None``: the whole outcome, matched for ``*``)."""
+    rules = outcome.rules
+    matcher = None if rules is None else compile(rules, user_agent or "*")
+    if user_agent is None:
+        return Entry(outcome, matcher)
+    sitemaps = "" if rules is None else "\n".join(rules.sitemaps)
+    return Entry(replace(outcome, document=None, fallback=None), matcher, sitemaps)
 
 
 class MemoryStore(OutcomeStore):
@@ -89,11 +121,7 @@ class MemoryStore(OutcomeStore):
 
     def store(self, origin: str, outcome: Outcome) -> Entry:
         """Keep ``outcome`` for ``origin`` (slimmed to the agent); its entry."""
-        agent = self.user_agent
-        if agent is not None:
-            outcome = outcome.slimmed(agent)
-        rules = outcome.rules
-        entry = Entry(outcome, None if rules is None else compile(rules, agent or "*"))
+        entry = new_entry(outcome, self.user_agent)
         entries = self._entries
         entries[origin] = entry
         entries.move_to_end(origin)
@@ -109,7 +137,7 @@ class MemoryStore(OutcomeStore):
             del self._entries[origin]
             return None
         self._entries.move_to_end(origin)
-        return entry.outcome
+        return entry.restored()
 
     async def put(self, origin: str, outcome: Outcome) -> None:
         self.store(origin, outcome)
