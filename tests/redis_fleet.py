@@ -23,6 +23,9 @@ every page it gets.  ``CONFIG_JSON`` holds:
 ``warmup``
     optionally, a URL downloaded before the crawl starts (see
     :class:`FleetRedisSpider`);
+``batch``
+    optionally, how many start URLs a worker takes at a time (default 1,
+    so that the workers share them);
 ``reactorless``
     optionally, run without a Twisted reactor.
 
@@ -120,11 +123,13 @@ class FleetRedisSpider(RedisSpider):
     """
 
     name = SPIDER
-    redis_batch_size = 1
 
-    def __init__(self, warmup: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, warmup: str | None = None, batch: int = 1, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.warmup = warmup
+        self.redis_batch_size = batch
 
     async def start(self) -> AsyncIterator[Any]:
         if self.warmup:
@@ -177,7 +182,7 @@ def main(argv: list[str]) -> int:
     ExecutionEngine._SLOT_HEARTBEAT_INTERVAL = 0.5
     process = AsyncCrawlerProcess(worker_settings(config))
     crawler = process.create_crawler(FleetRedisSpider)
-    process.crawl(crawler, warmup=config.get("warmup"))
+    process.crawl(crawler, warmup=config.get("warmup"), batch=config.get("batch", 1))
     process.start()
     stats = crawler.stats.get_stats() if crawler.stats else {}
     Path(config["stats"]).write_text(json.dumps(stats, default=str), encoding="utf-8")
