@@ -12,27 +12,22 @@ crawl are not crawled.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
-import socket
 import time
-import zlib
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
-from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request, signals
-from scrapy.exceptions import IgnoreRequest, NotConfigured, StopDownload
-from scrapy.http.request import NO_CALLBACK
-from scrapy.utils.asyncio import run_in_thread, sleep
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
-from w3lib.url import safe_url_string
 
 from . import signals as robots_signals
-from ._settings import positive_int, robots_user_agent, setting
+from ._settings import robots_user_agent, setting
+from .fetch import META_KEY, RobotsFetcher
 from .match import Decision
 from .outcome import (
     PARSED,
@@ -41,13 +36,9 @@ from .outcome import (
     Lifetimes,
     Outcome,
     explain_compiled,
-    kind_of_status,
-    max_age,
-    parsed,
-    unavailable,
     unreachable,
 )
-from .parse import parse
+from .politeness import Politeness
 from .stores import STORES
 from .stores.base import OutcomeStore, StoreError
 from .stores.memory import Entry, MemoryStore
@@ -57,9 +48,7 @@ from .urls import robots_url
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from scrapy.core.downloader import Downloader
     from scrapy.crawler import Crawler
-    from scrapy.http import Headers, Response
     from typing_extensions import Self
 
 __all__ = ["META_KEY", "RobotsDisallowed", "RobotsMiddleware"]
@@ -68,13 +57,6 @@ logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
-#: Request meta key marking this middleware's own robots.txt requests; the
-#: value is the origin (its robots.txt URL) the request is fetched for.
-META_KEY = "robots_txt_for"
-# Where the _Body of a robots.txt request is kept.
-_BODY_KEY = "_robots_txt_body"
-
-PROFILES = ("rfc9309", "google")
 OVER_MAX = ("clamp", "skip")
 
 
@@ -104,114 +86,6 @@ def _origin_of(scheme: str, netloc: str) -> str | None:
     return robots_url(f"{scheme}://{netloc}/")
 
 
-def _redirect_target(base: str, location: bytes) -> str | None:
-    """The http(s) URL a ``Location`` header points to, or ``None`` when it
-    is malformed (bad IPv6 host, port out of range, ...) or another scheme."""
-    try:
-        url = urljoin(base, safe_url_string(location))
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port out of range
-    except ValueError:
-        return None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return None
-    return url
-
-
-def _is_public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    # is_global is False for private, loopback, link-local (cloud metadata
-    # at 169.254.169.254 included), shared (100.64/10), reserved and
-    # unspecified addresses.
-    return ip.is_global and not ip.is_multicast
-
-
-def _resolve(host: str) -> list[str]:
-    return sorted(
-        {
-            str(info[4][0])
-            for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-        }
-    )
-
-
-def _decoder(content_encoding: list[bytes]) -> Any:
-    """A streaming zlib decoder for a gzip or deflate body, else ``None``."""
-    if len(content_encoding) != 1:
-        return None
-    encoding = content_encoding[0].strip().lower()
-    if encoding in (b"gzip", b"x-gzip", b"deflate"):
-        # 32 + MAX_WBITS reads both the gzip and the zlib header.
-        return zlib.decompressobj(32 + zlib.MAX_WBITS)
-    return None
-
-
-def _encodings(headers: Headers) -> list[bytes]:
-    return [
-        part.strip()
-        for value in headers.getlist(b"Content-Encoding")
-        for part in value.split(b",")
-        if part.strip() and part.strip().lower() != b"identity"
-    ]
-
-
-class _Body:
-    """A robots.txt body on its way, counted against ``ROBOTS_MAX_BYTES``.
-
-    One per robots.txt request, shared by its retries (Scrapy copies meta
-    into them); :meth:`start` begins each response.  A gzip or deflate body
-    is counted by its decoded size, and decoded here as it arrives, so that
-    a small gzip bomb stops as early as a large plain file and the decoded
-    prefix is at hand when the transfer is cut.
-    """
-
-    __slots__ = ("_decoder", "_left", "compressed", "decoded", "limit")
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.start([])
-
-    def start(self, content_encoding: list[bytes]) -> None:
-        self._left = self.limit
-        self._decoder = _decoder(content_encoding)
-        #: Whether the body is compressed in a way this class decodes.
-        self.compressed = self._decoder is not None
-        #: The decoded body so far (compressed bodies), at most limit + 1 bytes.
-        self.decoded = bytearray()
-
-    def spent_by(self, data: bytes) -> bool:
-        """Take ``data`` in; whether the limit is now passed."""
-        decoder = self._decoder
-        if decoder is not None:
-            try:
-                # max_length bounds the work: one byte over the limit is
-                # all it takes to know the body is too large.
-                data = decoder.decompress(data, self._left + 1)
-            except zlib.error:
-                # Not what it claims to be: count it as it comes, and leave
-                # it to HttpCompressionMiddleware.
-                self._decoder = None
-                self.compressed = False
-            else:
-                self.decoded += data
-        self._left -= len(data)
-        return self._left < 0
-
-
-def _decoded(body: bytes, content_encoding: list[bytes], limit: int) -> bytes:
-    """``body`` decoded when HttpCompressionMiddleware left it encoded
-    (``COMPRESSION_ENABLED = False``), at most ``limit + 1`` bytes of it."""
-    decoder = _decoder(content_encoding)
-    if decoder is None:
-        return body
-    try:
-        return bytes(decoder.decompress(body, limit + 1))
-    except zlib.error:
-        return body
-
-
 class RobotsMiddleware:
     """Downloader middleware obeying RFC 9309 robots.txt (see the README).
 
@@ -227,20 +101,12 @@ class RobotsMiddleware:
             raise NotConfigured("ROBOTS_ENABLED is off")
         self.crawler = crawler
         self.user_agent = robots_user_agent(settings, crawler.spider)
-        self.profile = str(setting(settings, "ROBOTS_PROFILE")).strip().lower()
-        if self.profile not in PROFILES:
-            # Disabling the middleware on a typo would crawl without robots.txt.
-            raise ValueError(
-                f"ROBOTS_PROFILE must be one of {', '.join(map(repr, PROFILES))},"
-                f" not {settings.get('ROBOTS_PROFILE')!r}"
-            )
-        self.max_bytes = positive_int(settings, "ROBOTS_MAX_BYTES", minimum=1)
-        self.max_redirects = positive_int(settings, "ROBOTS_MAX_REDIRECTS", minimum=0)
         self.lifetimes = Lifetimes(
             cache=_seconds(settings, "ROBOTS_CACHE_LIFETIME"),
             unreachable=_seconds(settings, "ROBOTS_UNREACHABLE_LIFETIME"),
             grace=_seconds(settings, "ROBOTS_UNREACHABLE_GRACE"),
         )
+        self.fetcher = RobotsFetcher(crawler, lifetimes=self.lifetimes, clock=self._now)
         self.crawl_delay_enabled = settings.getbool(
             "ROBOTS_CRAWL_DELAY", setting(settings, "ROBOTS_CRAWL_DELAY")
         )
@@ -265,10 +131,6 @@ class RobotsMiddleware:
             for purpose, in_use in purposes.items()
             if in_use
         )
-        self.download_maxsize = settings.getint("DOWNLOAD_MAXSIZE")
-        self.ssrf_guard = settings.getbool(
-            "ROBOTS_SSRF_GUARD", setting(settings, "ROBOTS_SSRF_GUARD")
-        )
         # A lease is held for one fetch: redirects and retries included.
         timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) or 180.0
         self.lease_ttl = timeout * 2
@@ -285,11 +147,7 @@ class RobotsMiddleware:
 
         # Origin -> the waiters of its robots.txt fetch in flight.
         self._pending: dict[str, list[Deferred[Entry]]] = {}
-        self._robots_in_flight = 0
-        # Downloader slot key -> the Crawl-delay it must keep.
-        self._slot_delays: dict[str, float] = {}
-        self._delayed_origins: set[str] = set()
-        self._downloader: Downloader | None = None
+        self.politeness = Politeness(crawler)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
@@ -357,7 +215,7 @@ class RobotsMiddleware:
                     )
                 delay = self.crawl_delay_max
             if delay > 0:
-                self._keep_delay(request, origin, delay)
+                self.politeness.keep(request, origin, delay)
 
     async def outcome_for(
         self, url: str, request: Request | None = None
@@ -481,7 +339,7 @@ class RobotsMiddleware:
                         )
                         return self._obtained(origin, stored, request)
         try:
-            outcome = await self._fetch(origin, previous)
+            outcome = await self.fetcher.fetch(origin, previous)
             entry = self._obtained(origin, outcome, request)
             await self._store_call(lambda store: store.put(origin, outcome), None)
         finally:
@@ -538,244 +396,6 @@ class RobotsMiddleware:
             request=request,
         )
         return entry
-
-    # -- fetching -------------------------------------------------------------
-
-    async def _fetch(self, origin: str, previous: Outcome | None) -> Outcome:
-        """Fetch ``origin`` (a robots.txt URL), following redirects."""
-        self.stats.inc_value("robots/fetch_count")
-        url = origin
-        status = None
-        # Redirects are followed here, one download per hop, rather than by
-        # RedirectMiddleware: the hop limit is RFC 9309's, hops may leave
-        # allowed_domains, and a spider's handle_httpstatus_* cannot stop it.
-        for _ in range(self.max_redirects + 1):
-            if self.ssrf_guard:
-                refusal = await self._ssrf_refusal(url)
-                if refusal:
-                    return self._unreachable(previous, refusal)
-            try:
-                response = await self._download(url, origin)
-            except IgnoreRequest as exc:
-                # Another middleware refused to let robots.txt be fetched:
-                # without it nothing is known, so the origin is unreachable.
-                return self._unreachable(previous, f"robots.txt request ignored: {exc}")
-            except Exception as exc:
-                return self._unreachable(
-                    previous, f"{type(exc).__name__}: {exc}".rstrip(": ")
-                )
-            status = response.status
-            location = response.headers.get(b"Location")
-            if 300 <= status < 400 and location:
-                target = _redirect_target(response.url, location)
-                if target is None:
-                    # Nowhere robots.txt could be fetched from: not found.
-                    return unavailable(
-                        now=self.clock(),
-                        lifetimes=self.lifetimes,
-                        http_status=status,
-                        detail=f"HTTP {status} to {location.decode('latin-1')!r}",
-                    )
-                url = target
-                continue
-            return self._classify(response, previous)
-        return unavailable(
-            now=self.clock(),
-            lifetimes=self.lifetimes,
-            http_status=status,
-            detail=f"more than {self.max_redirects} redirects",
-        )
-
-    def _unreachable(
-        self, previous: Outcome | None, detail: str, status: int | None = None
-    ) -> Outcome:
-        return unreachable(
-            now=self.clock(),
-            lifetimes=self.lifetimes,
-            previous=previous,
-            http_status=status,
-            detail=detail,
-        )
-
-    def _classify(self, response: Response, previous: Outcome | None) -> Outcome:
-        status = response.status
-        if "dataloss" in response.flags:
-            return self._unreachable(previous, "truncated body", status)
-        kind = kind_of_status(status)
-        if kind == UNREACHABLE:
-            return self._unreachable(previous, f"HTTP {status}", status)
-        cache_control = response.headers.get(b"Cache-Control")
-        cache_max_age = max_age(
-            None if cache_control is None else cache_control.decode("latin-1")
-        )
-        if kind == UNAVAILABLE:
-            return unavailable(
-                now=self.clock(),
-                lifetimes=self.lifetimes,
-                http_status=status,
-                cache_max_age=cache_max_age,
-            )
-        body = response.body
-        encodings = _encodings(response.headers)
-        if encodings:
-            body = _decoded(body, encodings, self.max_bytes)
-        document = parse(body, profile=self.profile, max_bytes=self.max_bytes)
-        detail = f"HTTP {status}"
-        if len(body) > self.max_bytes:
-            detail += f", cut at {self.max_bytes} bytes"
-        return parsed(
-            document,
-            now=self.clock(),
-            lifetimes=self.lifetimes,
-            http_status=status,
-            cache_max_age=cache_max_age,
-            detail=detail,
-        )
-
-    async def _download(self, url: str, origin: str) -> Response:
-        body = _Body(self.max_bytes)
-        request = Request(
-            url,
-            callback=NO_CALLBACK,
-            # The two encodings _Body decodes as they arrive.
-            headers={"Accept-Encoding": "gzip, deflate"},
-            meta={
-                META_KEY: origin,
-                _BODY_KEY: body,
-                "dont_obey_robotstxt": True,
-                "dont_redirect": True,
-                "allow_offsite": True,
-                # ROBOTS_MAX_BYTES is the limit: the body is cut there, and
-                # DOWNLOAD_MAXSIZE never fails a robots.txt fetch.
-                "download_maxsize": 0,
-            },
-            dont_filter=True,
-        )
-        self._track_bodies(+1)
-        try:
-            return await self.crawler.engine.download_async(request)
-        except StopDownload as exc:
-            # A compressed body cut at the limit (see _bytes_received): the
-            # decoded prefix is _Body's, HttpCompressionMiddleware never saw it.
-            if exc.response is None:
-                raise
-            headers = exc.response.headers.copy()
-            headers.pop(b"Content-Encoding", None)
-            return exc.response.replace(body=bytes(body.decoded), headers=headers)
-        finally:
-            self._track_bodies(-1)
-
-    def _track_bodies(self, change: int) -> None:
-        # The body signals fire for every response chunk of the crawl, so
-        # they are only listened to while a robots.txt is on its way.
-        connect = self.crawler.signals.connect
-        if change < 0:
-            connect = self.crawler.signals.disconnect
-        before = self._robots_in_flight
-        self._robots_in_flight += change
-        if (before == 0) != (self._robots_in_flight == 0):
-            connect(self._headers_received, signal=signals.headers_received)
-            connect(self._bytes_received, signal=signals.bytes_received)
-
-    def _headers_received(self, headers: Headers, request: Request) -> None:
-        body = request.meta.get(_BODY_KEY)
-        if body is None:
-            return
-        encodings = _encodings(headers)
-        body.start(encodings)
-        if encodings and not body.compressed:
-            # An encoding _Body cannot decode (br, zstd, several at once),
-            # sent although not asked for: HttpCompressionMiddleware decodes
-            # the (cut) body within DOWNLOAD_MAXSIZE, as for any response.
-            request.meta["download_maxsize"] = self.download_maxsize
-
-    def _bytes_received(self, data: bytes, request: Request) -> None:
-        body = request.meta.get(_BODY_KEY)
-        if body is not None and body.spent_by(data):
-            # A plain body goes on as a normal response, cut; a compressed
-            # one fails the download so HttpCompressionMiddleware does not
-            # decode all that arrived: its prefix is already decoded.
-            raise StopDownload(fail=body.compressed)
-
-    async def _ssrf_refusal(self, url: str) -> str | None:
-        host = urlsplit(url).hostname
-        if not host:
-            return f"ROBOTS_SSRF_GUARD: no host in {url}"
-        try:
-            addresses = [str(ipaddress.ip_address(host))]
-        except ValueError:
-            try:
-                addresses = await run_in_thread(_resolve, host)
-            except OSError as exc:
-                return f"DNS lookup of {host} failed: {exc}"
-        for address in addresses:
-            if not _is_public(address):
-                return f"ROBOTS_SSRF_GUARD refused {host} ({address})"
-        return None
-
-    # -- Crawl-delay ----------------------------------------------------------
-
-    def _keep_delay(self, request: Request, origin: str, delay: float) -> None:
-        downloader = self._downloader
-        if downloader is None:
-            downloader = self._downloader = self.crawler.engine.downloader
-        if origin not in self._delayed_origins:
-            self._delayed_origins.add(origin)
-            self.stats.inc_value("robots/crawl_delay/origins")
-        key = downloader.get_slot_key(request)
-        if self._slot_delays.get(key, 0.0) >= delay:
-            return
-        if not self._slot_delays:
-            self.crawler.signals.connect(
-                self._enforce_delay, signal=signals.request_reached_downloader
-            )
-            # Connected after AutoThrottle's handler, so it runs after it
-            # and undoes any delay lowered below the Crawl-delay.
-            self.crawler.signals.connect(
-                self._enforce_delay, signal=signals.response_downloaded
-            )
-        # Origins sharing a slot (http and https, other ports) share its
-        # delay: the largest of theirs.
-        self._slot_delays[key] = delay
-        self._raise_slot_delay(key, delay)
-        logger.debug(
-            "Crawl-delay %(delay)s s of %(origin)s applied to slot %(slot)s",
-            {"delay": delay, "origin": origin, "slot": key},
-            extra={"spider": self.crawler.spider},
-        )
-
-    def _enforce_delay(self, request: Request) -> None:
-        """Keep the slot of ``request`` at least at its Crawl-delay.
-
-        Run when a request reaches the downloader and after each response:
-        a slot dropped for being idle comes back with the default delay,
-        AutoThrottle rewrites ``slot.delay`` after each response, and a
-        jitter would make some gaps shorter than the delay.
-        """
-        key = request.meta.get("download_slot")
-        if key is not None:
-            delay = self._slot_delays.get(key)
-            if delay is not None:
-                self._raise_slot_delay(key, delay)
-
-    def _raise_slot_delay(self, key: str, delay: float) -> None:
-        assert self._downloader is not None
-        slot = self._downloader.slots.get(key)
-        if slot is None:
-            return
-        if not hasattr(slot, "jitter"):
-            # Scrapy < 2.19: a boolean randomize_delay (0.5x to 1.5x).
-            if slot.delay < delay or slot.delay * 0.5 < delay:
-                slot.delay = max(slot.delay, delay)
-                slot.randomize_delay = False
-            return
-        if slot.delay < delay:
-            slot.delay = delay
-            slot.jitter = 0.0
-        elif slot.jitter and slot.delay * (1 - slot.jitter) < delay:
-            # A higher DOWNLOAD_DELAY keeps as much of its jitter as leaves
-            # every gap at least the Crawl-delay.
-            slot.jitter = 1 - delay / slot.delay
 
     # -- the store ------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.reactor import is_reactor_installed
 
-import scrapy_rfc9309.middleware as middleware_module
+import scrapy_rfc9309.fetch as fetch_module
 from scrapy_rfc9309.middleware import META_KEY
 from scrapy_rfc9309.outcome import Outcome
 from scrapy_rfc9309.signals import robots_outcome
@@ -556,9 +556,9 @@ async def test_connection_refused(hosts: Callable[[], FaultServer]) -> None:
 def _guard_trusts(monkeypatch: pytest.MonkeyPatch, address: str) -> None:
     """The SSRF guard, with ``address`` (a loopback test host) taken for a
     public one: every other address is judged by the real guard."""
-    real = middleware_module._is_public
+    real = fetch_module._is_public
     monkeypatch.setattr(
-        middleware_module,
+        fetch_module,
         "_is_public",
         lambda candidate: candidate == address or real(candidate),
     )

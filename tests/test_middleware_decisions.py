@@ -14,7 +14,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
 from scrapy_rfc9309 import signals as robots_signals
-from scrapy_rfc9309.middleware import RobotsDisallowed, RobotsMiddleware, _is_public
+from scrapy_rfc9309.fetch import _is_public
+from scrapy_rfc9309.middleware import RobotsDisallowed, RobotsMiddleware
 from scrapy_rfc9309.outcome import Lifetimes, parsed, unavailable
 from scrapy_rfc9309.parse import parse
 from tests.crawl_helpers import RecordingSpider, crawl, make_crawler, middleware, stats
@@ -228,7 +229,7 @@ async def test_ssrf_guard_refuses_loopback(server: Server) -> None:
 @coroutine_test
 async def test_ssrf_guard_resolves_names() -> None:
     mw = _middleware({"ROBOTS_SSRF_GUARD": True})
-    refusal = await mw._ssrf_refusal("http://localhost:1234/robots.txt")
+    refusal = await mw.fetcher._ssrf_refusal("http://localhost:1234/robots.txt")
     assert refusal is not None
     assert "localhost" in refusal
 
