@@ -140,7 +140,10 @@ class SQLiteStore(OutcomeStore):
             await self._run(self._release, origin, token)
 
     async def reserve(self, origin: str, interval: float) -> float:
-        return await self._run(self._reserve, origin, interval)
+        start = await self._run(self._reserve, origin, interval)
+        # Measured here, not in the store's thread: the wait then leaves out
+        # the time the answer took to come back to the event loop.
+        return max(0.0, start - time.time())
 
     async def close(self) -> None:
         if self._closed:
@@ -272,6 +275,7 @@ class SQLiteStore(OutcomeStore):
         )
 
     def _reserve(self, origin: str, interval: float) -> float:
+        """The moment (``time.time()``) the turn taken starts."""
         db = self._db()
         # BEGIN IMMEDIATE takes the write lock before the read, so no other
         # process takes the same turn between the SELECT and the write.  The
@@ -295,7 +299,7 @@ class SQLiteStore(OutcomeStore):
         self._writes += 1
         if self._writes % _PURGE_EVERY == 0:
             self._purge(db)
-        return start - now
+        return start
 
     def _close(self) -> None:
         if self._connection is not None:
