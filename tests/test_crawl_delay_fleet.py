@@ -181,6 +181,32 @@ async def test_two_workers_keep_the_delay_between_them(
 
 
 @coroutine_test
+async def test_a_slower_slot_never_sends_a_request_after_its_turn(
+    server: Server,
+    shared: Callable[[], dict[str, Any]],
+    new_crawler: Callable[..., Crawler],
+) -> None:
+    """Each worker's own DOWNLOAD_DELAY (or AutoThrottle) is longer than the
+    Crawl-delay: a turn taken before the slot is ready would be spent
+    waiting in the slot, and the request sent late, on top of the next
+    worker's turn."""
+    server.route("/robots.txt", robots(DELAY))
+    settings = {**BURST, "DOWNLOAD_DELAY": 2.5 * DELAY, "DOWNLOAD_DELAY_JITTER": 0}
+    agents = [f"TestBot/1.0 (worker {w})" for w in range(2)]
+    workers = [
+        new_crawler({**settings, **shared(), "USER_AGENT": agent}) for agent in agents
+    ]
+    pages = [[server.url(f"/w{w}/{i}") for i in range(3)] for w in range(2)]
+    await crawl_together(workers, pages)
+    assert sum(len(w.spider.crawled) for w in workers) == 6  # type: ignore[union-attr]
+    assert min(gaps(server)) >= DELAY - TOLERANCE, gaps(server)
+    for agent in agents:
+        # Each worker's own requests kept its DOWNLOAD_DELAY.
+        times = sorted(h.time for h in server.hits if h.headers["User-Agent"] == agent)
+        assert min(b - a for a, b in pairwise(times)) >= 2.5 * DELAY - TOLERANCE
+
+
+@coroutine_test
 async def test_origins_without_a_crawl_delay_cost_no_store_call(
     make_server: MakeServer,
     shared: Callable[[], dict[str, Any]],
