@@ -19,7 +19,12 @@ goes to a warm-up server (see ``FleetRedisSpider``).
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
+import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -154,3 +159,49 @@ def test_a_fleet_keeps_each_crawl_delay_across_its_workers(
     delayed = [s for s, d in zip(sites, CRAWL_DELAYS, strict=True) if d is not None]
     requests = sum(len(server.hits) for server in delayed)
     assert sum(s.get("fleet/store/reserve", 0) for s in stats) == requests
+
+
+def test_a_worker_killed_waiting_for_its_turn_leaves_no_lasting_turn(
+    make_server: MakeServer,
+    redis_server: RedisServer,
+    redis_prefix: str,
+    tmp_path: Path,
+) -> None:
+    delay = 1.0
+    second_page = threading.Event()
+    server = site(make_server, delay)
+    server.route("/p1", handler=lambda handler: _page_seen(handler, second_page))
+    settings = {
+        "ROBOTS_STORE": "redis",
+        "ROBOTS_STORE_URL": redis_server.url,
+        "ROBOTS_STORE_PREFIX": redis_prefix,
+    }
+    urls = [server.url(path) for path in ("/", "/p1", *PAGES[1:])]
+    worker = spawn(
+        "tests.fleet_crawl", {"urls": urls, "settings": settings}, tmp_path, "doomed"
+    )
+    try:
+        assert second_page.wait(60), worker.log()
+        # Killed with its next request waiting for its turn.
+        os.kill(worker.process.pid, signal.SIGKILL)
+        worker.process.wait(10)
+    finally:
+        worker.kill()
+    client = redis.Redis.from_url(redis_server.url)
+    key = f"{redis_prefix}turn:{server.url('/robots.txt')}"
+    # The turns it held end at most two delays on: the one it waited for,
+    # and the one after.
+    ttl = client.pttl(key)
+    assert 0 < ttl <= 2000 * delay
+    time.sleep(ttl / 1000 + 0.05)
+    assert not client.exists(key)
+    client.close()
+
+
+def _page_seen(handler: BaseHTTPRequestHandler, seen: threading.Event) -> None:
+    seen.set()
+    body = page(())
+    handler.send_response(200)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
