@@ -9,8 +9,10 @@ Each run is a real fleet: worker processes of ``tests.redis_fleet`` (a
 link to each other.  For the origins with ``Crawl-delay: DELAY`` it prints,
 per fleet size: pages per second against the bound (origins / delay: what
 one polite crawler may take), the smallest gap between two requests to one
-origin as the servers saw them, the turns taken per request and the other
-store calls (robots.txt outcomes and leases) per request.  Then a crawl of
+origin, as the requests left the workers (the ``X-Sent-At`` stamp of
+``tests.redis_fleet.SentAt``, on the host's monotonic clock) and as the
+servers received them, the turns taken per request and the other store
+calls (robots.txt outcomes and leases) per request.  Then a crawl of
 ``--free-pages`` pages per origin over origins without a Crawl-delay, once
 with ``ROBOTS_CRAWL_DELAY_SCOPE = "process"`` and once with ``"fleet"``:
 the fleet mode takes no turns for them, so its pages per second and store
@@ -38,7 +40,7 @@ from typing import Any
 import redis
 
 from tests.fleet_crawl import spawn
-from tests.redis_fleet import SPIDER, START_URLS_KEY, STORE_METHODS
+from tests.redis_fleet import SENT_AT, SPIDER, START_URLS_KEY, STORE_METHODS
 from tests.redis_server import RedisServer
 from tests.server import Server
 
@@ -54,8 +56,10 @@ class Run:
     requests: int
     #: Pages per second, summed over the origins.
     rate: float
-    #: The smallest gap between two requests to each origin.
+    #: The smallest gap between two requests to each origin, as they arrived
+    #: and as they left the workers.
     smallest_gaps: list[float]
+    smallest_sent_gaps: list[float]
     store_calls: int
     turns: int
 
@@ -124,10 +128,13 @@ def crawl(
         stats = [proc.wait(timeout=600) for proc in procs]
         rate = 0.0
         smallest_gaps: list[float] = []
+        smallest_sent_gaps: list[float] = []
         for server in sites:
             times = sorted(server.times())
             smallest_gaps.append(min(b - a for a, b in pairwise(times)))
             rate += (len(times) - 1) / (times[-1] - times[0])
+            sent = sorted(float(hit.headers[SENT_AT]) for hit in server.hits)
+            smallest_sent_gaps.append(min(b - a for a, b in pairwise(sent)))
         requests = sum(len(server.hits) for server in sites)
         return Run(
             workers=workers,
@@ -135,6 +142,7 @@ def crawl(
             requests=requests,
             rate=rate,
             smallest_gaps=smallest_gaps,
+            smallest_sent_gaps=smallest_sent_gaps,
             store_calls=sum(
                 s.get(f"fleet/store/{method}", 0)
                 for s in stats
@@ -178,15 +186,17 @@ def main(argv: list[str] | None = None) -> None:
         )
         print(
             "workers  pages/s  of bound  turns/request  other store calls/request"
-            "  smallest gap per origin (s)"
+            "  smallest gap per origin (s): as sent | as received"
         )
         for workers in sizes:
             run = crawl(args, redis_server, folder, workers, args.delay, "fleet")
-            gaps = " ".join(f"{gap:.3f}" for gap in run.smallest_gaps)
+            sent = " ".join(f"{gap:.3f}" for gap in run.smallest_sent_gaps)
+            received = " ".join(f"{gap:.3f}" for gap in run.smallest_gaps)
             print(
                 f"{workers:7}  {run.rate:7.2f}  {run.rate / bound:8.2f}"
                 f"  {run.turns / run.requests:13.2f}"
-                f"  {(run.store_calls - run.turns) / run.requests:25.2f}  {gaps}"
+                f"  {(run.store_calls - run.turns) / run.requests:25.2f}"
+                f"  {sent} | {received}"
             )
         args.pages = args.free_pages
         print(f"\nNo Crawl-delay, {args.origins} origins x {args.pages} pages")

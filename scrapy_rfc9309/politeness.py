@@ -17,7 +17,8 @@ each waiting first for the slot's own delay since the last request and for
 a free transfer place.  The slot's delay then never adds to the fleet's
 (one request per delay, not one per two), while still keeping the process
 polite on its own if the store is lost: its turns then stop and the slot's
-delay goes on alone.
+delay goes on alone.  A request that could not leave within ``_MISSED`` of
+its turn's start leaves that turn unused and takes the next one.
 """
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ __all__ = ["SCOPES", "Politeness", "crawl_delay_scope"]
 logger = logging.getLogger(__name__)
 
 SCOPES = ("fleet", "process")
+
+#: How late after its turn a request may leave; later, it takes another turn
+#: (a worker stalled by its machine, a store slow to answer).
+_MISSED = 0.01
+#: Turns missed in a row before the request leaves all the same.
+_TRIES = 10
 
 
 def keeps_turns(store: OutcomeStore | None) -> bool:
@@ -196,9 +203,26 @@ class Politeness:
         await gate.enter()
         try:
             await self._slot_ready(downloader, key, delay)
-            wait = await self._turn(origin, delay)
-            if wait:
-                await sleep(wait)
+            for _ in range(_TRIES):
+                asked = monotonic()
+                wait = await self._turn(origin, delay)
+                # Counted from the answer, the wait never ends before the
+                # turn starts, though the turn may have started up to the
+                # answer's round trip earlier.
+                if wait:
+                    await sleep(wait)
+                # Leaving more than _MISSED after the turn's earliest start
+                # would bring the request too close to the next turn's, which
+                # another worker may hold: that turn goes unused, and the
+                # request takes the next free one.
+                late = monotonic() - (asked + wait)
+                if late <= _MISSED or not self.fleet:
+                    break
+                logger.debug(
+                    "Turn of %(origin)s missed by %(late).3f s; taking the next",
+                    {"origin": origin, "late": late},
+                    extra={"spider": self.crawler.spider},
+                )
         finally:
             if not gate.leave() and self._gates.get(key) is gate:
                 del self._gates[key]

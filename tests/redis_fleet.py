@@ -15,7 +15,8 @@ every page it gets.  ``CONFIG_JSON`` holds:
     N)``) so that the servers tell the workers apart;
 ``store``
     ``redis`` or ``sqlite``: ``ROBOTS_STORE``, through a subclass that counts
-    the store's calls into the stats (``fleet/store/<method>``);
+    the store's calls into the stats (``fleet/store/<method>``, and the turns
+    of each origin as ``fleet/store/reserve/<robots.txt URL>``);
 ``settings``
     added to the worker's settings (``ROBOTS_STORE_URL`` among them);
 ``stats``
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -94,6 +96,7 @@ class _Counting:
 
     async def reserve(self, origin: str, interval: float) -> float:
         self._count("reserve")
+        self._count(f"reserve/{origin}")
         return await super().reserve(origin, interval)  # type: ignore[misc,no-any-return]
 
 
@@ -109,6 +112,20 @@ STORES = {
     "redis": f"{__name__}.CountingRedisStore",
     "sqlite": f"{__name__}.CountingSQLiteStore",
 }
+
+
+#: The header :class:`SentAt` writes.
+SENT_AT = "X-Sent-At"
+
+
+class SentAt:
+    """Stamps each request with the moment it leaves the downloader
+    middlewares, just before its downloader slot sends it: ``time.monotonic()``,
+    one clock for every process of a host, so that the servers can tell
+    when requests left the workers from when they arrived."""
+
+    def process_request(self, request: Request) -> None:
+        request.headers[SENT_AT] = repr(time.monotonic())
 
 
 class FleetRedisSpider(RedisSpider):
@@ -166,6 +183,8 @@ def worker_settings(config: dict[str, Any]) -> dict[str, Any]:
                 # Few requests at once per worker, so that the shared queue
                 # keeps work for the others.
                 "CONCURRENT_REQUESTS": 2,
+                # After every other downloader middleware.
+                "DOWNLOADER_MIDDLEWARES": {f"{__name__}.SentAt": 990},
                 "LOG_LEVEL": "INFO",
                 **config.get("settings", {}),
             },
