@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--free-pages",
         type=int,
-        default=100,
+        default=300,
         help="pages per origin of the crawl without a Crawl-delay",
     )
     parser.add_argument(
