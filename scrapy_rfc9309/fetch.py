@@ -170,11 +170,11 @@ class RobotsFetcher:
         # RedirectMiddleware: the hop limit is RFC 9309's, hops may leave
         # allowed_domains, and a spider's handle_httpstatus_* cannot stop it.
         for _ in range(self.max_redirects + 1):
-            if self.ssrf_guard:
-                refusal = await self._ssrf_refusal(url)
-                if refusal:
-                    return self.guard_refused(previous, refusal)
             try:
+                if self.ssrf_guard:
+                    refusal = await self._ssrf_refusal(url)
+                    if refusal:
+                        return self.guard_refused(previous, refusal)
                 response, decoded = await self.download(url, origin)
             except IgnoreRequest as exc:
                 # Not the server's answer but a component of this crawl's:
@@ -352,8 +352,16 @@ class RobotsFetcher:
 
     async def guard_refusal(self, url: str) -> str | None:
         """Why ``ROBOTS_SSRF_GUARD`` refuses ``url``'s host; ``None`` when it
-        does not (or the guard is off)."""
-        return await self._ssrf_refusal(url) if self.ssrf_guard else None
+        does not (or the guard is off).  A host whose lookup fails now is
+        refused: what it resolves to cannot be checked."""
+        if not self.ssrf_guard:
+            return None
+        try:
+            return await self._ssrf_refusal(url)
+        except OSError as exc:
+            return (
+                f"ROBOTS_SSRF_GUARD could not look up {urlsplit(url).hostname}: {exc}"
+            )
 
     async def _ssrf_refusal(self, url: str) -> str | None:
         host = urlsplit(url).hostname

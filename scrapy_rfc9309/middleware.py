@@ -6,8 +6,9 @@ middlewares (proxy, auth, retry, cache, user agent) apply, turns the result
 into an :class:`~scrapy_rfc9309.outcome.Outcome` and judges every request of
 the origin by it.  Requests arriving while the file is on its way wait for
 it, each on its own awaitable.  The origin's Crawl-delay is applied to its
-downloader slot, and origins whose Content-Signal refuses a purpose of the
-crawl are not crawled.
+downloader slot (and, with a shared store, held across the fleet: see
+:mod:`~scrapy_rfc9309.politeness`), and origins whose Content-Signal refuses
+a purpose of the crawl are not crawled.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from .outcome import (
     unreachable,
 )
 from .parser import RobotParser
-from .politeness import Politeness
+from .politeness import Politeness, crawl_delay_scope
 from .stores import STORES
 from .stores.base import OutcomeStore, StoreError
 from .stores.memory import Entry, MemoryStore
@@ -143,7 +144,8 @@ class RobotsMiddleware:
 
         # Origin -> the waiters of its robots.txt fetch in flight.
         self._pending: dict[str, list[Deferred[Entry]]] = {}
-        self.politeness = Politeness(crawler)
+        fleet = crawl_delay_scope(settings, self.store) == "fleet"
+        self.politeness = Politeness(crawler, self._reserve if fleet else None)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
@@ -198,20 +200,28 @@ class RobotsMiddleware:
                     )
         delay = matcher.crawl_delay
         if delay and self.crawl_delay_enabled:
-            if delay > self.crawl_delay_max:
-                if self.skip_over_max:
-                    self._forbid(
-                        request,
-                        origin,
-                        Decision(False, "crawl_delay", None),
-                        "crawl_delay",
-                        outcome,
-                        f"Crawl-delay {delay:g} over ROBOTS_CRAWL_DELAY_MAX"
-                        f" {self.crawl_delay_max:g}",
-                    )
-                delay = self.crawl_delay_max
-            if delay > 0:
-                self.politeness.keep(request, origin, delay)
+            kept = self._kept_delay(delay)
+            if kept is None:
+                self._forbid(
+                    request,
+                    origin,
+                    Decision(False, "crawl_delay", None),
+                    "crawl_delay",
+                    outcome,
+                    f"Crawl-delay {delay:g} over ROBOTS_CRAWL_DELAY_MAX"
+                    f" {self.crawl_delay_max:g}",
+                )
+            if kept > 0:
+                self.politeness.keep(request, origin, kept)
+                if self.politeness.fleet:
+                    await self.politeness.take_turn(request, origin, kept)
+
+    def _kept_delay(self, delay: float) -> float | None:
+        """The delay kept for a Crawl-delay of ``delay``: clamped to
+        ``ROBOTS_CRAWL_DELAY_MAX``, or ``None`` when the origin is skipped."""
+        if delay > self.crawl_delay_max:
+            return None if self.skip_over_max else self.crawl_delay_max
+        return delay
 
     async def outcome_for(
         self, url: str, request: Request | None = None
@@ -344,6 +354,7 @@ class RobotsMiddleware:
                     origin, self._refused(refused, previous), request
                 )
             entry = await self._obtained(origin, outcome, request)
+            await self._robots_turn(origin, entry)
             await self._store_call(lambda store: store.put(origin, outcome), None)
         finally:
             if leased:
@@ -364,6 +375,19 @@ class RobotsMiddleware:
             if refusal is not None:
                 outcome = self.fetcher.guard_refused(outcome, refusal)
         return await self._obtained(origin, outcome, request)
+
+    async def _robots_turn(self, origin: str, entry: Entry) -> None:
+        """In the fleet scope, count the robots.txt just fetched as a turn of
+        its origin, before other workers can read the outcome (put next),
+        so that none of their requests follows it sooner than its delay."""
+        matcher = entry.matcher
+        if not (self.politeness.fleet and self.crawl_delay_enabled):
+            return
+        if matcher is None or not matcher.crawl_delay:
+            return
+        delay = self._kept_delay(matcher.crawl_delay)
+        if delay:
+            await self.politeness.turn_taken(origin, delay)
 
     async def _wait_for_holder(self, origin: str) -> Outcome | bool:
         """Poll the shared store while another process fetches ``origin``.
@@ -486,12 +510,23 @@ class RobotsMiddleware:
                 self.store = None
                 logger.warning(
                     "The robots.txt store %(store)s failed (%(error)s); going on"
-                    " with the memory store alone for the rest of the crawl",
-                    {"store": type(store).__name__, "error": exc},
+                    " with the memory store alone for the rest of the crawl%(delay)s",
+                    {
+                        "store": type(store).__name__,
+                        "error": exc,
+                        "delay": ", Crawl-delays kept per process"
+                        if self.politeness.fleet
+                        else "",
+                    },
                     exc_info=not isinstance(exc, StoreError),
                     extra={"spider": self.crawler.spider},
                 )
             return default
+
+    async def _reserve(self, origin: str, delay: float) -> float | None:
+        """The next Crawl-delay turn of ``origin`` in the shared store: the
+        seconds to wait for it, ``None`` when the store is gone."""
+        return await self._store_call(lambda store: store.reserve(origin, delay), None)
 
     async def _spider_closed(self) -> None:
         logger.info(

@@ -62,6 +62,10 @@ BAD = {
         "wait",
         "ROBOTS_CRAWL_DELAY_OVER_MAX must be one of 'clamp', 'skip', not 'wait'",
     ),
+    "ROBOTS_CRAWL_DELAY_SCOPE": (
+        "world",
+        "ROBOTS_CRAWL_DELAY_SCOPE must be one of 'fleet', 'process', not 'world'",
+    ),
     "ROBOTS_DIRECTIVES": (
         "maybe",
         "ROBOTS_DIRECTIVES must be one of 'drop', 'annotate', 'off', not 'maybe'",

@@ -5,7 +5,8 @@ fetch each origin's robots.txt once between them.  Entries expire by Redis
 TTL at the outcome's ``retain_until``; the fetch lease is a key set with
 ``NX`` and a TTL, holding a random token, and is released by a script that
 deletes it only while it still holds that token, so a worker whose lease
-expired and was taken over cannot release its successor's lease.
+expired and was taken over cannot release its successor's lease.  Crawl-delay
+turns are taken by a script too, by Redis's clock (see ``_RESERVE``).
 
 Needs redis-py (``pip install scrapy-rfc9309[redis]``) and an asyncio event
 loop: the asyncio reactor (Scrapy's default) or reactor-less mode.
@@ -13,6 +14,7 @@ loop: the asyncio reactor (Scrapy's default) or reactor-less mode.
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from typing import TYPE_CHECKING, TypeVar
@@ -54,6 +56,24 @@ if redis.call("GET", KEYS[1]) == ARGV[1] then
     return redis.call("DEL", KEYS[1])
 end
 return 0
+"""
+
+# Take the next Crawl-delay turn of an origin (KEYS[1]) in one step on the
+# server, by Redis's own clock (TIME, in microseconds), so the workers'
+# clocks never matter: the turn starts at the stored "next free" moment or
+# now, whichever is later, and the next one ARGV[1] microseconds after it.
+# The key expires when that next turn starts, after which it would change
+# nothing: a worker that dies while waiting leaves no lasting record.
+# %.0f keeps every digit (Lua's tostring gives 14 significant digits).
+_RESERVE = """
+local time = redis.call("TIME")
+local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local start = tonumber(redis.call("GET", KEYS[1])) or now
+if start < now then start = now end
+local next_free = start + tonumber(ARGV[1])
+redis.call("SET", KEYS[1], string.format("%.0f", next_free),
+           "PX", math.ceil((next_free - now) / 1000))
+return start - now
 """
 
 _SCHEMES = ("redis://", "rediss://", "unix://")
@@ -123,6 +143,7 @@ class RedisStore(OutcomeStore):
                 f"Redis URL {masked(url)}: {redacted(str(exc), url)}"
             ) from None
         self._release_script = self._client.register_script(_RELEASE)
+        self._reserve_script = self._client.register_script(_RESERVE)
         # The token of each lease this store holds.
         self._tokens: dict[str, str] = {}
 
@@ -178,6 +199,15 @@ class RedisStore(OutcomeStore):
             await self._call(
                 self._release_script(keys=[self._key("lease", origin)], args=[token])
             )
+
+    async def reserve(self, origin: str, interval: float) -> float:
+        wait = await self._call(
+            self._reserve_script(
+                keys=[self._key("turn", origin)],
+                args=[max(1, math.ceil(interval * 1_000_000))],
+            )
+        )
+        return int(wait) / 1_000_000
 
     async def close(self) -> None:
         await self._call(self._client.aclose())
