@@ -3,8 +3,8 @@
 The engine (``parse``, ``is_allowed``, ``explain``, ``stringify``, ``lint``,
 ``Outcome``, ...) is pure Python: importing it does not import Scrapy or
 Twisted.  The Scrapy components (``Addon``, ``RobotsMiddleware``,
-``DirectivesMiddleware``, ``UsageMiddleware``, ``RobotsDisallowed``) are
-imported on first use.
+``DirectivesMiddleware``, ``UsageMiddleware``, ``RobotsDisallowed``,
+``RobotParser``) are imported on first use.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from .usage import usage_explained, usage_preferences
 if TYPE_CHECKING:
     from .addon import Addon
     from .middleware import RobotsDisallowed, RobotsMiddleware
+    from .parser import RobotParser
     from .spidermiddleware import DirectivesMiddleware
     from .usagemiddleware import UsageMiddleware
 
@@ -51,6 +52,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "Addon": "addon",
     "DirectivesMiddleware": "spidermiddleware",
+    "RobotParser": "parser",
     "RobotsDisallowed": "middleware",
     "RobotsMiddleware": "middleware",
     "UsageMiddleware": "usagemiddleware",
@@ -66,6 +68,7 @@ __all__ = [
     "Group",
     "Matcher",
     "Outcome",
+    "RobotParser",
     "RobotsDisallowed",
     "RobotsMiddleware",
     "Rule",

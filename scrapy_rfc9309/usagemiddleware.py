@@ -19,7 +19,7 @@ from itemadapter import ItemAdapter
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
-from ._settings import choice, crawl_purposes, flag
+from ._settings import choice, crawl_purposes, ensure_enabled
 from .middleware import USAGE_META_KEY
 from .usage import Preferences, combine, header_preferences, refused
 
@@ -50,12 +50,13 @@ class UsageMiddleware:
 
     def __init__(self, crawler: Crawler):
         settings = crawler.settings
-        if not flag(settings, "ROBOTS_ENABLED"):
-            raise NotConfigured("ROBOTS_ENABLED is off")
+        # Quiet when off: the crawl's other components already say why.
+        ensure_enabled(crawler, quiet=True)
         mode = choice(settings, "ROBOTS_USAGE", MODES)
         _, self.purposes = crawl_purposes(settings)
         if mode == "off" or not self.purposes:
-            raise NotConfigured("ROBOTS_USAGE is off or the crawl declares no purpose")
+            # Not a component a crawl without purposes needs: no message.
+            raise NotConfigured
         self.crawler = crawler
         self.stats = crawler.stats
         self.drop = mode == "drop"
