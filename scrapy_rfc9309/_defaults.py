@@ -19,6 +19,9 @@ DEFAULTS: dict[str, Any] = {
     "ROBOTS_ENABLED": True,
     "ROBOTS_MAX_BYTES": 512_000,
     "ROBOTS_MAX_REDIRECTS": 5,
+    # 256 MiB: typical origins cost ~1-3 KB (100,000 of them fit), hostile
+    # ones up to ~10 MB each (benchmarks/memory.py prints both).
+    "ROBOTS_MEMORY_MAX_BYTES": 268_435_456,
     "ROBOTS_MEMORY_MAX_ORIGINS": 100_000,
     "ROBOTS_PROFILE": "rfc9309",
     "ROBOTS_SITEMAP_MAX_DEPTH": 3,
