@@ -5,8 +5,10 @@ Every count is taken at the server: what was requested, how many times.
 
 from __future__ import annotations
 
+import gc
 import gzip
 import logging
+import tracemalloc
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -18,9 +20,9 @@ from scrapy.spiders import SitemapSpider
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.test import get_crawler
 
-from scrapy_rfc9309.sitemaps import DEPTH_KEY
+from scrapy_rfc9309.sitemaps import DEPTH_KEY, _site
 from tests.crawl_helpers import BASE_SETTINGS, RecordingSpider, crawl, stats
-from tests.server import Server
+from tests.server import Route, Server
 from tests.utils import coroutine_test
 
 MakeServer = Callable[..., Server]
@@ -90,11 +92,12 @@ async def test_sitemap_index_of_gzip_sitemaps_is_followed(server: Server) -> Non
         "/c": 1,
     }
     assert crawled_paths(crawler) == ["/a", "/b", "/c", "/start"]
-    # Sitemaps reached through the index are not counted.
+    # Sitemaps reached through the index are counted apart.
     assert stats(crawler) == {
         "robots/fetch_count": 1,
         "robots/outcome/parsed": 1,
         "robots/sitemaps/discovered": 1,
+        "robots/sitemaps/followed": 2,
     }
     assert "log_count/ERROR" not in crawler.stats.get_stats()
 
@@ -210,7 +213,11 @@ async def test_offsite_sitemap_follows_allowed_domains(
     )
     xml(home, "/sitemap.xml", urlset(pages(home, "/a") + pages(elsewhere, "/x")))
     xml(elsewhere, "/sitemap.xml", urlset(pages(elsewhere, "/y")))
-    crawler = await crawl([home.url("/start")], SITEMAPS, allowed_domains=[home.host])
+    crawler = await crawl(
+        [home.url("/start")],
+        {**SITEMAPS, "ROBOTS_SITEMAP_OTHER_SITES": True},
+        allowed_domains=[home.host],
+    )
     assert hits(home) == {"/robots.txt": 1, "/start": 1, "/sitemap.xml": 1, "/a": 1}
     # Neither the off-site sitemap nor the off-site page, nor robots.txt.
     assert elsewhere.hits == []
@@ -292,10 +299,12 @@ async def test_invalid_sitemaps_are_ignored_with_a_warning(
     ]
     assert sorted(r.getMessage().rsplit("/", 1)[1][:-1] for r in invalid) == [
         "bad.xml.gz",
-        "bomb.xml.gz",
         "empty.xml",
         "html",
     ]
+    (too_large,) = [r for r in caplog.records if "once decompressed" in r.getMessage()]
+    assert "/bomb.xml.gz>: over " in too_large.getMessage()
+    assert stats(crawler)["robots/sitemaps/skipped/too_large"] == 1
     # Neither the ftp: sitemap nor those that are no URLs are counted:
     # they are never requested.
     assert stats(crawler)["robots/sitemaps/discovered"] == 6
@@ -582,3 +591,125 @@ async def test_sitemap_spider_waits_for_robots_txt_read_from_a_store(
     await crawler.crawl_async(sitemap_urls=[server.url("/robots.txt")])
     assert sorted(crawler.spider.products) == pages(server, "/product/1", "/product/2")
     assert server.count("/robots.txt") == 1
+
+
+# -- bounds against hostile robots.txt and sitemaps --------------------------
+
+EMPTY_SITEMAP = Route(body=urlset([]).encode(), headers=XML)
+
+
+def sitemap_hits(server: Server) -> int:
+    return sum(1 for hit in server.hits if hit.path.endswith(".xml"))
+
+
+@coroutine_test
+async def test_sitemaps_per_robots_txt_are_capped(
+    make_server: MakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # One robots.txt naming 2,000 sitemaps had each of them requested.
+    server = make_server(EMPTY_SITEMAP)
+    server.route("/robots.txt", "".join(f"Sitemap: /s{i}.xml\n" for i in range(2000)))
+    with caplog.at_level(logging.INFO):
+        crawler = await crawl([server.url("/start")], SITEMAPS)
+    assert sitemap_hits(server) == 100
+    assert server.count("/s0.xml") == 1
+    assert server.count("/s99.xml") == 1
+    assert stats(crawler)["robots/sitemaps/discovered"] == 100
+    assert stats(crawler)["robots/sitemaps/skipped/robots_txt_limit"] == 1900
+    (skipped,) = [r for r in caplog.records if "Skipped" in r.getMessage()]
+    assert "1900 sitemap(s)" in skipped.getMessage()
+    assert "ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT" in skipped.getMessage()
+
+
+@coroutine_test
+async def test_sitemaps_per_crawl_are_capped(make_server: MakeServer) -> None:
+    # Sitemaps named by robots.txt files and by sitemap indexes all count.
+    first, second = make_server(EMPTY_SITEMAP), make_server(EMPTY_SITEMAP)
+    first.route("/robots.txt", "".join(f"Sitemap: /s{i}.xml\n" for i in range(5)))
+    second.route("/robots.txt", "Sitemap: /sindex.xml\n")
+    xml(
+        second,
+        "/sindex.xml",
+        sitemapindex(pages(second, *(f"/s{i}.xml" for i in range(500)))),
+    )
+    crawler = await crawl(
+        [first.url("/start"), second.url("/start")],
+        {**SITEMAPS, "ROBOTS_SITEMAP_MAX_REQUESTS": 20, "CONCURRENT_REQUESTS": 1},
+    )
+    assert sitemap_hits(first) + sitemap_hits(second) == 20
+    counts = stats(crawler)
+    assert counts["robots/sitemaps/discovered"] == 6
+    assert counts["robots/sitemaps/followed"] == 14
+    assert counts["robots/sitemaps/skipped/crawl_limit"] == 500 - 14
+
+
+@pytest.mark.parametrize("other_sites", [False, True])
+@coroutine_test
+async def test_sitemaps_on_other_sites_need_a_setting(
+    make_server: MakeServer, other_sites: bool
+) -> None:
+    home, elsewhere = make_server(), make_server()
+    home.route(
+        "/robots.txt",
+        f"Sitemap: /sitemap.xml\nSitemap: {elsewhere.url('/sitemap.xml')}\n",
+    )
+    # An index on the home site naming a sitemap elsewhere, too.
+    xml(home, "/sitemap.xml", sitemapindex([elsewhere.url("/other.xml")]))
+    xml(elsewhere, "/sitemap.xml", urlset(pages(elsewhere, "/a")))
+    xml(elsewhere, "/other.xml", urlset(pages(elsewhere, "/b")))
+    crawler = await crawl(
+        [home.url("/start")], {**SITEMAPS, "ROBOTS_SITEMAP_OTHER_SITES": other_sites}
+    )
+    if other_sites:
+        assert hits(elsewhere)["/sitemap.xml"] == 1
+        assert hits(elsewhere)["/other.xml"] == 1
+        assert "robots/sitemaps/skipped/other_site" not in stats(crawler)
+    else:
+        assert elsewhere.hits == []
+        assert stats(crawler)["robots/sitemaps/skipped/other_site"] == 2
+    assert home.count("/sitemap.xml") == 1
+
+
+def test_a_site_is_a_registrable_domain() -> None:
+    assert _site("https://www.example.co.uk/s.xml") == "example.co.uk"
+    assert _site("http://cdn.example.co.uk:8080/s.xml") == "example.co.uk"
+    # Private suffixes count: two blogs on one host are two sites.
+    assert _site("https://a.github.io/") != _site("https://b.github.io/")
+    assert _site("http://127.0.0.2:80/") == "127.0.0.2"
+
+
+def bomb(size: int) -> bytes:
+    """A sitemap of ``size`` bytes once decompressed: its first URL, then
+    whitespace (a ~1000:1 ratio)."""
+    head = urlset(["http://127.0.0.1/a"]).encode()
+    return gzip.compress(head[:-9] + b" " * (size - len(head)) + head[-9:], 9)
+
+
+@pytest.mark.parametrize("encoding", ["file", "content-encoding"])
+@coroutine_test
+async def test_gzip_sitemap_bomb_decodes_within_the_limit(
+    server: Server, encoding: str
+) -> None:
+    # 64 MB decoded from 64 KB sent: decoding stops at the 1 MB limit.
+    decoded = 64 * 2**20
+    limit = 2**20
+    body = bomb(decoded)
+    if encoding == "file":
+        server.route("/s.xml.gz", body, headers=GZIP)
+    else:
+        server.route("/s.xml.gz", body, headers={**XML, "Content-Encoding": "gzip"})
+    server.route("/robots.txt", "Sitemap: /s.xml.gz\n")
+    gc.collect()
+    tracemalloc.start()
+    try:
+        crawler = await crawl(
+            [server.url("/start")], {**SITEMAPS, "ROBOTS_SITEMAP_MAX_BYTES": limit}
+        )
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert server.count("/s.xml.gz") == 1
+    assert peak < decoded // 4
+    assert crawled_paths(crawler) == ["/start"]
+    if encoding == "file":
+        assert stats(crawler)["robots/sitemaps/skipped/too_large"] == 1
