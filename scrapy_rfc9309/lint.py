@@ -1,7 +1,7 @@
 """Checking a robots.txt: what a crawler reads differently from what its
 author probably meant.
 
-Every :class:`Diagnostic` has a stable ``code`` (the README lists them all);
+Every :class:`Diagnostic` has a stable ``code`` (docs/engine.md lists them all);
 ``message`` is for people and may change.
 """
 

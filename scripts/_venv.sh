@@ -1,5 +1,5 @@
 # Sourced by the other scripts: make sure .venv exists and holds the package
-# with its test extras, and that a redis-server binary is on the PATH.
+# with its test and docs extras, and that a redis-server binary is on the PATH.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PYTHON:-python3}
@@ -9,6 +9,6 @@ fi
 stamp=.venv/.installed
 if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -e '.[test,redis]'
+    .venv/bin/python -m pip install -q -e '.[test,redis,docs]'
     touch "$stamp"
 fi

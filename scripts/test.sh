@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up (virtualenv, package, test tools, redis-server) and run every check:
-# ruff, ruff format, mypy --strict, then the whole pytest suite.
+# ruff, ruff format, mypy --strict, the docs (warnings as errors), then the
+# whole pytest suite.
 set -euo pipefail
 source "$(dirname "$0")/_venv.sh"
 
@@ -17,6 +18,7 @@ fi
 .venv/bin/ruff check scrapy_rfc9309 tests benchmarks sample_project
 .venv/bin/ruff format --check scrapy_rfc9309 tests benchmarks sample_project
 .venv/bin/mypy --strict scrapy_rfc9309
+.venv/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 .venv/bin/python -m pytest -q "$@"
 # The crawl tests once more without a Twisted reactor
 # (TWISTED_REACTOR_ENABLED=False, aiohttp downloads, pytest-asyncio).

@@ -50,8 +50,8 @@ LIMIT = 512_000
 RULES = "User-agent: *\nDisallow: /p/private\n"
 #: Every crawl here with the default ROBOTS_MAX_BYTES stays within this much
 #: memory allocated by Python (tracemalloc peak, server threads included)
-#: over what it started with, whatever the server sends (measured: 12 MiB at
-#: most, for 34,000 rules in 512 KB).
+#: over what it started with, whatever the server sends; the largest case
+#: is 512 KB of rules (about 34,000) read whole.
 MEMORY_BOUND = 24 * MiB
 
 # Addresses of their own (conftest uses 127.0.x.y), so that fault hosts
@@ -366,7 +366,7 @@ CASES: dict[str, Case] = {
         ("/p/private", "/p/public", "/d0/x", "/d99999/x", "/d100000/x"),
         {"/p/private": "rule", "/d0/x": "rule", "/d99999/x": "rule"},
         settings={"ROBOTS_MAX_BYTES": 4 * MiB},
-        # A 1.6 MB body read whole, 100,000 rules kept (measured: 36 MiB).
+        # A 1.6 MB body read whole, 100,000 rules kept: a bound of its own.
         memory_bound=64 * MiB,
     ),
     "html-error-page-200": Case(
