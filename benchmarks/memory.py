@@ -126,8 +126,13 @@ def main() -> None:
         f" {statistics.mean(estimated):>10,.0f} {statistics.mean(protego):>10,.0f}"
     )
     print(
-        f"  estimate / measured: min {min(ratios):.2f}, median"
-        f" {statistics.median(ratios):.2f} (under 1.00 the bound would be exceeded)"
+        f"  estimate / measured: all origins {sum(estimated) / sum(measured):.2f},"
+        f" per origin p1 {percentile(ratios, 0.01):.2f},"
+        f" median {statistics.median(ratios):.2f}"
+    )
+    print(
+        "  (under 1.00 the bound would be exceeded; a single origin can measure"
+        " more when the store's maps grow their tables as it is added)"
     )
     print(f"\nHostile robots.txt of {MAX_BYTES:,} bytes (ROBOTS_MAX_BYTES):")
     print(f"  {'shape':24} {'lines':>7} {'measured':>12} {'estimate':>12} {'ratio':>6}")

@@ -19,8 +19,10 @@ DEFAULTS: dict[str, Any] = {
     "ROBOTS_ENABLED": True,
     "ROBOTS_MAX_BYTES": 512_000,
     "ROBOTS_MAX_REDIRECTS": 5,
-    # 256 MiB: typical origins cost ~1-3 KB (100,000 of them fit), hostile
-    # ones up to ~10 MB each (benchmarks/memory.py prints both).
+    # 256 MiB, as entry_size() counts (~1.5x what is really held): ~18,000
+    # origins of the real-world mix, whose mean is ~15 KB, ~53,000 of its
+    # median (~5 KB), at least 23 hostile ones of ~11 MB
+    # (python -m benchmarks.memory prints these).
     "ROBOTS_MEMORY_MAX_BYTES": 268_435_456,
     "ROBOTS_MEMORY_MAX_ORIGINS": 100_000,
     "ROBOTS_PROFILE": "rfc9309",
