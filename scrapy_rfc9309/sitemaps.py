@@ -162,6 +162,37 @@ _WHY = {
 }
 
 
+class _Follow:
+    """Which sitemaps named by one sitemap index are requested: those on
+    the index's site (unless ROBOTS_SITEMAP_OTHER_SITES), while the crawl's
+    ROBOTS_SITEMAP_MAX_REQUESTS lasts."""
+
+    def __init__(self, spider: Spider, index_url: str) -> None:
+        crawler = spider.crawler
+        assert crawler.stats is not None
+        self.stats = crawler.stats
+        self.limits = _Limits.from_settings(crawler.settings)
+        self.spider = spider
+        self.index_url = index_url
+        self.site = _site(index_url)
+        self.skips = _Skips()
+
+    def admit(self, url: str) -> bool:
+        """Whether to request ``url`` (counted if so, kept for the report
+        if not)."""
+        if not self.limits.other_sites and _site(url) != self.site:
+            self.skips.add("other_site", url)
+        elif self.limits.left(self.stats) <= 0:
+            self.skips.add("crawl_limit", url)
+        else:
+            self.stats.inc_value(_FOLLOWED)
+            return True
+        return False
+
+    def done(self) -> None:
+        self.skips.report(self.stats, self.index_url, self.spider)
+
+
 class SitemapsMiddleware:
     """Spider middleware feeding robots.txt sitemaps to the spider.
 
@@ -219,6 +250,31 @@ class SitemapsMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
+
+    async def process_spider_output(
+        self, response: Response | None, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        """Bound the sitemaps a ``SitemapSpider`` follows below those of
+        robots.txt: its own code follows sitemap indexes (other spiders get
+        the same bounds from :func:`_index_requests`)."""
+        if (
+            not self.sitemap_spider
+            or response is None
+            or DEPTH_KEY not in response.meta
+        ):
+            async for output in result:
+                yield output
+            return
+        follow = _Follow(self.spider, response.url)
+        depth = int(response.meta[DEPTH_KEY]) + 1
+        async for output in result:
+            if isinstance(output, Request) and output.callback == self.callback:
+                if not follow.admit(output.url):
+                    continue
+                output.meta[DEPTH_KEY] = depth
+                output.meta["download_maxsize"] = follow.limits.max_bytes
+            yield output
+        follow.done()
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """Answer a ``SitemapSpider``'s robots.txt start requests from the
@@ -415,20 +471,11 @@ def _index_requests(
     """The requests for the sitemaps a sitemap index names, within the
     crawl's bounds."""
     callback = getattr(spider, CALLBACK_ATTRIBUTE)
-    stats = spider.crawler.stats
-    assert stats is not None
-    limits = _Limits.from_settings(spider.crawler.settings)
-    site = _site(response.url)
-    skips = _Skips()
+    follow = _Follow(spider, response.url)
     for url in locations:
-        if not limits.other_sites and _site(url) != site:
-            skips.add("other_site", url)
-        elif limits.left(stats) <= 0:
-            skips.add("crawl_limit", url)
-        else:
-            stats.inc_value(_FOLLOWED)
-            yield _sitemap_request(url, callback, depth, limits)
-    skips.report(stats, response.url, spider)
+        if follow.admit(url):
+            yield _sitemap_request(url, callback, depth, follow.limits)
+    follow.done()
 
 
 class _TooLarge(Exception):

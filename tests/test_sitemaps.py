@@ -465,6 +465,8 @@ async def test_sitemap_spider_reads_robots_txt_once_per_origin(
         "robots/fetch_count": 2,
         "robots/outcome/parsed": 2,
         "robots/sitemaps/discovered": 4,
+        # /products.xml of each index (sitemap_follow keeps /blog.xml out).
+        "robots/sitemaps/followed": 2,
         "robots/forbidden": 2,
         "robots/forbidden/rule": 2,
     }
@@ -713,3 +715,47 @@ async def test_gzip_sitemap_bomb_decodes_within_the_limit(
     assert crawled_paths(crawler) == ["/start"]
     if encoding == "file":
         assert stats(crawler)["robots/sitemaps/skipped/too_large"] == 1
+
+
+class FollowAllSpider(SitemapSpider):
+    name = "follow_all"
+
+    def parse(self, response: Response, **kwargs: Any) -> None:
+        pass
+
+
+@coroutine_test
+async def test_sitemap_spider_indexes_below_robots_txt_are_bounded(
+    make_server: MakeServer,
+) -> None:
+    # SitemapSpider follows indexes with its own code: the sitemaps robots.txt
+    # leads to are bounded all the same, however deep.
+    server, elsewhere = make_server(EMPTY_SITEMAP), make_server(EMPTY_SITEMAP)
+    server.route("/robots.txt", "Sitemap: /sindex.xml\n")
+    xml(
+        server,
+        "/sindex.xml",
+        sitemapindex(
+            [
+                elsewhere.url("/s-other.xml"),
+                *pages(server, "/sindex2.xml", *(f"/s{i}.xml" for i in range(500))),
+            ]
+        ),
+    )
+    xml(server, "/sindex2.xml", sitemapindex(pages(server, "/s-deep.xml")))
+    crawler = get_crawler(
+        FollowAllSpider,
+        {**BASE_SETTINGS, "ROBOTS_SITEMAP_MAX_REQUESTS": 10, "CONCURRENT_REQUESTS": 1},
+    )
+    await crawler.crawl_async(sitemap_urls=[server.url("/robots.txt")])
+    assert elsewhere.hits == []
+    # The index robots.txt names, then 9 of the 501 on its site it names
+    # (/sindex2.xml among them).
+    assert sitemap_hits(server) == 10
+    assert server.count("/sindex2.xml") == 1
+    counts = stats(crawler)
+    assert counts["robots/sitemaps/discovered"] == 1
+    assert counts["robots/sitemaps/followed"] == 9
+    assert counts["robots/sitemaps/skipped/other_site"] == 1
+    # The 492 others, and /s-deep.xml that /sindex2.xml names.
+    assert counts["robots/sitemaps/skipped/crawl_limit"] == 492 + 1
