@@ -374,6 +374,24 @@ async def test_invalid_max_depth_is_a_clear_error(server: Server, value: Any) ->
         )
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("ROBOTS_SITEMAP_MAX_BYTES", 0),
+        ("ROBOTS_SITEMAP_MAX_BYTES", "big"),
+        ("ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT", -1),
+        ("ROBOTS_SITEMAP_MAX_REQUESTS", "many"),
+    ],
+)
+@coroutine_test
+async def test_invalid_bounds_are_a_clear_error(
+    server: Server, name: str, value: Any
+) -> None:
+    with pytest.raises(ValueError, match=name):
+        await crawl([server.url("/start")], {**SITEMAPS, name: value})
+    assert server.hits == []
+
+
 # -- SitemapSpider ----------------------------------------------------------
 
 
