@@ -126,10 +126,37 @@ class _Limits:
             ),
         )
 
-    def left(self, stats: StatsCollector) -> int:
-        """How many more sitemaps the crawl may request."""
-        done = stats.get_value(_DISCOVERED, 0) + stats.get_value(_FOLLOWED, 0)
-        return int(self.per_crawl - done)
+
+class _Budget:
+    """The crawl's bounds, and how many more sitemaps it may request.
+
+    Kept on the spider (see :func:`_budget`), where the middleware and the
+    sitemap callback both find it; not in the stats, which a project may
+    turn off (``DummyStatsCollector``).
+    """
+
+    def __init__(self, limits: _Limits) -> None:
+        self.limits = limits
+        self.left = limits.per_crawl
+
+    def take(self) -> bool:
+        """Whether one more sitemap may be requested (then counted)."""
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
+
+
+_BUDGET_ATTRIBUTE = "_robots_sitemap_budget"
+
+
+def _budget(spider: Spider) -> _Budget:
+    """The crawl's :class:`_Budget`, made on first use."""
+    budget: _Budget | None = getattr(spider, _BUDGET_ATTRIBUTE, None)
+    if budget is None:
+        budget = _Budget(_Limits.from_settings(spider.crawler.settings))
+        setattr(spider, _BUDGET_ATTRIBUTE, budget)
+    return budget
 
 
 class _Skips:
@@ -171,7 +198,8 @@ class _Follow:
         crawler = spider.crawler
         assert crawler.stats is not None
         self.stats = crawler.stats
-        self.limits = _Limits.from_settings(crawler.settings)
+        self.budget = _budget(spider)
+        self.limits = self.budget.limits
         self.spider = spider
         self.index_url = index_url
         self.site = _site(index_url)
@@ -182,7 +210,7 @@ class _Follow:
         if not)."""
         if not self.limits.other_sites and _site(url) != self.site:
             self.skips.add("other_site", url)
-        elif self.limits.left(self.stats) <= 0:
+        elif not self.budget.take():
             self.skips.add("crawl_limit", url)
         else:
             self.stats.inc_value(_FOLLOWED)
@@ -237,7 +265,7 @@ class SitemapsMiddleware:
         # fetched again.
         self._requested: set[str] = set()
         self._robots: RobotsMiddleware | None = None
-        self.limits = _Limits.from_settings(settings)
+        self.budget = _budget(spider)
         # SitemapSpider robots.txt start requests being answered.
         self._robots_steps = 0
         if self.feed:
@@ -358,7 +386,7 @@ class SitemapsMiddleware:
         document = outcome.document
         if outcome.kind != PARSED or document is None:
             return []
-        limits = self.limits
+        limits = self.budget.limits
         site = _site(origin)
         requests = []
         skips = _Skips()
@@ -382,7 +410,7 @@ class SitemapsMiddleware:
             request = _sitemap_request(url, self.callback, 1, limits)
             if request.url in self._requested:
                 continue
-            if limits.left(self.stats) <= 0:
+            if not self.budget.take():
                 skips.add("crawl_limit", url)
                 continue
             self._requested.add(request.url)

@@ -777,3 +777,19 @@ async def test_sitemap_spider_indexes_below_robots_txt_are_bounded(
     assert counts["robots/sitemaps/skipped/other_site"] == 1
     # The 492 others, and /s-deep.xml that /sindex2.xml names.
     assert counts["robots/sitemaps/skipped/crawl_limit"] == 492 + 1
+
+
+@coroutine_test
+async def test_crawl_cap_holds_without_stats(server: Server) -> None:
+    # The budget is the middleware's own, not read back from the stats.
+    server.route("/robots.txt", "".join(f"Sitemap: /s{i}.xml\n" for i in range(5)))
+    server.default = EMPTY_SITEMAP
+    await crawl(
+        [server.url("/start")],
+        {
+            **SITEMAPS,
+            "ROBOTS_SITEMAP_MAX_REQUESTS": 3,
+            "STATS_CLASS": "scrapy.statscollectors.DummyStatsCollector",
+        },
+    )
+    assert sitemap_hits(server) == 3
