@@ -76,8 +76,9 @@ def new_entry(outcome: Outcome, user_agent: str | None) -> Entry:
 # ``python -m benchmarks.memory`` (CPython 3.11, 64-bit) on hostile bodies
 # of every shape (short, long, wildcard, non-ASCII patterns, sitemaps), and
 # rounded up so that the estimate stays above what is really held.
-#: The Outcome, its Document, the Matcher, the LRU slots and the origin key.
-_ENTRY_BYTES = 800
+#: The Outcome, its Document, the Matcher (its Content-Usage slot
+#: included), the LRU slots and the origin key.
+_ENTRY_BYTES = 850
 #: A group: its tuple, user-agent strings, Content-Signal dict.
 _GROUP_BYTES = 400
 #: A rule: the Rule tuple and its line, the matcher's table slots.
