@@ -90,6 +90,8 @@ _LINE_BYTES = 100
 #: A Content-Usage rule: its UsageRule tuple, line, path and preference
 #: strings (text counted apart).
 _USAGE_RULE_BYTES = 260
+#: A string object beyond its text (CPython's header, rounded up).
+_STRING_BYTES = 64
 # Per character of a pattern: the pattern as written and the matcher's
 # percent-encoded copies.  Beyond ASCII a character takes up to four bytes
 # as text and twelve percent-encoded.
@@ -140,7 +142,9 @@ def entry_size(origin: str, entry: Entry) -> int:
     """
     outcome = entry.outcome
     size = _ENTRY_BYTES + len(origin) + _chars(outcome.detail, _TEXT_CHAR)
-    size += _chars(entry.sitemaps, _TEXT_CHAR)
+    if entry.sitemaps:
+        # One string, one a line: its text and its object's header.
+        size += _STRING_BYTES + _chars(entry.sitemaps, _TEXT_CHAR)
     documents = [outcome.document, outcome.fallback]
     if entry.matcher is not None and outcome.rules is None:
         # Kept for one agent: the matcher holds the rules that apply, the
