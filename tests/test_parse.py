@@ -302,7 +302,7 @@ def test_google_reads_keys_by_prefix() -> None:
 
 def test_unknown_profile() -> None:
     with pytest.raises(ValueError, match="profile"):
-        parse("", profile="bing")
+        parse("", profile="msn")
 
 
 def test_product_token() -> None:
