@@ -343,7 +343,7 @@ def test_to_dict_round_trips_through_json() -> None:
     "data",
     [
         {},
-        {"profile": "bing", "groups": [], "sitemaps": []},
+        {"profile": "msn", "groups": [], "sitemaps": []},
         {
             "profile": "rfc9309",
             "groups": [{"user_agents": [1], "rules": []}],
