@@ -443,8 +443,7 @@ def _normalized(
         return patterns
     # Only escapes to normalise (most often): in the patterns that hold one.
     return [
-        _normal(pattern, percent) if "%" in pattern else pattern
-        for pattern in patterns
+        _normal(pattern, percent) if "%" in pattern else pattern for pattern in patterns
     ]
 
 

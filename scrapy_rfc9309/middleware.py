@@ -47,7 +47,8 @@ from .outcome import (
     unavailable,
     unreachable,
 )
-from .parse import parse
+from .parse import parse, product_token
+from .profiles import PROFILES, RULES, selector_for
 from .stores import STORES
 from .stores.base import OutcomeStore, StoreError
 from .stores.memory import Entry, MemoryStore
@@ -74,7 +75,6 @@ META_KEY = "robots_txt_for"
 # Where the _Body of a robots.txt request is kept.
 _BODY_KEY = "_robots_txt_body"
 
-PROFILES = ("rfc9309", "google")
 OVER_MAX = ("clamp", "skip")
 
 
@@ -234,6 +234,15 @@ class RobotsMiddleware:
                 f"ROBOTS_PROFILE must be one of {', '.join(map(repr, PROFILES))},"
                 f" not {settings.get('ROBOTS_PROFILE')!r}"
             )
+        try:
+            selector_for(self.profile, product_token(self.user_agent))
+        except ValueError as exc:
+            # A bounded profile answering for another agent would answer
+            # under the wrong semantics.
+            raise ValueError(
+                f"ROBOTS_USER_AGENT {self.user_agent!r} does not suit"
+                f" ROBOTS_PROFILE {self.profile!r}: {exc}"
+            ) from None
         self.max_bytes = positive_int(settings, "ROBOTS_MAX_BYTES", minimum=1)
         self.max_redirects = positive_int(settings, "ROBOTS_MAX_REDIRECTS", minimum=0)
         self.lifetimes = Lifetimes(
@@ -561,7 +570,7 @@ class RobotsMiddleware:
                 # without it nothing is known, so the origin is unreachable.
                 return self._unreachable(previous, f"robots.txt request ignored: {exc}")
             except Exception as exc:
-                return self._unreachable(
+                return self._network_failure(
                     previous, f"{type(exc).__name__}: {exc}".rstrip(": ")
                 )
             status = response.status
@@ -597,11 +606,24 @@ class RobotsMiddleware:
             detail=detail,
         )
 
+    def _network_failure(
+        self, previous: Outcome | None, detail: str, status: int | None = None
+    ) -> Outcome:
+        """The outcome of no complete answer, as the profile says."""
+        if RULES[self.profile].status["network"] == UNAVAILABLE:
+            return unavailable(
+                now=self.clock(),
+                lifetimes=self.lifetimes,
+                http_status=status,
+                detail=detail,
+            )
+        return self._unreachable(previous, detail, status)
+
     def _classify(self, response: Response, previous: Outcome | None) -> Outcome:
         status = response.status
         if "dataloss" in response.flags:
-            return self._unreachable(previous, "truncated body", status)
-        kind = kind_of_status(status)
+            return self._network_failure(previous, "truncated body", status)
+        kind = kind_of_status(status, self.profile)
         if kind == UNREACHABLE:
             return self._unreachable(previous, f"HTTP {status}", status)
         cache_control = response.headers.get(b"Cache-Control")
@@ -619,6 +641,17 @@ class RobotsMiddleware:
         encodings = _encodings(response.headers)
         if encodings:
             body = _decoded(body, encodings, self.max_bytes)
+        rules_of = RULES[self.profile]
+        limit = min(self.max_bytes, rules_of.max_bytes or self.max_bytes)
+        if len(body) > limit and rules_of.status["oversize"] == UNAVAILABLE:
+            # Profile hook: Yandex reads a body over its limit as none.
+            return unavailable(
+                now=self.clock(),
+                lifetimes=self.lifetimes,
+                http_status=status,
+                cache_max_age=cache_max_age,
+                detail=f"HTTP {status}, body over {limit} bytes",
+            )
         document = parse(body, profile=self.profile, max_bytes=self.max_bytes)
         detail = f"HTTP {status}"
         if len(body) > self.max_bytes:

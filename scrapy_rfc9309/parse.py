@@ -334,42 +334,28 @@ def applicable_groups(document: Document, token: str) -> list[Group]:
 
 def _selected_groups(groups: tuple[Group, ...], selector: Selector) -> list[Group]:
     """The groups that apply to the agent of a bounded profile's
-    ``selector`` (see :class:`~scrapy_rfc9309.profiles.Selector`)."""
-    if selector.match == "name_prefix":
-        # Yandex's CheckRobot: the longest value naming the robot wins;
-        # groups of values as long merge.
-        best = 0
-        chosen: list[Group] = []
-        for group in groups:
-            longest = 0
-            for value in group.user_agents:
-                name = value.strip(_WHITESPACE).lower()
-                if name.startswith(selector.required_prefix) and (
-                    selector.full_name.startswith(name)
-                ):
-                    longest = max(longest, len(name))
-            if longest > best:
-                best, chosen = longest, [group]
-            elif longest and longest == best:
-                chosen.append(group)
-        if chosen:
-            return chosen
-    else:
-        for tier in selector.tiers:
-            chosen = [
-                group
-                for group in groups
-                if any(agent_token(value) in tier for value in group.user_agents)
-            ]
-            if chosen:
-                return chosen
-    if not selector.wildcard:
-        return []
-    return [
-        group
-        for group in groups
-        if any(agent_token(value) == "*" for value in group.user_agents)
-    ]
+    ``selector``: those naming it best (see
+    :meth:`~scrapy_rfc9309.profiles.Selector.rank`), else, if it falls back
+    to them, those naming ``*``."""
+    best = 0
+    chosen: list[Group] = []
+    wildcard: list[Group] = []
+    for group in groups:
+        rank = 0
+        for value in group.user_agents:
+            token = agent_token(value)
+            if token == "*":
+                if not wildcard or wildcard[-1] is not group:
+                    wildcard.append(group)
+                continue
+            rank = max(rank, selector.rank(value.strip(_WHITESPACE).lower(), token))
+        if rank > best:
+            best, chosen = rank, [group]
+        elif rank and rank == best:
+            chosen.append(group)
+    if chosen:
+        return chosen
+    return wildcard if selector.wildcard else []
 
 
 def merge_groups(groups: Iterable[Group]) -> Group:
@@ -817,8 +803,9 @@ def parse(
     ``"bing"`` (see :mod:`scrapy_rfc9309.profiles`); it decides which keys
     are read (Google reads them by prefix) and how matching on the document
     behaves.  Input past ``max_bytes`` octets is ignored, cut on the last
-    whole line (Yandex: over 512,000 octets, everything is allowed).  BOM, CR / LF / CRLF, NUL, invalid UTF-8, HTML and
-    binary junk are all read the way Google's parser reads them.
+    whole line (Yandex: over 512,000 octets, everything is allowed).  BOM,
+    CR / LF / CRLF, NUL, invalid UTF-8, HTML and binary junk are all read
+    the way Google's parser reads them.
     """
     check_profile(profile)
     limit = RULES[profile].max_bytes

@@ -72,6 +72,21 @@ class Selector:
     full_name: str = ""
     required_prefix: str = ""
 
+    def rank(self, name: str, token: str) -> int:
+        """How well a ``User-agent`` value (``name``: stripped and
+        lower-cased; ``token``: the token it names) names this agent: 0 not
+        at all; of the groups naming it, those of highest rank apply."""
+        if self.match == "name_prefix":
+            if name.startswith(self.required_prefix) and self.full_name.startswith(
+                name
+            ):
+                return len(name)
+            return 0
+        for index, tier in enumerate(self.tiers):
+            if token in tier:
+                return len(self.tiers) - index
+        return 0
+
 
 _STATUS_CATEGORIES = ("200", "2xx", "3xx", "4xx", "429", "5xx", "other", "network")
 
@@ -124,8 +139,9 @@ class ProfileRules:
     #: HTTP result category (:func:`status_category`, and ``oversize``) ->
     #: the outcome it gives.
     status: Mapping[str, Kind] = field(default_factory=lambda: _RFC9309_STATUS)
-    #: Records the vendor reads but does not use: lint says so.
-    ignores: tuple[str, ...] = ()
+    #: Whether the vendor ignores Crawl-delay and Content-Signal (read all
+    #: the same, for the crawl's own use): lint says so.
+    ignores_delay: bool = False
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -182,7 +198,7 @@ RULES: dict[str, ProfileRules] = {
         _LENIENT_KEYS,
         prefix_keys=True,
         percent="escape",
-        ignores=("crawl-delay", "content-signal"),
+        ignores_delay=True,
     ),
     YANDEX: ProfileRules(
         YANDEX,
@@ -221,12 +237,12 @@ RULES: dict[str, ProfileRules] = {
         status={
             # Anything but 200 OK (or a body over 500 KiB): "open for
             # indexing".  Network errors are an open point: read as RFC 9309.
-            **{category: "unavailable" for category in _STATUS_CATEGORIES},
+            **dict.fromkeys(_STATUS_CATEGORIES, "unavailable"),
             "200": "parsed",
             "network": "unreachable",
             "oversize": "unavailable",
         },
-        ignores=("crawl-delay", "content-signal"),
+        ignores_delay=True,
     ),
     BING: ProfileRules(
         BING,
