@@ -100,6 +100,9 @@ class _Linter:
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
         self.rules_of = RULES[profile]
+        # Keys read exactly (Yandex, Bing): a spelling another profile reads
+        # is worth a warning of its own.
+        self.strict_keys = self.rules_of.keys != RULES[RFC9309].keys
         self.diagnostics: list[Diagnostic] = []
         self.sitemaps: set[str] = set()
 
@@ -242,10 +245,9 @@ class _Linter:
             )
 
     def on_record(self, line: int, name: str) -> None:
-        lenient = key_kind(name, RFC9309)
-        if lenient is None:
-            lenient = key_kind(name, GOOGLE)
-        if lenient is not None:
+        if self.strict_keys and (
+            key_kind(name, RFC9309) is not None or key_kind(name, GOOGLE) is not None
+        ):
             # A key other profiles read (a typo, a prefix) that this one
             # does not: the line does nothing here.
             self.add(
