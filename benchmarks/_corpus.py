@@ -1,5 +1,9 @@
 """The benchmark corpus: the 4,231 real robots.txt files of Protego 0.7.0's
-test data, downloaded once (as the source distribution) into ``.cache/``."""
+test data, downloaded once (as the source distribution) into ``.cache/``.
+
+Also read by tests/test_differential.py; ``python -m benchmarks._corpus``
+(run by scripts/test.sh) fetches it when it is missing.
+"""
 
 from __future__ import annotations
 
@@ -52,3 +56,7 @@ def _fetch() -> None:
                 if source is not None:
                     (partial / member.name[len(prefix) :]).write_bytes(source.read())
     partial.rename(DATA)
+
+
+if __name__ == "__main__":
+    print(f"Protego's robots.txt corpus: {len(corpus())} files in {DATA}")

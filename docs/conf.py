@@ -36,7 +36,7 @@ myst_heading_anchors = 3
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
-autodoc_default_options = {"members": True, "show-inheritance": True}
+autodoc_default_options = {"members": True}
 
 html_theme = "furo"
 html_title = f"scrapy-rfc9309 {release}"

@@ -1,14 +1,41 @@
-"""Reading the package's settings, shared by every Scrapy component."""
+"""Reading the package's settings, shared by every Scrapy component.
+
+One reader per kind of setting (flag, seconds, count, choice, purposes,
+text). Each returns the value ready to use or raises ``ValueError`` naming
+the setting, the value given and what is accepted: a component that read a
+bad value as its default, or switched itself off, would crawl on without the
+rules the user asked for.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._defaults import DEFAULTS
+from .parse import PROFILES, product_token
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from scrapy import Spider
     from scrapy.settings import BaseSettings
+
+#: The values ``BaseSettings.getbool`` documents, and nothing else: it also
+#: takes 2 or "7" as True and 0.5 as False, which are typos here.
+_FLAGS: dict[Any, bool] = {
+    True: True,
+    False: False,
+    "1": True,
+    "0": False,
+    "true": True,
+    "false": False,
+    "True": True,
+    "False": False,
+}
+_FLAGS_ACCEPTED = "True or False (or 1/0, 'true'/'false' as text)"
 
 
 def setting(settings: BaseSettings, name: str) -> Any:
@@ -17,19 +44,117 @@ def setting(settings: BaseSettings, name: str) -> Any:
     return DEFAULTS[name] if value is None else value
 
 
-def positive_int(settings: BaseSettings, name: str, *, minimum: int) -> int:
-    """``name`` as an integer of at least ``minimum``; ``ValueError``
-    otherwise, since crawling on with a setting ignored would be wrong."""
+def _refused(name: str, value: Any, accepted: str) -> ValueError:
+    return ValueError(f"{name} must be {accepted}, not {value!r}")
+
+
+def _flag(name: str, value: Any) -> bool:
+    if isinstance(value, (bool, int, float, str)) and value in _FLAGS:
+        return _FLAGS[value]
+    raise _refused(name, value, _FLAGS_ACCEPTED)
+
+
+def flag(settings: BaseSettings, name: str) -> bool:
+    """``name`` as a boolean (``ROBOTS_ENABLED``, ``ROBOTS_SITEMAPS``, ...)."""
+    return _flag(name, setting(settings, name))
+
+
+def _number(value: Any) -> float | None:
+    # Text comes from the command line (-s NAME=VALUE); a bool is a typo.
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def seconds(settings: BaseSettings, name: str) -> float:
+    """``name`` as a finite number of seconds, 0 or more (lifetimes, caps)."""
     value = setting(settings, name)
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = minimum - 1
-    if number < minimum:
-        raise ValueError(
-            f"{name} must be an integer of at least {minimum}, not {value!r}"
+    number = _number(value)
+    if number is None or not math.isfinite(number) or number < 0:
+        raise _refused(
+            name, value, f"a number of seconds, 0 or more (such as {DEFAULTS[name]})"
         )
     return number
+
+
+def positive_int(settings: BaseSettings, name: str, *, minimum: int) -> int:
+    """``name`` as a whole number of at least ``minimum`` (sizes, counts)."""
+    value = setting(settings, name)
+    number = _number(value)
+    if number is None or not number.is_integer() or number < minimum:
+        raise _refused(
+            name,
+            value,
+            f"a whole number, {minimum} or more (such as {DEFAULTS[name]})",
+        )
+    return int(number)
+
+
+def _choice(name: str, value: Any, choices: Iterable[str]) -> str:
+    choices = tuple(choices)
+    key = value.strip().lower() if isinstance(value, str) else None
+    if key in choices:
+        return key
+    raise _refused(name, value, "one of " + ", ".join(map(repr, choices)))
+
+
+def choice(settings: BaseSettings, name: str, choices: Iterable[str]) -> str:
+    """``name`` as one of ``choices`` (lower-cased, spaces around ignored)."""
+    return _choice(name, setting(settings, name), choices)
+
+
+def robots_profile(settings: BaseSettings, given: str | None = None) -> str:
+    """The matching profile: ``ROBOTS_PROFILE``, or ``given`` by the command
+    line's ``--profile`` when it is not ``None``."""
+    if given is None:
+        return _choice("ROBOTS_PROFILE", setting(settings, "ROBOTS_PROFILE"), PROFILES)
+    return _choice("--profile", given, PROFILES)
+
+
+def purposes(settings: BaseSettings, name: str) -> tuple[str, ...]:
+    """``name`` (``ROBOTS_CONTENT_SIGNALS``) as the purposes set true.
+
+    A dict of purpose names to flags, or that dict as a JSON object (how
+    ``-s NAME='{"ai-train": true}'`` gives it); purposes lower-cased.
+    """
+    value = setting(settings, name)
+    accepted = (
+        'a dict of purposes set to True or False, such as {"ai-train": True}'
+        " (or that dict as a JSON object)"
+    )
+    found = value
+    if isinstance(value, str):
+        try:
+            found = json.loads(value)
+        except ValueError:
+            raise _refused(name, value, accepted) from None
+    if not isinstance(found, Mapping):
+        raise _refused(name, value, accepted)
+    in_use = []
+    for purpose, wanted in found.items():
+        if not isinstance(purpose, str) or not purpose.strip():
+            raise _refused(name, value, accepted)
+        try:
+            if _flag(name, wanted):
+                in_use.append(purpose.strip().lower())
+        except ValueError:
+            raise _refused(name, value, accepted) from None
+    return tuple(in_use)
+
+
+def text(settings: BaseSettings, name: str) -> str | None:
+    """``name`` as text (a URL, a prefix), ``None`` when not set."""
+    value = setting(settings, name)
+    if value is None or isinstance(value, str):
+        return value
+    raise _refused(name, value, "text")
 
 
 def robots_user_agent(settings: BaseSettings, spider: Spider | None = None) -> str:
@@ -39,9 +164,21 @@ def robots_user_agent(settings: BaseSettings, spider: Spider | None = None) -> s
     ``ROBOTSTXT_USER_AGENT`` and ``USER_AGENT``; its product token is what is
     matched against ``User-agent`` lines.
     """
+    configured = settings.get("ROBOTS_USER_AGENT")
+    # An agent without a product token (letters, '_' and '-' first) matches
+    # no group of its own: only the '*' groups would ever apply to it.
+    if configured and (
+        not isinstance(configured, str) or not product_token(configured)
+    ):
+        raise _refused(
+            "ROBOTS_USER_AGENT",
+            configured,
+            "a user agent starting with its product token (letters, '_' and"
+            " '-', such as 'MyBot/1.0')",
+        )
     for value in (
         getattr(spider, "robots_user_agent", None),
-        settings.get("ROBOTS_USER_AGENT"),
+        configured,
         settings.get("ROBOTSTXT_USER_AGENT"),
         settings.get("USER_AGENT"),
     ):

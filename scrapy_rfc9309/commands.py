@@ -29,7 +29,7 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredList
 
-from ._settings import positive_int, robots_user_agent, setting
+from ._settings import positive_int, robots_profile, robots_user_agent
 from .addon import Addon
 from .lint import Diagnostic, lint
 from .match import Decision, content_signals, crawl_delay, product_token
@@ -345,7 +345,7 @@ class RobotsCommand(ScrapyCommand):
             "--profile",
             dest="robots_profile",
             metavar="P",
-            help=f"matching profile: {' or '.join(PROFILES)} (default: the"
+            help=f"matching profile: {', '.join(PROFILES)} (default: the"
             " ROBOTS_PROFILE setting)",
         )
         group.add_argument(
@@ -384,13 +384,10 @@ class RobotsCommand(ScrapyCommand):
         return self.settings
 
     def _profile(self, opts: argparse.Namespace) -> str:
-        given = opts.robots_profile
-        value = setting(self._settings, "ROBOTS_PROFILE") if given is None else given
-        profile = str(value).strip().lower()
-        if profile not in PROFILES:
-            source = "--profile" if given is not None else "ROBOTS_PROFILE"
-            raise UsageError(f"unknown {source} {value!r}: use {' or '.join(PROFILES)}")
-        return profile
+        try:
+            return robots_profile(self._settings, opts.robots_profile)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
 
     # -- check --
 
@@ -399,9 +396,20 @@ class RobotsCommand(ScrapyCommand):
             raise UsageError("check needs at least one URL")
         urls = [self._check_url(operand) for operand in operands]
         profile = self._profile(opts)
-        agent = robots_user_agent(self._settings) if opts.agent is None else opts.agent
+        if opts.agent is None:
+            try:
+                agent = robots_user_agent(self._settings)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+        else:
+            agent = opts.agent
         if not agent.strip():
             raise UsageError("--agent must not be empty")
+        if not product_token(agent):
+            raise UsageError(
+                "--agent must start with its product token (letters, '_' and"
+                f" '-', such as 'MyBot/1.0'), not {agent!r}"
+            )
         settings = self._settings
         # Cmdline priority: the add-on writes the package defaults at addon
         # priority, and the middleware keeps in memory only what answers

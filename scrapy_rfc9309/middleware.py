@@ -32,7 +32,16 @@ from twisted.internet.defer import Deferred
 from w3lib.url import safe_url_string
 
 from . import signals as robots_signals
-from ._settings import positive_int, robots_user_agent, setting
+from ._settings import (
+    choice,
+    flag,
+    positive_int,
+    purposes,
+    robots_profile,
+    robots_user_agent,
+    seconds,
+    setting,
+)
 from .match import Decision
 from .outcome import (
     PARSED,
@@ -48,7 +57,7 @@ from .outcome import (
     unreachable,
 )
 from .parse import parse, product_token
-from .profiles import PROFILES, RULES, selector_for
+from .profiles import RULES, selector_for
 from .stores import STORES
 from .stores.base import OutcomeStore, StoreError
 from .stores.memory import Entry, MemoryStore
@@ -74,8 +83,6 @@ _T = TypeVar("_T")
 META_KEY = "robots_txt_for"
 # Where the _Body of a robots.txt request is kept.
 _BODY_KEY = "_robots_txt_body"
-
-OVER_MAX = ("clamp", "skip")
 
 
 class RobotsDisallowed(IgnoreRequest):
@@ -223,17 +230,11 @@ class RobotsMiddleware:
 
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
-        if not settings.getbool("ROBOTS_ENABLED", setting(settings, "ROBOTS_ENABLED")):
+        if not flag(settings, "ROBOTS_ENABLED"):
             raise NotConfigured("ROBOTS_ENABLED is off")
         self.crawler = crawler
         self.user_agent = robots_user_agent(settings, crawler.spider)
-        self.profile = str(setting(settings, "ROBOTS_PROFILE")).strip().lower()
-        if self.profile not in PROFILES:
-            # Disabling the middleware on a typo would crawl without robots.txt.
-            raise ValueError(
-                f"ROBOTS_PROFILE must be one of {', '.join(map(repr, PROFILES))},"
-                f" not {settings.get('ROBOTS_PROFILE')!r}"
-            )
+        self.profile = robots_profile(settings)
         try:
             selector_for(self.profile, product_token(self.user_agent))
         except ValueError as exc:
@@ -246,38 +247,18 @@ class RobotsMiddleware:
         self.max_bytes = positive_int(settings, "ROBOTS_MAX_BYTES", minimum=1)
         self.max_redirects = positive_int(settings, "ROBOTS_MAX_REDIRECTS", minimum=0)
         self.lifetimes = Lifetimes(
-            cache=_seconds(settings, "ROBOTS_CACHE_LIFETIME"),
-            unreachable=_seconds(settings, "ROBOTS_UNREACHABLE_LIFETIME"),
-            grace=_seconds(settings, "ROBOTS_UNREACHABLE_GRACE"),
+            cache=seconds(settings, "ROBOTS_CACHE_LIFETIME"),
+            unreachable=seconds(settings, "ROBOTS_UNREACHABLE_LIFETIME"),
+            grace=seconds(settings, "ROBOTS_UNREACHABLE_GRACE"),
         )
-        self.crawl_delay_enabled = settings.getbool(
-            "ROBOTS_CRAWL_DELAY", setting(settings, "ROBOTS_CRAWL_DELAY")
-        )
-        self.crawl_delay_max = _seconds(settings, "ROBOTS_CRAWL_DELAY_MAX")
-        over_max = str(setting(settings, "ROBOTS_CRAWL_DELAY_OVER_MAX")).strip().lower()
-        if over_max not in OVER_MAX:
-            raise ValueError(
-                f"ROBOTS_CRAWL_DELAY_OVER_MAX must be 'clamp' or 'skip',"
-                f" not {settings.get('ROBOTS_CRAWL_DELAY_OVER_MAX')!r}"
-            )
+        self.crawl_delay_enabled = flag(settings, "ROBOTS_CRAWL_DELAY")
+        self.crawl_delay_max = seconds(settings, "ROBOTS_CRAWL_DELAY_MAX")
+        over_max = choice(settings, "ROBOTS_CRAWL_DELAY_OVER_MAX", ("clamp", "skip"))
         self.skip_over_max = over_max == "skip"
-        try:
-            purposes = settings.getdict("ROBOTS_CONTENT_SIGNALS")
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                "ROBOTS_CONTENT_SIGNALS must be a dict of purposes, such as"
-                f' {{"ai-train": True}}, not {settings.get("ROBOTS_CONTENT_SIGNALS")!r}'
-            ) from exc
         #: The purposes this crawl is for (``ROBOTS_CONTENT_SIGNALS`` set true).
-        self.purposes = tuple(
-            str(purpose).strip().lower()
-            for purpose, in_use in purposes.items()
-            if in_use
-        )
+        self.purposes = purposes(settings, "ROBOTS_CONTENT_SIGNALS")
         self.download_maxsize = settings.getint("DOWNLOAD_MAXSIZE")
-        self.ssrf_guard = settings.getbool(
-            "ROBOTS_SSRF_GUARD", setting(settings, "ROBOTS_SSRF_GUARD")
-        )
+        self.ssrf_guard = flag(settings, "ROBOTS_SSRF_GUARD")
         # A lease is held for one fetch: redirects and retries included.
         timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) or 180.0
         self.lease_ttl = timeout * 2
@@ -873,14 +854,3 @@ def _build_store(crawler: Crawler) -> OutcomeStore:
     if not isinstance(store, OutcomeStore):
         raise ValueError(f"ROBOTS_STORE {name!r} is not an OutcomeStore")
     return store
-
-
-def _seconds(settings: Any, name: str) -> float:
-    value = setting(settings, name)
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        seconds = -1.0
-    if seconds < 0:
-        raise ValueError(f"{name} must be a number of seconds, not {value!r}")
-    return seconds

@@ -31,7 +31,7 @@ from scrapy.utils.sitemap import Sitemap
 from w3lib.url import safe_url_string
 
 from . import signals as robots_signals
-from ._settings import positive_int, setting
+from ._settings import flag, positive_int
 from .middleware import RobotsMiddleware
 from .outcome import PARSED
 from .urls import robots_url
@@ -81,12 +81,10 @@ class SitemapsMiddleware:
             # JOBDIR by an earlier run still need their callback when the
             # crawl is resumed with ROBOTS_SITEMAPS (or robots.txt) off.
             setattr(spider, CALLBACK_ATTRIBUTE, MethodType(_parse_sitemap, spider))
-        self.feed = settings.getbool(
-            "ROBOTS_SITEMAPS", setting(settings, "ROBOTS_SITEMAPS")
-        )
+        self.feed = flag(settings, "ROBOTS_SITEMAPS")
         # Without a reason, so that Scrapy logs no warning: being off is
         # the default, and RobotsMiddleware already warns when it is off.
-        if not settings.getbool("ROBOTS_ENABLED", setting(settings, "ROBOTS_ENABLED")):
+        if not flag(settings, "ROBOTS_ENABLED"):
             raise NotConfigured
         if not self.feed and not self.sitemap_spider:
             raise NotConfigured

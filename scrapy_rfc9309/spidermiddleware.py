@@ -12,8 +12,7 @@ from itemadapter import ItemAdapter
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
-from ._defaults import DEFAULTS
-from ._settings import robots_user_agent, setting
+from ._settings import choice, flag, robots_user_agent
 from .directives import DirectiveSet, directives_for
 
 if TYPE_CHECKING:
@@ -50,15 +49,9 @@ class DirectivesMiddleware:
 
     def __init__(self, crawler: Crawler):
         settings = crawler.settings
-        if not settings.getbool("ROBOTS_ENABLED", DEFAULTS["ROBOTS_ENABLED"]):
+        if not flag(settings, "ROBOTS_ENABLED"):
             raise NotConfigured("ROBOTS_ENABLED is off")
-        mode = str(setting(settings, "ROBOTS_DIRECTIVES")).strip().lower()
-        if mode not in MODES:
-            # Silently disabling on a typo would crawl noindex pages unnoticed.
-            raise ValueError(
-                f"ROBOTS_DIRECTIVES must be one of {', '.join(map(repr, MODES))},"
-                f" not {settings.get('ROBOTS_DIRECTIVES')!r}"
-            )
+        mode = choice(settings, "ROBOTS_DIRECTIVES", MODES)
         if mode == "off":
             raise NotConfigured("ROBOTS_DIRECTIVES is off")
         self.crawler = crawler

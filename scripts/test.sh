@@ -15,6 +15,15 @@ if ! command -v redis-server >/dev/null 2>&1; then
     fi
 fi
 
+# tests/test_differential.py compares this package with Protego over
+# Protego's own 4,231 real robots.txt files, fetched once into .cache/ (pip
+# download of its source distribution).  Offline, the test falls back to a
+# small built-in sample and says so.
+if ! .venv/bin/python -m benchmarks._corpus; then
+    echo "warning: Protego's robots.txt corpus could not be fetched into .cache/;" \
+        "tests/test_differential.py falls back to its built-in sample" >&2
+fi
+
 .venv/bin/ruff check scrapy_rfc9309 tests benchmarks sample_project
 .venv/bin/ruff format --check scrapy_rfc9309 tests benchmarks sample_project
 .venv/bin/mypy --strict scrapy_rfc9309

@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 
+from tests.crawl_helpers import Departures
 from tests.server import Route, Server
 
 pytest_plugins = ["tests.redis_server"]
 
-# The conformance vectors live in the shared folder beside the repository
-# (../shared/conformance when checked out as main/).
-CONFORMANCE = Path(__file__).resolve().parent.parent.parent / "shared" / "conformance"
+# The conformance vectors (Google's and RFC 9309's; sources and licences in
+# the folder's README.md).
+CONFORMANCE = Path(__file__).resolve().parent / "data" / "conformance"
 
 
 def load_vectors(name: str) -> list[dict[str, Any]]:
@@ -42,6 +43,12 @@ def make_server() -> Iterator[Callable[..., Server]]:
     yield factory
     for server in servers:
         server.close()
+
+
+@pytest.fixture
+def departures(monkeypatch: pytest.MonkeyPatch) -> Departures:
+    """When each request left its downloader slot (see Departures)."""
+    return Departures(monkeypatch)
 
 
 @pytest.fixture

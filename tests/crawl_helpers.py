@@ -9,9 +9,12 @@ the requests that did not.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from itertools import pairwise
 from typing import Any
 
+import pytest
 from scrapy import Request, Spider
+from scrapy.core.downloader import Slot
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
@@ -89,6 +92,47 @@ def stats(crawler: Crawler, prefix: str = "robots/") -> dict[str, Any]:
         for key, value in crawler.stats.get_stats().items()
         if key.startswith(prefix)
     }
+
+
+#: How much shorter than a Crawl-delay a gap between two departures may be:
+#: float rounding of the slot's own monotonic arithmetic, nothing more.
+TIMER_GRANULARITY = 0.001
+
+
+class Departures:
+    """When each request left its downloader slot for the network.
+
+    Scrapy records that instant as the slot's ``lastseen`` (monotonic
+    seconds) and spaces departures by the slot's delay, which is where
+    Crawl-delay is applied; this keeps every value it records, per slot.
+    Measured at the slot, not at the server: on a loaded machine the way
+    from one to the other (a thread handing over the GIL, a connection set
+    up) varies by tens of milliseconds, which would make a correctly spaced
+    gap look short.  Gaps are only ever checked from below.
+    """
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.by_slot: dict[Slot, list[float]] = {}
+        # Slot is a dataclass with __slots__: its own descriptor keeps the
+        # value, wrapped to hear every assignment.
+        stored = Slot.__dict__["lastseen"]
+        by_slot = self.by_slot
+
+        def get(slot: Slot) -> float:
+            return stored.__get__(slot, Slot)  # type: ignore[no-any-return]
+
+        def set_(slot: Slot, value: float) -> None:
+            stored.__set__(slot, value)
+            if value:  # 0: a new slot, nothing left yet
+                by_slot.setdefault(slot, []).append(value)
+
+        monkeypatch.setattr(Slot, "lastseen", property(get, set_))
+
+    def gaps(self, crawler: Crawler, key: str) -> list[float]:
+        """The gaps between the departures from slot ``key`` (a host)."""
+        assert crawler.engine is not None
+        times = self.by_slot.get(crawler.engine.downloader.slots[key], [])
+        return [later - earlier for earlier, later in pairwise(times)]
 
 
 def middleware(crawler: Crawler) -> RobotsMiddleware:

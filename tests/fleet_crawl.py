@@ -4,7 +4,9 @@
 
 ``CONFIG_JSON`` holds ``urls`` (the pages to crawl), ``settings`` (added to
 the add-on's), ``stats`` (a file to write the final stats to, as JSON) and
-optionally ``reactorless`` (run without a Twisted reactor).  The crawl uses
+optionally ``reactorless`` (run without a Twisted reactor) and
+``clock_offset`` (seconds this worker's robots.txt clock runs ahead, as if
+that much time had passed since the workers before it).  The crawl uses
 the package's add-on, so the worker reads and writes robots.txt outcomes
 through whatever ``ROBOTS_STORE`` the settings name.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,9 @@ from typing import Any
 from scrapy import Request, Spider
 from scrapy.crawler import AsyncCrawlerProcess
 from scrapy.http import Response
+
+from scrapy_rfc9309.middleware import RobotsMiddleware
+from scrapy_rfc9309.stores.sqlite import SQLiteStore
 
 
 class FleetSpider(Spider):
@@ -57,8 +63,21 @@ def settings_for(config: dict[str, Any]) -> dict[str, Any]:
     return settings
 
 
+def run_ahead(offset: float) -> None:
+    """Lifetimes and stored outcomes judged ``offset`` seconds in the future:
+    the middleware's clock (the memory store's too) and the SQLite store's."""
+
+    def clock() -> float:
+        return time.time() + offset
+
+    RobotsMiddleware.clock = staticmethod(clock)
+    SQLiteStore.clock = staticmethod(clock)
+
+
 def main(argv: list[str]) -> int:
     config = json.loads(argv[1])
+    if config.get("clock_offset"):
+        run_ahead(float(config["clock_offset"]))
     process = AsyncCrawlerProcess(settings_for(config))
     crawler = process.create_crawler(FleetSpider)
     process.crawl(crawler, urls=config["urls"])

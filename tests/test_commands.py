@@ -323,6 +323,18 @@ def test_check_crawl_delay_over_max_skipped(
         (("check", "http://[::1/page"), "not a URL"),
         (("check", "http://127.0.0.1:1/", "--profile", "strict"), "'strict'"),
         (("check", "http://127.0.0.1:1/", "--agent", ""), "--agent"),
+        (
+            ("check", "http://127.0.0.1:1/", "--agent", "42"),
+            "--agent must start with its product token",
+        ),
+        (
+            ("check", "http://127.0.0.1:1/", "-s", "ROBOTS_USER_AGENT=42"),
+            "ROBOTS_USER_AGENT must be a user agent starting with its product token",
+        ),
+        (
+            ("check", "http://127.0.0.1:1/", "-s", "ROBOTS_PROFILE=yandex"),
+            "does not suit ROBOTS_PROFILE 'yandex'",
+        ),
         (("check", "http://127.0.0.1:1/", "--frobnicate"), "'--frobnicate'"),
         (("check", "http://127.0.0.1:1/", "-x"), "'-x'"),
         (("lint",), "lint takes one FILE or URL"),
@@ -334,7 +346,7 @@ def test_check_crawl_delay_over_max_skipped(
         (("lint", "x.txt", "--profile", "nope"), "'nope'"),
         (
             ("check", "http://127.0.0.1:1/", "-s", "ROBOTS_PROFILE=nope"),
-            "ROBOTS_PROFILE 'nope'",
+            "ROBOTS_PROFILE must be one of 'rfc9309', 'google'",
         ),
     ],
 )

@@ -1,4 +1,4 @@
-"""The engine against the shared conformance vectors (../shared/conformance).
+"""The engine against the conformance vectors (tests/data/conformance).
 
 Every vector is one test id: ``<name>@<source line>`` for Google's unit test
 checks, the vector's own name otherwise.

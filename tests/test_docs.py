@@ -18,9 +18,10 @@ order of its page, one test per page:
 
 ``json`` blocks must parse.  Blocks of other languages (``console``, ``text``,
 unmarked) are not run, but for the ``scrapy robots lint`` example of the
-command line page, which is.  The settings page must name every setting of
-``_defaults.DEFAULTS``, the engine page every lint code, and every test the
-pages name (``test_x.py``, ``test_name``) must exist.
+command line page and the sample's summary on the getting-started page, which
+are run and compared (ports, times and paths masked).  The settings page must
+name every setting of ``_defaults.DEFAULTS``, the engine page every lint code,
+and every test the pages name (``test_x.py``, ``test_name``) must exist.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_rfc9309._defaults import DEFAULTS
 from scrapy_rfc9309.lint import CODES
+from scrapy_rfc9309.stores import STORES
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -68,6 +70,7 @@ TESTS = ROOT / "tests"
 _TEST_DEF = re.compile(r"^\s*(?:async )?def (test_\w+)", re.MULTILINE)
 _TEST_FILE = re.compile(r"(?<![\w.])(test_\w+)\.py\b")
 _TEST_NAME = re.compile(r"(?<![\w./])(test_\w+)\b(?!\.py)")
+_LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[")
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 
 
@@ -152,7 +155,9 @@ def _check_settings(block: Block) -> None:
             }:
                 load_object(path)  # raises when the example names a lost class
     # The package's components refuse bad values at start-up: build them with
-    # the fragment's settings (a shared store is not opened for this).
+    # the fragment's settings (a shared store is named, not opened, here).
+    store = str(values.get("ROBOTS_STORE", "memory"))
+    load_object(STORES.get(store.lower(), store))
     settings = {name: value for name, value in values.items() if name != "ADDONS"}
     settings["ROBOTS_STORE"] = "memory"
     crawler = get_crawler(Spider, settings_dict=settings)
@@ -276,6 +281,42 @@ def test_the_tests_the_docs_name_exist() -> None:
     assert not missing, sorted(missing)
 
 
+def _summary(text: str) -> list[str]:
+    """The sample's printed summary, from its first spider on, without log
+    lines, with what changes from run to run (ports, times, paths) masked."""
+    lines = text[text.index("== ") :].splitlines()
+    kept = []
+    for line in lines:
+        if _LOG_LINE.match(line):
+            continue
+        line = re.sub(r"(127\.0\.0\.\d+):\d+", r"\1:PORT", line)
+        line = re.sub(r"\d+\.\d+ s\b", "T s", line)
+        line = re.sub(r"(written to )\S*/", r"\1OUT/", line)
+        line = re.sub(r"(Items and summaries: )\S+", r"\1OUT", line)
+        kept.append(line.rstrip())
+    return kept
+
+
+def test_the_sample_summary_is_what_the_sample_prints(tmp_path: Path) -> None:
+    # The getting-started page shows what `bash scripts/sample.sh` prints;
+    # a change to the sample or to the package must show there too.
+    shown = next(
+        block.code
+        for block in blocks(ROOT / "docs" / "getting-started.md")
+        if block.language == "text" and "== sample (agent " in block.code
+    )
+    script = ROOT / "sample_project" / "run_sample.py"
+    run = subprocess.run(
+        [sys.executable, str(script), "--output", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=180,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert _summary(run.stdout) == _summary(shown)
+
+
 def test_a_stale_example_fails(tmp_path: Path) -> None:
     # The checks above must catch an example gone stale: a wrong printed
     # answer, a setting that does not exist, a value the package refuses.
@@ -285,6 +326,7 @@ def test_a_stale_example_fails(tmp_path: Path) -> None:
         "setting": "```python\nROBOTS_CRAWL_DELAYS = 5\n```\n",
         "value": '```python\nROBOTS_CRAWL_DELAY_OVER_MAX = "wait"\n```\n',
         "boolean": '```python\nROBOTS_SITEMAPS = "maybe"\n```\n',
+        "store": '```python\nROBOTS_STORE = "reddis"\n```\n',
         "component": '```python\nADDONS = {"scrapy_rfc9309.AddOn": 100}\n```\n',
         "code": "```python\nfrom scrapy_rfc9309 import parse_robots\n```\n",
         "json": '```json\n{"version": 1,}\n```\n',

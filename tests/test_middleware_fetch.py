@@ -14,7 +14,7 @@ from scrapy_rfc9309.middleware import RobotsMiddleware
 from scrapy_rfc9309.parse import Rule
 from tests.crawl_helpers import RecordingSpider, crawl, middleware, stats
 from tests.server import Server
-from tests.utils import coroutine_test
+from tests.utils import FakeClock, coroutine_test
 
 MakeServer = Callable[..., Server]
 LIMIT = 512_000
@@ -140,14 +140,6 @@ async def test_fifty_waiters_each_get_their_own_decision(server: Server) -> None
         "robots/forbidden": 50,
         "robots/forbidden/rule": 50,
     }
-
-
-class FakeClock:
-    def __init__(self, now: float = 1_700_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

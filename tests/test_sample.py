@@ -33,7 +33,12 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         name: json.loads((output / f"{name}.summary.json").read_text(encoding="utf-8"))
         for name in ("sample", "news", "trainer")
     }
-    return {"stdout": done.stdout, "output": output, "summaries": summaries}
+    return {
+        "stdout": done.stdout,
+        "stderr": done.stderr,
+        "output": output,
+        "summaries": summaries,
+    }
 
 
 def hosts(run: dict[str, Any], spider: str) -> dict[str, dict[str, Any]]:
@@ -60,6 +65,23 @@ def test_summary_printed(run: dict[str, Any]) -> None:
         assert f"== {name} (agent " in stdout
     assert "line 3: Disallow: /private/" in stdout
     assert "robots.txt unreachable (HTTP 503)" in stdout
+
+
+def test_every_error_in_the_log_is_explained_by_the_summary(
+    run: dict[str, Any],
+) -> None:
+    # A newcomer running the sample sees one ERROR line: Scrapy's retry
+    # middleware giving up on the demo host whose robots.txt answers 503.
+    # The summary must place it; any other ERROR is a bug of the sample.
+    down = hosts(run, "sample")["down"]["origin"]
+    errors = [line for line in run["stderr"].splitlines() if " ERROR: " in line]
+    assert errors
+    for line in errors:
+        message = line.split(" ERROR: ", 1)[1]
+        assert message.startswith(f"Gave up retrying <GET {down}/robots.txt> "), line
+    stdout = " ".join(run["stdout"].split())
+    assert f'ERROR "Gave up retrying <GET {down}/robots.txt>"' in stdout
+    assert "is Scrapy's RetryMiddleware saying so, not a crash" in stdout
 
 
 def test_disallow_rules_with_their_lines(run: dict[str, Any]) -> None:

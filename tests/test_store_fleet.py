@@ -65,7 +65,11 @@ def start_worker(tmp_path: Path) -> Any:
     workers: list[Worker] = []
 
     def start(
-        urls: list[str], settings: dict[str, Any], *, reactorless: bool = False
+        urls: list[str],
+        settings: dict[str, Any],
+        *,
+        reactorless: bool = False,
+        clock_offset: float = 0.0,
     ) -> Worker:
         n = len(workers)
         stats_path = tmp_path / f"stats-{n}.json"
@@ -75,6 +79,7 @@ def start_worker(tmp_path: Path) -> Any:
             "settings": settings,
             "stats": str(stats_path),
             "reactorless": reactorless,
+            "clock_offset": clock_offset,
         }
         with log_path.open("wb") as log:
             process = subprocess.Popen(
@@ -223,15 +228,19 @@ def test_expired_outcomes_are_fetched_again(
     make_server: Callable[..., Server], start_worker: Any, tmp_path: Path
 ) -> None:
     servers = robots_servers(make_server)
+    lifetime = 3600
     settings = {
         "ROBOTS_STORE": "sqlite",
         "JOBDIR": str(tmp_path / "job"),
-        "ROBOTS_CACHE_LIFETIME": 1,
+        "ROBOTS_CACHE_LIFETIME": lifetime,
     }
     start_worker(urls(servers, ("/a",)), settings).wait()
     assert robots_fetches(servers) == ORIGINS
-    time.sleep(1.2)
-    second = start_worker(urls(servers, ("/b", "/private")), settings).wait()
+    # The next run comes a lifetime and a second later, by its clock: no
+    # waiting, and no first run slow enough to see its own outcomes expire.
+    second = start_worker(
+        urls(servers, ("/b", "/private")), settings, clock_offset=lifetime + 1
+    ).wait()
     assert second["robots/fetch_count"] == ORIGINS
     assert robots_fetches(servers) == 2 * ORIGINS
     assert_pages_crawled(second, servers)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from scrapy.utils.asyncio import is_asyncio_available, sleep
+from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import DeferredList
@@ -27,7 +27,7 @@ from scrapy_rfc9309.parse import parse
 from scrapy_rfc9309.stores import StoreError
 from scrapy_rfc9309.stores._codec import encode
 from scrapy_rfc9309.stores.sqlite import FILE_NAME, SQLiteStore, sqlite_path
-from tests.utils import STORE_ORIGIN, coroutine_test, stored_outcome
+from tests.utils import STORE_ORIGIN, FakeClock, coroutine_test, stored_outcome
 
 ORIGIN = STORE_ORIGIN
 outcome = stored_outcome
@@ -94,12 +94,25 @@ async def test_survives_a_restart(db: Path) -> None:
     await second.close()
 
 
+#: A step of the fake clock that sums with its times exactly.
+TICK = 2**-10
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(SQLiteStore, "clock", fake)
+    return fake
+
+
 @coroutine_test
-async def test_kept_until_retain_until_then_gone(db: Path) -> None:
+async def test_kept_until_retain_until_then_gone(db: Path, clock: FakeClock) -> None:
     store = SQLiteStore(db)
-    await store.put(ORIGIN, outcome(0.3))
+    await store.put(ORIGIN, outcome(0.25, now=clock.now))
+    # Binary fractions: the sums are exact, so the last instant is tested.
+    clock.now += 0.25 - TICK
     assert await store.get(ORIGIN) is not None
-    await sleep(0.4)
+    clock.now += TICK
     assert await store.get(ORIGIN) is None
     await store.close()
     # Reopening purges what is past its retain_until.
@@ -262,21 +275,24 @@ async def test_lease_is_exclusive_between_stores(db: Path) -> None:
 
 
 @coroutine_test
-async def test_lease_expires(db: Path) -> None:
+async def test_lease_expires(db: Path, clock: FakeClock) -> None:
     a, b = SQLiteStore(db), SQLiteStore(db)
-    assert await a.acquire(ORIGIN, 0.2)
+    assert await a.acquire(ORIGIN, 0.25)
+    clock.now += 0.25 - TICK
     assert not await b.acquire(ORIGIN, 30)
-    await sleep(0.3)
+    clock.now += TICK
     assert await b.acquire(ORIGIN, 30)
     await a.close()
     await b.close()
 
 
 @coroutine_test
-async def test_release_after_expiry_keeps_the_new_holder(db: Path) -> None:
+async def test_release_after_expiry_keeps_the_new_holder(
+    db: Path, clock: FakeClock
+) -> None:
     a, b, c = SQLiteStore(db), SQLiteStore(db), SQLiteStore(db)
-    assert await a.acquire(ORIGIN, 0.2)
-    await sleep(0.3)
+    assert await a.acquire(ORIGIN, 0.25)
+    clock.now += 0.25
     assert await b.acquire(ORIGIN, 30)
     await a.release(ORIGIN)
     assert not await c.acquire(ORIGIN, 30)

@@ -35,14 +35,27 @@ def coroutine_test(
     return f
 
 
+class FakeClock:
+    """A clock (seconds since the epoch) that only the test moves, to check
+    lifetimes, retention and leases without waiting or racing a real one."""
+
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 #: The origin the store tests keep outcomes under.
 STORE_ORIGIN = "http://example.com/robots.txt"
 
 
-def stored_outcome(retain: float = 3600.0) -> Outcome:
+def stored_outcome(retain: float = 3600.0, now: float | None = None) -> Outcome:
     """A parsed outcome, fresh for a minute at most and kept ``retain``
-    seconds: what the store tests put and get back."""
-    now = time.time()
+    seconds from ``now`` (default: the real time): what the store tests put
+    and get back."""
+    if now is None:
+        now = time.time()
     return Outcome(
         kind="parsed",
         fetched_at=now,

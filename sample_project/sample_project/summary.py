@@ -67,6 +67,9 @@ class HostRecord:
     name: str = ""
     robots: str | None = None  # parsed, unavailable or unreachable
     robots_status: int | None = None
+    # Downloads of the last robots.txt response (Scrapy's RetryMiddleware
+    # downloads a 5xx answer RETRY_TIMES more times before it gives up).
+    robots_tries: int = 0
     crawl_delay: float | None = None
     content_signals: dict[str, bool | str] = field(default_factory=dict)
     crawled: list[str] = field(default_factory=list)
@@ -152,8 +155,11 @@ class SummaryExtension:
 
     def response_received(self, response: Response, request: Request, **_: Any) -> None:
         # The package's own robots.txt requests (each redirect hop too)
-        # carry the robots.txt URL they are fetched for.
+        # carry the robots.txt URL they are fetched for; a retried request
+        # carries the retries before it.
         if ROBOTS_TXT_FOR in request.meta:
+            host = self.record.host(str(request.meta[ROBOTS_TXT_FOR]))
+            host.robots_tries = request.meta.get("retry_times", 0) + 1
             return
         host = self.record.host(response.url)
         host.crawled.append(_path(response.url))
@@ -342,6 +348,43 @@ def _drop_line(drop: dict[str, Any], host: dict[str, Any]) -> str:
     return f"dropped {drop['path']:<22} {why}"
 
 
+# Stands for a space the summary's lines must not break at.
+_KEEP = "\0"
+
+
+def _unreachable_note(host: dict[str, Any], pad: str) -> str:
+    """Why a whole origin was skipped, and the log's ERROR line that goes with it.
+
+    Scrapy's RetryMiddleware retries a robots.txt answering 5xx like any
+    request, then logs "Gave up retrying" at ERROR level: to a newcomer
+    that line looks like a crash, while it is this outcome, as intended.
+    """
+    status = host["robots_status"]
+    tries = host["robots_tries"]
+    text = ""
+    if status and tries > 1:
+        quoted = f'"Gave up retrying <GET {host["origin"]}/robots.txt>"'
+        text = (
+            f"robots.txt answered {status} to all {tries} tries: the log's ERROR "
+            f"{quoted.replace(' ', _KEEP)} is Scrapy's RetryMiddleware saying "
+            "so, not a crash. "
+        )
+    text += (
+        "While robots.txt is unreachable, every URL of the origin is disallowed "
+        f"(RFC{_KEEP}9309, section{_KEEP}2.3.1.4); it is fetched again after "
+        "ROBOTS_UNREACHABLE_LIFETIME."
+    )
+    wrapped = textwrap.fill(
+        text,
+        width=100,
+        initial_indent=f"{pad}note: ",
+        subsequent_indent=pad + " " * 6,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+    return wrapped.replace(_KEEP, " ")
+
+
 def _by_path(drop: dict[str, Any]) -> str:
     return str(drop["path"])
 
@@ -372,6 +415,8 @@ def render(summary: dict[str, Any]) -> str:
             f"{pad}{_drop_line(drop, host)}"
             for drop in sorted(host["dropped"], key=_by_path)
         )
+        if host["robots"] == "unreachable":
+            lines.append(_unreachable_note(host, pad))
         lines.extend(
             f"{pad}noindex {path:<22} {count} item(s) dropped"
             for path, count in sorted(host["noindex"].items())

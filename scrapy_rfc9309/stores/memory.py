@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
-from .._settings import robots_user_agent, setting
+from .._settings import positive_int, robots_user_agent
 from ..match import compile
 from ..outcome import PARSED
 from .base import OutcomeStore
@@ -98,13 +98,9 @@ class MemoryStore(OutcomeStore):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        value = setting(crawler.settings, "ROBOTS_MEMORY_MAX_ORIGINS")
-        try:
-            max_origins = int(value)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"ROBOTS_MEMORY_MAX_ORIGINS must be a number of origins, not {value!r}"
-            ) from None
+        max_origins = positive_int(
+            crawler.settings, "ROBOTS_MEMORY_MAX_ORIGINS", minimum=1
+        )
         return cls(max_origins, robots_user_agent(crawler.settings, crawler.spider))
 
     def __len__(self) -> int:

@@ -31,7 +31,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from .._defaults import DEFAULTS
-from .._settings import setting
+from .._settings import text
 from ._codec import decode, encode
 from .base import OutcomeStore, StoreError
 
@@ -66,13 +66,13 @@ def redis_url(settings: BaseSettings) -> str:
     ``REDIS_HOST`` / ``REDIS_PORT`` (``localhost`` / ``6379``, scrapy-redis's
     defaults, which also apply when none of these is set).
     """
-    url = setting(settings, "ROBOTS_STORE_URL") or settings.get("REDIS_URL")
+    name = "ROBOTS_STORE_URL" if text(settings, "ROBOTS_STORE_URL") else "REDIS_URL"
+    url = settings.get(name)
     if url:
-        url = str(url)
-        if not url.startswith(_SCHEMES):
+        if not isinstance(url, str) or not url.startswith(_SCHEMES):
             raise ValueError(
-                f"{url!r} is not a Redis URL (redis://, rediss:// or unix://) "
-                "for ROBOTS_STORE='redis'"
+                f"{name} must be a Redis URL (redis://, rediss:// or unix://) "
+                f"for ROBOTS_STORE='redis', not {url!r}"
             )
         return url
     host = settings.get("REDIS_HOST") or "localhost"
@@ -141,7 +141,7 @@ class RedisStore(OutcomeStore):
         settings = crawler.settings
         return cls(
             redis_url(settings),
-            prefix=str(setting(settings, "ROBOTS_STORE_PREFIX")),
+            prefix=text(settings, "ROBOTS_STORE_PREFIX") or "",
             crawler=crawler,
         )
 

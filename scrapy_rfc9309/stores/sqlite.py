@@ -21,7 +21,7 @@ from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 from scrapy.utils.job import job_dir
 from scrapy.utils.project import data_path
 
-from .._settings import setting
+from .._settings import text
 from ._codec import decode, encode
 from .base import OutcomeStore, StoreError
 
@@ -64,9 +64,8 @@ def sqlite_path(crawler: Crawler) -> Path:
     inside ``JOBDIR`` when it is set, else inside the project data directory
     (``.scrapy/``).
     """
-    url = setting(crawler.settings, "ROBOTS_STORE_URL")
+    url = text(crawler.settings, "ROBOTS_STORE_URL")
     if url:
-        url = str(url)
         if url.startswith("sqlite:///"):
             return Path(url[len("sqlite:///") :]).expanduser()
         if "://" in url:
@@ -91,6 +90,9 @@ class SQLiteStore(OutcomeStore):
     """
 
     shared = True
+    #: Seconds since the epoch: what retain_until and lease expiries are
+    #: compared with; tests replace it.
+    clock: Callable[[], float] = staticmethod(time.time)
 
     def __init__(
         self,
@@ -206,9 +208,8 @@ class SQLiteStore(OutcomeStore):
             connection.execute(statement)
         self._purge(connection)
 
-    @staticmethod
-    def _purge(connection: sqlite3.Connection) -> None:
-        now = time.time()
+    def _purge(self, connection: sqlite3.Connection) -> None:
+        now = self.clock()
         connection.execute("DELETE FROM outcomes WHERE retain_until <= ?", (now,))
         connection.execute("DELETE FROM leases WHERE expires_at <= ?", (now,))
 
@@ -217,7 +218,7 @@ class SQLiteStore(OutcomeStore):
             self._db()
             .execute(
                 "SELECT outcome FROM outcomes WHERE origin = ? AND retain_until > ?",
-                (origin, time.time()),
+                (origin, self.clock()),
             )
             .fetchone()
         )
@@ -230,7 +231,7 @@ class SQLiteStore(OutcomeStore):
 
     def _put(self, origin: str, data: str, retain_until: float) -> None:
         db = self._db()
-        if retain_until <= time.time():
+        if retain_until <= self.clock():
             # Nothing to keep; an older entry must not outlive its successor.
             db.execute("DELETE FROM outcomes WHERE origin = ?", (origin,))
             return
@@ -244,7 +245,7 @@ class SQLiteStore(OutcomeStore):
             self._purge(db)
 
     def _acquire(self, origin: str, token: str, ttl: float) -> bool:
-        now = time.time()
+        now = self.clock()
         # One statement takes a free or expired lease and leaves a live one
         # alone, so two processes can never both see themselves as holder.
         cursor = self._db().execute(

@@ -1,0 +1,285 @@
+"""Every ROBOTS_* setting given a bad value stops the crawl at start-up.
+
+Each case starts a real crawl with the add-on: the crawl must fail before
+any request is sent, with a message naming the setting, the value given and
+what is accepted (never Scrapy's generic message, never a component quietly
+switched off). The readers of scrapy_rfc9309/_settings.py are also checked
+on the good values each kind of setting accepts, as ``-s NAME=VALUE`` gives
+them (text) and as a settings module does (Python values).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pytest
+from scrapy.exceptions import NotConfigured
+from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
+
+from scrapy_rfc9309 import DirectivesMiddleware, RobotsMiddleware
+from scrapy_rfc9309._defaults import DEFAULTS
+from scrapy_rfc9309._settings import (
+    choice,
+    flag,
+    positive_int,
+    purposes,
+    robots_profile,
+    seconds,
+    text,
+)
+from scrapy_rfc9309.sitemaps import SitemapsMiddleware
+from tests.crawl_helpers import BASE_SETTINGS, RecordingSpider, crawl
+from tests.server import Server
+from tests.utils import coroutine_test
+
+FLAG = "True or False (or 1/0, 'true'/'false' as text)"
+PURPOSES = (
+    'a dict of purposes set to True or False, such as {"ai-train": True}'
+    " (or that dict as a JSON object)"
+)
+
+#: setting -> (bad value, the start-up error's message).
+BAD = {
+    "ROBOTS_CACHE_LIFETIME": (
+        -5,
+        "ROBOTS_CACHE_LIFETIME must be a number of seconds, 0 or more"
+        " (such as 86400), not -5",
+    ),
+    "ROBOTS_CONTENT_SIGNALS": (
+        {"ai-train": "maybe"},
+        f"ROBOTS_CONTENT_SIGNALS must be {PURPOSES}, not {{'ai-train': 'maybe'}}",
+    ),
+    "ROBOTS_CRAWL_DELAY": ("maybe", f"ROBOTS_CRAWL_DELAY must be {FLAG}, not 'maybe'"),
+    "ROBOTS_CRAWL_DELAY_MAX": (
+        "nan",
+        "ROBOTS_CRAWL_DELAY_MAX must be a number of seconds, 0 or more"
+        " (such as 30), not 'nan'",
+    ),
+    "ROBOTS_CRAWL_DELAY_OVER_MAX": (
+        "wait",
+        "ROBOTS_CRAWL_DELAY_OVER_MAX must be one of 'clamp', 'skip', not 'wait'",
+    ),
+    "ROBOTS_DIRECTIVES": (
+        "maybe",
+        "ROBOTS_DIRECTIVES must be one of 'drop', 'annotate', 'off', not 'maybe'",
+    ),
+    "ROBOTS_ENABLED": ("maybe", f"ROBOTS_ENABLED must be {FLAG}, not 'maybe'"),
+    "ROBOTS_MAX_BYTES": (
+        0,
+        "ROBOTS_MAX_BYTES must be a whole number, 1 or more (such as 512000), not 0",
+    ),
+    "ROBOTS_MAX_REDIRECTS": (
+        2.5,
+        "ROBOTS_MAX_REDIRECTS must be a whole number, 0 or more (such as 5), not 2.5",
+    ),
+    "ROBOTS_MEMORY_MAX_ORIGINS": (
+        "many",
+        "ROBOTS_MEMORY_MAX_ORIGINS must be a whole number, 1 or more"
+        " (such as 100000), not 'many'",
+    ),
+    "ROBOTS_PROFILE": (
+        "yahoo",
+        "ROBOTS_PROFILE must be one of 'rfc9309', 'google', 'yandex', 'bing',"
+        " not 'yahoo'",
+    ),
+    "ROBOTS_SITEMAP_MAX_DEPTH": (
+        0,
+        "ROBOTS_SITEMAP_MAX_DEPTH must be a whole number, 1 or more (such as 3), not 0",
+    ),
+    "ROBOTS_SITEMAPS": ("maybe", f"ROBOTS_SITEMAPS must be {FLAG}, not 'maybe'"),
+    "ROBOTS_SSRF_GUARD": ("maybe", f"ROBOTS_SSRF_GUARD must be {FLAG}, not 'maybe'"),
+    "ROBOTS_STORE": (
+        3,
+        "ROBOTS_STORE must be one of 'memory', 'redis', 'sqlite' or the import"
+        " path of an OutcomeStore class; '3' cannot be loaded",
+    ),
+    "ROBOTS_STORE_PREFIX": (3, "ROBOTS_STORE_PREFIX must be text, not 3"),
+    "ROBOTS_STORE_URL": (
+        "sqlite:///robots.sqlite3",
+        "ROBOTS_STORE_URL must be a Redis URL (redis://, rediss:// or unix://)"
+        " for ROBOTS_STORE='redis', not 'sqlite:///robots.sqlite3'",
+    ),
+    "ROBOTS_UNREACHABLE_GRACE": (
+        "a month",
+        "ROBOTS_UNREACHABLE_GRACE must be a number of seconds, 0 or more"
+        " (such as 2592000), not 'a month'",
+    ),
+    "ROBOTS_UNREACHABLE_LIFETIME": (
+        True,
+        "ROBOTS_UNREACHABLE_LIFETIME must be a number of seconds, 0 or more"
+        " (such as 600), not True",
+    ),
+    "ROBOTS_USER_AGENT": (
+        "42",
+        "ROBOTS_USER_AGENT must be a user agent starting with its product token"
+        " (letters, '_' and '-', such as 'MyBot/1.0'), not '42'",
+    ),
+}
+
+#: What else a setting needs for the component reading it to be on.
+CONTEXT: dict[str, dict[str, Any]] = {
+    "ROBOTS_SITEMAP_MAX_DEPTH": {"ROBOTS_SITEMAPS": True},
+    "ROBOTS_STORE_PREFIX": {"ROBOTS_STORE": "redis"},
+    "ROBOTS_STORE_URL": {"ROBOTS_STORE": "redis"},
+}
+
+
+def test_every_setting_has_a_bad_value_case() -> None:
+    assert sorted(BAD) == sorted(DEFAULTS)
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+@coroutine_test
+async def test_bad_value_stops_the_crawl_at_start_up(server: Server, name: str) -> None:
+    value, message = BAD[name]
+    settings = {**CONTEXT.get(name, {}), name: value}
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        await crawl([server.url("/page")], settings)
+    assert server.hits == []
+
+
+@pytest.mark.parametrize(
+    ("value", "agent"),
+    [("yandex", "TestBot/1.0"), ("Bing", "YandexBot/3.0"), ("bing", "msnbot")],
+)
+@coroutine_test
+async def test_bounded_profile_refuses_an_agent_it_does_not_answer_for(
+    server: Server, value: str, agent: str
+) -> None:
+    message = (
+        f"ROBOTS_USER_AGENT {agent!r} does not suit ROBOTS_PROFILE"
+        f" {value.lower()!r}: the {value.lower()} profile answers for the group"
+        " labels "
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        await crawl(
+            [server.url("/page")],
+            {"ROBOTS_PROFILE": value, "ROBOTS_USER_AGENT": agent},
+        )
+    assert server.hits == []
+
+
+@pytest.mark.parametrize(
+    "component", [RobotsMiddleware, DirectivesMiddleware, SitemapsMiddleware]
+)
+def test_every_component_refuses_a_bad_robots_enabled(component: Any) -> None:
+    crawler = get_crawler(RecordingSpider, {**BASE_SETTINGS, "ROBOTS_ENABLED": "no"})
+    crawler.spider = crawler._create_spider()
+    with pytest.raises(ValueError, match=r"^ROBOTS_ENABLED must be True or False"):
+        component.from_crawler(crawler)
+
+
+@pytest.mark.parametrize(
+    "component", [RobotsMiddleware, DirectivesMiddleware, SitemapsMiddleware]
+)
+def test_every_component_is_off_when_robots_enabled_is_false_text(
+    component: Any,
+) -> None:
+    # What `scrapy crawl -s ROBOTS_ENABLED=false` gives.
+    crawler = get_crawler(RecordingSpider, {**BASE_SETTINGS, "ROBOTS_ENABLED": "false"})
+    crawler.spider = crawler._create_spider()
+    with pytest.raises(NotConfigured):
+        component.from_crawler(crawler)
+
+
+# -- the readers on good values -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (True, True),
+        (False, False),
+        (1, True),
+        (0, False),
+        ("1", True),
+        ("0", False),
+        ("true", True),
+        ("False", False),
+        (None, True),  # not set: the package default
+    ],
+)
+def test_flag(value: Any, expected: bool) -> None:
+    assert flag(Settings({"ROBOTS_ENABLED": value}), "ROBOTS_ENABLED") is expected
+
+
+@pytest.mark.parametrize("value", [2, "yes", "on", 0.5, "", [], {}])
+def test_flag_refuses(value: Any) -> None:
+    with pytest.raises(ValueError, match=r"^ROBOTS_ENABLED must be True or False"):
+        flag(Settings({"ROBOTS_ENABLED": value}), "ROBOTS_ENABLED")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(0, 0.0), (3600, 3600.0), (0.5, 0.5), ("86400", 86400.0), (" 1e3 ", 1000.0)],
+)
+def test_seconds(value: Any, expected: float) -> None:
+    settings = Settings({"ROBOTS_CACHE_LIFETIME": value})
+    assert seconds(settings, "ROBOTS_CACHE_LIFETIME") == expected
+
+
+@pytest.mark.parametrize("value", [-1, "-0.5", math.inf, "inf", "", "1 day", []])
+def test_seconds_refuses(value: Any) -> None:
+    with pytest.raises(ValueError, match="must be a number of seconds, 0 or more"):
+        seconds(Settings({"ROBOTS_CACHE_LIFETIME": value}), "ROBOTS_CACHE_LIFETIME")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [(0, 0), (5, 5), ("7", 7), (3.0, 3), ("1e2", 100)]
+)
+def test_positive_int(value: Any, expected: int) -> None:
+    settings = Settings({"ROBOTS_MAX_REDIRECTS": value})
+    assert positive_int(settings, "ROBOTS_MAX_REDIRECTS", minimum=0) == expected
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, "two", False, math.nan])
+def test_positive_int_refuses(value: Any) -> None:
+    with pytest.raises(ValueError, match="must be a whole number, 0 or more"):
+        positive_int(
+            Settings({"ROBOTS_MAX_REDIRECTS": value}), "ROBOTS_MAX_REDIRECTS", minimum=0
+        )
+
+
+def test_choice_ignores_case_and_spaces() -> None:
+    settings = Settings({"ROBOTS_DIRECTIVES": " Annotate "})
+    assert choice(settings, "ROBOTS_DIRECTIVES", ("drop", "annotate")) == "annotate"
+    assert robots_profile(Settings({"ROBOTS_PROFILE": "GOOGLE"})) == "google"
+    assert robots_profile(Settings()) == "rfc9309"
+
+
+def test_profile_given_on_the_command_line_is_named_so() -> None:
+    assert robots_profile(Settings(), "google") == "google"
+    with pytest.raises(ValueError, match=r"^--profile must be one of .*, not 'x'$"):
+        robots_profile(Settings(), "x")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ({}, ()),
+        ({"ai-train": True, "search": False}, ("ai-train",)),
+        ({" AI-Input ": "true"}, ("ai-input",)),
+        ('{"ai-train": true, "search": false}', ("ai-train",)),
+    ],
+)
+def test_purposes(value: Any, expected: tuple[str, ...]) -> None:
+    settings = Settings({"ROBOTS_CONTENT_SIGNALS": value})
+    assert purposes(settings, "ROBOTS_CONTENT_SIGNALS") == expected
+
+
+@pytest.mark.parametrize(
+    "value", ["ai-train", ["ai-train"], 1, "{not json", {"": True}, {3: True}]
+)
+def test_purposes_refuses(value: Any) -> None:
+    with pytest.raises(ValueError, match=r"^ROBOTS_CONTENT_SIGNALS must be a dict"):
+        purposes(Settings({"ROBOTS_CONTENT_SIGNALS": value}), "ROBOTS_CONTENT_SIGNALS")
+
+
+def test_text() -> None:
+    assert text(Settings(), "ROBOTS_STORE_URL") is None
+    assert text(Settings(), "ROBOTS_STORE_PREFIX") == "robots:"
+    with pytest.raises(ValueError, match=r"^ROBOTS_STORE_URL must be text, not 5$"):
+        text(Settings({"ROBOTS_STORE_URL": 5}), "ROBOTS_STORE_URL")
