@@ -169,8 +169,10 @@ def _rank(size: int, meta: int) -> int:
 
 def _specificity(pattern: str) -> int:
     """How long a normalised ``pattern`` counts for Yandex: its octets
-    other than ``*`` and a final ``$`` (``StrLenWithoutStars``)."""
-    return len(pattern) - pattern.count("*") - pattern.endswith("$")
+    other than ``*`` and a final ``$`` (``StrLenWithoutStars``); a lone
+    ``*`` counts as the ``/*`` Yandex reads it as."""
+    size = len(pattern) - pattern.count("*") - pattern.endswith("$")
+    return size if size or not pattern.startswith("*") else 1
 
 
 def _shape(pattern: str) -> tuple[int, str]:

@@ -150,6 +150,8 @@ def test_y1_explains_the_empty_disallow() -> None:
         ("Disallow: /a\n" + Y + "Disallow: b\n", "Yandex", "/b", True),
         # A lone "*" is "/*": as specific as "/", so an Allow of "/" wins.
         (Y + "Disallow: *\nAllow: /\n", "Yandex", "/x", True),
+        (Y + "Disallow: /\nAllow: *\n", "Yandex", "/x", True),
+        (Y + "Disallow: /\nAllow: **\n", "Yandex", "/x", True),
         # Hex case compared as written, nothing decoded (the library).
         (Y + "Disallow: /a%2fb\n", "Yandex", "/a%2fb", False),
         (Y + "Disallow: /a%2fb\n", "Yandex", "/a%2Fb", True),
