@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from scrapy_rfc9309.lint import lint
@@ -13,13 +11,11 @@ from scrapy_rfc9309.outcome import Lifetimes, kind_of_status, parsed
 from scrapy_rfc9309.parse import parse
 from scrapy_rfc9309.profiles import PROFILES, RULES
 from scrapy_rfc9309.stores.memory import new_entry
-from tests.crawl_helpers import crawl, make_crawler, stats
-from tests.server import Server
-from tests.utils import coroutine_test
 
 Y = "User-agent: Yandex\n"
 B = "User-agent: bingbot\n"
-# Over 512,000 octets, "Disallow: /" first.
+# Over 512,000 octets, "Disallow: /" first (tests/test_middleware_profiles.py
+# crawls it too).
 OVERSIZE = "User-agent: *\nDisallow: /\n" + "# padding padding padding\n" * 20_000
 
 # (case, robots.txt, URL, agent of the vendor's profile, agent of the others,
@@ -322,45 +318,3 @@ def test_lint_names_the_profiles_reasons(
 def test_lint_in_the_lenient_profiles_is_unchanged() -> None:
     assert (2, "typo-accepted") in _codes(Y + "Disalow: /x\n", "rfc9309")
     assert (2, "missing-colon") in _codes(Y + "Disallow /x\n", "google")
-
-
-# -- the middleware ------------------------------------------------------------
-
-
-def _settings(profile: str, agent: str) -> dict[str, Any]:
-    return {"ROBOTS_PROFILE": profile, "ROBOTS_USER_AGENT": agent}
-
-
-@coroutine_test
-async def test_start_up_refuses_an_agent_the_profile_does_not_answer_for() -> None:
-    crawler = make_crawler(_settings("yandex", "YandexBot/3.0"))
-    with pytest.raises(ValueError, match=r"ROBOTS_USER_AGENT 'YandexBot/3\.0'.*yandex"):
-        await crawler.crawl_async(urls=[])
-
-
-@pytest.mark.parametrize(
-    ("profile", "agent", "status", "crawled"),
-    [
-        ("yandex", "Yandex", 503, True),
-        ("yandex", "Yandex", 206, True),
-        ("rfc9309", "Yandex", 503, False),
-        ("bing", "bingbot", 503, False),
-        ("bing", "bingbot", 200, False),
-    ],
-)
-@coroutine_test
-async def test_crawl_follows_the_status_policy(
-    server: Server, profile: str, agent: str, status: int, crawled: bool
-) -> None:
-    server.route("/robots.txt", "User-agent: *\nDisallow: /\n", status=status)
-    crawler = await crawl([server.url("/a")], _settings(profile, agent))
-    assert (crawler.spider.crawled == [server.url("/a")]) is crawled
-    assert stats(crawler)["robots/fetch_count"] == 1
-
-
-@coroutine_test
-async def test_crawl_yandex_oversize_body_allows_all(server: Server) -> None:
-    server.route("/robots.txt", OVERSIZE)
-    crawler = await crawl([server.url("/a")], _settings("yandex", "Yandex"))
-    assert crawler.spider.crawled == [server.url("/a")]
-    assert stats(crawler)["robots/outcome/unavailable"] == 1
