@@ -3,7 +3,8 @@
 The engine (``parse``, ``is_allowed``, ``explain``, ``stringify``, ``lint``,
 ``Outcome``, ...) is pure Python: importing it does not import Scrapy or
 Twisted.  The Scrapy components (``Addon``, ``RobotsMiddleware``,
-``DirectivesMiddleware``, ``RobotsDisallowed``) are imported on first use.
+``DirectivesMiddleware``, ``RobotsDisallowed``, ``RobotParser``) are imported
+on first use.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from .urls import robots_url
 if TYPE_CHECKING:
     from .addon import Addon
     from .middleware import RobotsDisallowed, RobotsMiddleware
+    from .parser import RobotParser
     from .spidermiddleware import DirectivesMiddleware
 
 __version__ = "0.1.0"
@@ -48,6 +50,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "Addon": "addon",
     "DirectivesMiddleware": "spidermiddleware",
+    "RobotParser": "parser",
     "RobotsDisallowed": "middleware",
     "RobotsMiddleware": "middleware",
 }
@@ -62,6 +65,7 @@ __all__ = [
     "Group",
     "Matcher",
     "Outcome",
+    "RobotParser",
     "RobotsDisallowed",
     "RobotsMiddleware",
     "Rule",

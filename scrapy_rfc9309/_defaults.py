@@ -15,12 +15,16 @@ DEFAULTS: dict[str, Any] = {
     "ROBOTS_CRAWL_DELAY": True,
     "ROBOTS_CRAWL_DELAY_MAX": 30,
     "ROBOTS_CRAWL_DELAY_OVER_MAX": "clamp",
+    # None: "fleet" with a store shared by processes (redis, sqlite), else
+    # "process" (see politeness.crawl_delay_scope).
+    "ROBOTS_CRAWL_DELAY_SCOPE": None,
     "ROBOTS_DIRECTIVES": "drop",
     "ROBOTS_ENABLED": True,
     "ROBOTS_MAX_BYTES": 512_000,
     "ROBOTS_MAX_REDIRECTS": 5,
     "ROBOTS_MEMORY_MAX_ORIGINS": 100_000,
     "ROBOTS_PROFILE": "rfc9309",
+    "ROBOTS_REFUSED": "allow",
     "ROBOTS_SITEMAP_MAX_DEPTH": 3,
     "ROBOTS_SITEMAPS": False,
     "ROBOTS_SSRF_GUARD": False,

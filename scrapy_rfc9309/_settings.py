@@ -10,9 +10,13 @@ rules the user asked for.
 from __future__ import annotations
 
 import json
-import math
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+from weakref import WeakSet
+
+from scrapy.exceptions import NotConfigured
+from scrapy.settings import SETTINGS_PRIORITIES
 
 from ._defaults import DEFAULTS
 from .parse import PROFILES, product_token
@@ -21,7 +25,14 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from scrapy import Spider
+    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
+
+# The crawls whose "ROBOTSTXT_OBEY = False" was logged: one line per crawl,
+# whichever of the package's components is built first.
+_told: WeakSet[Crawler] = WeakSet()
 
 #: The values ``BaseSettings.getbool`` documents, and nothing else: it also
 #: takes 2 or "7" as True and 0.5 as False, which are typos here.
@@ -73,13 +84,21 @@ def _number(value: Any) -> float | None:
     return None
 
 
+#: The longest duration a setting may give: about 31 years.
+MAX_SECONDS = 10**9
+
+
 def seconds(settings: BaseSettings, name: str) -> float:
     """``name`` as a finite number of seconds, 0 or more (lifetimes, caps)."""
     value = setting(settings, name)
     number = _number(value)
-    if number is None or not math.isfinite(number) or number < 0:
+    # Written so that nan fails too.  Outcomes carry times computed from
+    # these, which stores write and read back as finite numbers.
+    if number is None or not 0 <= number <= MAX_SECONDS:
         raise _refused(
-            name, value, f"a number of seconds, 0 or more (such as {DEFAULTS[name]})"
+            name,
+            value,
+            f"a number of seconds from 0 to {MAX_SECONDS:,} (such as {DEFAULTS[name]})",
         )
     return number
 
@@ -185,3 +204,35 @@ def robots_user_agent(settings: BaseSettings, spider: Spider | None = None) -> s
         if value:
             return str(value)
     return "*"
+
+
+def ensure_enabled(crawler: Crawler, *, quiet: bool = False) -> None:
+    """Raise ``NotConfigured`` when robots.txt handling is switched off.
+
+    ``ROBOTS_ENABLED`` off, or ``ROBOTSTXT_OBEY = False`` set above the
+    project's settings (``-s`` on the command line, a spider's
+    ``custom_settings``).  At project priority ``ROBOTSTXT_OBEY`` is what
+    Scrapy's project template wrote for its built-in middleware: enabling
+    this package is the consent that counts there.  ``quiet``: no reason
+    for Scrapy to log at WARNING when ``ROBOTS_ENABLED`` is off.
+    """
+    settings = crawler.settings
+    if not flag(settings, "ROBOTS_ENABLED"):
+        raise NotConfigured() if quiet else NotConfigured("ROBOTS_ENABLED is off")
+    priority = settings.getpriority("ROBOTSTXT_OBEY")
+    if (
+        priority is not None
+        and priority > SETTINGS_PRIORITIES["project"]
+        and not settings.getbool("ROBOTSTXT_OBEY")
+    ):
+        if crawler not in _told:
+            _told.add(crawler)
+            names = [k for k, v in SETTINGS_PRIORITIES.items() if v == priority]
+            logger.info(
+                "ROBOTSTXT_OBEY = False (%(source)s settings): robots.txt is"
+                " neither fetched nor obeyed in this crawl",
+                {"source": names[0] if names else f"priority {priority}"},
+                extra={"crawler": crawler},
+            )
+        # No message: Scrapy would log it again, per component, at WARNING.
+        raise NotConfigured

@@ -16,6 +16,7 @@ import asyncio
 import json
 import logging
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
@@ -31,10 +32,11 @@ from twisted.internet.defer import Deferred, DeferredList
 
 from ._settings import positive_int, robots_profile, robots_user_agent
 from .addon import Addon
+from .fetch import RobotsFetcher
 from .lint import Diagnostic, lint
 from .match import Decision, content_signals, crawl_delay, product_token
 from .middleware import RobotsDisallowed, RobotsMiddleware
-from .outcome import Outcome, explain_by
+from .outcome import Lifetimes, Outcome, explain_by
 from .parse import PROFILES, Rule
 from .stringify import rule_line, signal_text
 from .urls import robots_url
@@ -105,12 +107,12 @@ class _Job(Generic[_T]):
 _NO_REQUESTS: tuple[Request, ...] = ()
 
 
-class _JobSpider(Spider):
+class _JobMixin:
     """Runs the command's job from ``start()``; it schedules nothing, so the
     crawl closes as soon as the job is over."""
 
-    name = "scrapy_robots"
     job: _Job[Any]
+    crawler: Crawler
 
     async def start(self) -> AsyncIterator[Request]:
         await self.job.run(self.crawler)
@@ -118,6 +120,17 @@ class _JobSpider(Spider):
         # but start() must be an async generator.
         for request in _NO_REQUESTS:
             yield request
+
+
+class _JobSpider(_JobMixin, Spider):
+    name = "scrapy_robots"
+
+
+def _job_spider(spidercls: type[Spider]) -> type[Spider]:
+    """``spidercls`` running the job instead of its own start requests: its
+    name, attributes (``robots_user_agent``) and ``custom_settings`` are
+    those of the crawl."""
+    return type(f"RobotsCheck{spidercls.__name__}", (_JobMixin, spidercls), {})
 
 
 def _describe(exc: BaseException) -> str:
@@ -203,7 +216,16 @@ class _Row:
         return "  ".join(parts)
 
 
-async def _check(crawler: Crawler, urls: list[str]) -> list[_Row]:
+@dataclass(frozen=True)
+class _Checked:
+    """What ``check`` found, and for whom (as the middleware reads it)."""
+
+    agent: str
+    profile: str
+    rows: list[_Row]
+
+
+async def _check(crawler: Crawler, urls: list[str]) -> _Checked:
     middleware = crawler.get_downloader_middleware(RobotsMiddleware)
     if middleware is None:
         raise _Failure(
@@ -222,10 +244,11 @@ async def _check(crawler: Crawler, urls: list[str]) -> list[_Row]:
             consumeErrors=True,
         )
     )
-    return [
+    rows = [
         await _check_one(middleware, url, request)
         for url, request in zip(urls, requests, strict=True)
     ]
+    return _Checked(middleware.user_agent, middleware.fetcher.profile, rows)
 
 
 async def _check_one(middleware: RobotsMiddleware, url: str, request: Request) -> _Row:
@@ -276,15 +299,12 @@ async def _check_one(middleware: RobotsMiddleware, url: str, request: Request) -
 
 
 async def _download(crawler: Crawler, url: str) -> bytes:
-    request = Request(
-        url,
-        callback=NO_CALLBACK,
-        dont_filter=True,
-        # The file is what is looked at, not something robots.txt governs.
-        meta={"dont_obey_robotstxt": True},
-    )
+    # The crawl's own robots.txt download: ROBOTS_MAX_BYTES bounds the
+    # decoded body and the transfer, whatever the encoding.  Redirects are
+    # followed by RedirectMiddleware, as for any URL.
+    fetcher = RobotsFetcher(crawler, lifetimes=Lifetimes(), clock=time.time)
     try:
-        response = await crawler.engine.download_async(request)
+        response, decoded = await fetcher.download(url, url, redirects=True)
     except Exception as exc:
         raise _Failure(f"cannot fetch {url}: {_describe(exc)}") from exc
     if not 200 <= response.status < 300:
@@ -292,7 +312,9 @@ async def _download(crawler: Crawler, url: str) -> bytes:
             f"{url} answered HTTP {response.status}: there is no robots.txt body"
             " to lint"
         )
-    return response.body
+    if decoded.error is not None:
+        raise _Failure(f"cannot decode {url}: {decoded.error}")
+    return decoded.body
 
 
 # -- the command ----------------------------------------------------------------
@@ -312,7 +334,7 @@ class RobotsCommand(ScrapyCommand):
 
     def syntax(self) -> str:
         return (
-            "check URL... [--agent AGENT] [--profile P] [--json]"
+            "check URL... [--agent AGENT | --spider NAME] [--profile P] [--json]"
             " | lint FILE|URL [--profile P] [--json]"
         )
 
@@ -333,11 +355,20 @@ class RobotsCommand(ScrapyCommand):
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         group = parser.add_argument_group(title="Robots Options")
-        group.add_argument(
+        # argparse turns both at once into a usage error (exit status 2).
+        whose = group.add_mutually_exclusive_group()
+        whose.add_argument(
             "--agent",
             metavar="AGENT",
             help="check: the user agent whose rules apply (default: the"
             " project's ROBOTS_USER_AGENT, ROBOTSTXT_USER_AGENT or USER_AGENT)",
+        )
+        whose.add_argument(
+            "--spider",
+            metavar="NAME",
+            help="check: answer as the project's spider NAME would be answered:"
+            " its agent (robots_user_agent attribute, ROBOTS_USER_AGENT,"
+            " ROBOTSTXT_USER_AGENT or USER_AGENT), profile and custom_settings",
         )
         # Replaces the global --profile (cProfile output) for this command;
         # _run_command() still reads opts.profile, which must stay None.
@@ -395,32 +426,41 @@ class RobotsCommand(ScrapyCommand):
         if not operands:
             raise UsageError("check needs at least one URL")
         urls = [self._check_url(operand) for operand in operands]
-        profile = self._profile(opts)
-        if opts.agent is None:
-            try:
-                agent = robots_user_agent(self._settings)
-            except ValueError as exc:
-                raise UsageError(str(exc)) from None
-        else:
-            agent = opts.agent
-        if not agent.strip():
-            raise UsageError("--agent must not be empty")
-        if not product_token(agent):
-            raise UsageError(
-                "--agent must start with its product token (letters, '_' and"
-                f" '-', such as 'MyBot/1.0'), not {agent!r}"
-            )
         settings = self._settings
-        # Cmdline priority: the add-on writes the package defaults at addon
-        # priority, and the middleware keeps in memory only what answers
-        # for the crawl's agent.
-        settings.set("ROBOTS_USER_AGENT", agent, "cmdline")
-        settings.set("ROBOTS_PROFILE", profile, "cmdline")
-        # Asking about robots.txt is the point, even where a project turns
-        # the middleware off.
+        spidercls: type[Spider] = _JobSpider
+        if opts.spider is not None:
+            # The spider's agent and profile are what its crawl reads: its
+            # attribute and custom_settings (spider priority) included.
+            spidercls = _job_spider(self._spider_class(opts.spider))
+            if opts.robots_profile is not None:
+                settings.set("ROBOTS_PROFILE", self._profile(opts), "cmdline")
+        else:
+            if opts.agent is None:
+                try:
+                    agent = robots_user_agent(settings)
+                except ValueError as exc:
+                    raise UsageError(str(exc)) from None
+            else:
+                agent = opts.agent
+            if not agent.strip():
+                raise UsageError("--agent must not be empty")
+            if not product_token(agent):
+                raise UsageError(
+                    "--agent must start with its product token (letters, '_' and"
+                    f" '-', such as 'MyBot/1.0'), not {agent!r}"
+                )
+            # Cmdline priority: the add-on writes the package defaults at
+            # addon priority, and the middleware keeps in memory only what
+            # answers for the crawl's agent.
+            settings.set("ROBOTS_USER_AGENT", agent, "cmdline")
+            settings.set("ROBOTS_PROFILE", self._profile(opts), "cmdline")
+        # Asking about robots.txt is the point, even where a project or a
+        # spider turns robots.txt handling off.
         settings.set("ROBOTS_ENABLED", True, "cmdline")
+        settings.set("ROBOTSTXT_OBEY", True, "cmdline")
         settings.setdefault_in_component_priority_dict("ADDONS", Addon, 100)
-        rows = self._in_crawl(lambda crawler: _check(crawler, urls))
+        checked = self._in_crawl(lambda crawler: _check(crawler, urls), spidercls)
+        agent, profile, rows = checked.agent, checked.profile, checked.rows
         allowed = all(row.allowed for row in rows)
         if opts.json:
             document = {
@@ -429,18 +469,28 @@ class RobotsCommand(ScrapyCommand):
                 "agent": agent,
                 "product_token": product_token(agent),
                 "profile": profile,
+                "spider": opts.spider,
                 "allowed": allowed,
                 "results": [row.to_dict() for row in rows],
             }
             print(json.dumps(document, indent=2))
         else:
+            whose = "" if opts.spider is None else f"spider {opts.spider!r}, "
             print(
-                f"agent {agent!r} (product token {product_token(agent)!r}),"
+                f"{whose}agent {agent!r} (product token {product_token(agent)!r}),"
                 f" profile {profile}"
             )
             for row in rows:
                 print(row.to_text())
         return 0 if allowed else 1
+
+    def _spider_class(self, name: str) -> type[Spider]:
+        assert self.crawler_process is not None
+        try:
+            spidercls: type[Spider] = self.crawler_process.spider_loader.load(name)
+        except KeyError:
+            raise UsageError(f"no spider named {name!r} in this project") from None
+        return spidercls
 
     def _check_url(self, operand: str) -> str:
         if robots_url(operand) is not None:
@@ -466,6 +516,8 @@ class RobotsCommand(ScrapyCommand):
             raise UsageError("lint takes one FILE or URL")
         if opts.agent is not None:
             raise UsageError("--agent is an option of check, not lint")
+        if opts.spider is not None:
+            raise UsageError("--spider is an option of check, not lint")
         source = operands[0]
         profile = self._profile(opts)
         max_bytes = self._max_bytes()
@@ -513,11 +565,16 @@ class RobotsCommand(ScrapyCommand):
 
     # -- running --
 
-    def _in_crawl(self, work: Callable[[Crawler], Awaitable[_T]]) -> _T:
-        """Run ``work`` inside a crawl with the project's settings."""
+    def _in_crawl(
+        self,
+        work: Callable[[Crawler], Awaitable[_T]],
+        spidercls: type[Spider] = _JobSpider,
+    ) -> _T:
+        """Run ``work`` inside a crawl of ``spidercls`` with the project's
+        settings."""
         assert self.crawler_process is not None
         job = _Job(work)
-        crawling = self.crawler_process.crawl(_JobSpider, job=job)
+        crawling = self.crawler_process.crawl(spidercls, job=job)
         # A crawl that cannot start (a setting a component refuses, say)
         # fails the job, in one line: retrieving its error here keeps
         # asyncio or Twisted from printing it as unhandled.

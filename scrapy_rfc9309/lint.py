@@ -116,7 +116,7 @@ class _Linter:
             self.add(
                 first_dropped,
                 "body-too-large",
-                f"the body is {len(data):,} bytes; everything after the "
+                f"the body is {_size(len(data), max_bytes)}; everything after the "
                 f"first {len(kept):,} (the last whole line within {max_bytes:,}) "
                 "is ignored",
             )
@@ -351,6 +351,13 @@ class _Linter:
 def _split(text: str) -> list[str]:
     # Lines as parse() counts them: CR, LF and CRLF each end one.
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _size(size: int, max_bytes: int) -> str:
+    # A download stops one byte past the limit: "over" is all that is known.
+    if size == max_bytes + 1:
+        return f"over {max_bytes:,} bytes"
+    return f"{size:,} bytes"
 
 
 def _line_at(data: bytes, offset: int) -> int:

@@ -6,42 +6,37 @@ middlewares (proxy, auth, retry, cache, user agent) apply, turns the result
 into an :class:`~scrapy_rfc9309.outcome.Outcome` and judges every request of
 the origin by it.  Requests arriving while the file is on its way wait for
 it, each on its own awaitable.  The origin's Crawl-delay is applied to its
-downloader slot, and origins whose Content-Signal refuses a purpose of the
-crawl are not crawled.
+downloader slot (and, with a shared store, held across the fleet: see
+:mod:`~scrapy_rfc9309.politeness`), and origins whose Content-Signal refuses
+a purpose of the crawl are not crawled.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import logging
-import socket
 import time
-import zlib
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
-from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request, signals
-from scrapy.exceptions import IgnoreRequest, NotConfigured, StopDownload
-from scrapy.http.request import NO_CALLBACK
-from scrapy.utils.asyncio import run_in_thread, sleep
+from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
-from w3lib.url import safe_url_string
 
 from . import signals as robots_signals
 from ._settings import (
     choice,
+    ensure_enabled,
     flag,
-    positive_int,
     purposes,
-    robots_profile,
     robots_user_agent,
     seconds,
     setting,
 )
+from .fetch import META_KEY, Refused, RobotsFetcher
 from .match import Decision
 from .outcome import (
     PARSED,
@@ -50,14 +45,13 @@ from .outcome import (
     Lifetimes,
     Outcome,
     explain_compiled,
-    kind_of_status,
-    max_age,
-    parsed,
     unavailable,
     unreachable,
 )
-from .parse import parse, product_token
-from .profiles import RULES, selector_for
+from .parse import product_token
+from .parser import RobotParser
+from .politeness import Politeness, crawl_delay_scope
+from .profiles import selector_for
 from .stores import STORES
 from .stores.base import OutcomeStore, StoreError
 from .stores.memory import Entry, MemoryStore
@@ -67,9 +61,7 @@ from .urls import robots_url
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from scrapy.core.downloader import Downloader
     from scrapy.crawler import Crawler
-    from scrapy.http import Headers, Response
     from typing_extensions import Self
 
 __all__ = ["META_KEY", "RobotsDisallowed", "RobotsMiddleware"]
@@ -78,11 +70,9 @@ logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
-#: Request meta key marking this middleware's own robots.txt requests; the
-#: value is the origin (its robots.txt URL) the request is fetched for.
-META_KEY = "robots_txt_for"
-# Where the _Body of a robots.txt request is kept.
-_BODY_KEY = "_robots_txt_body"
+REFUSED = ("allow", "disallow")
+#: The causes of a dropped request (``robots/forbidden/<cause>``).
+CAUSES = ("rule", "unreachable", "crawl_delay", "content_signal")
 
 
 class RobotsDisallowed(IgnoreRequest):
@@ -111,114 +101,6 @@ def _origin_of(scheme: str, netloc: str) -> str | None:
     return robots_url(f"{scheme}://{netloc}/")
 
 
-def _redirect_target(base: str, location: bytes) -> str | None:
-    """The http(s) URL a ``Location`` header points to, or ``None`` when it
-    is malformed (bad IPv6 host, port out of range, ...) or another scheme."""
-    try:
-        url = urljoin(base, safe_url_string(location))
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port out of range
-    except ValueError:
-        return None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return None
-    return url
-
-
-def _is_public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    # is_global is False for private, loopback, link-local (cloud metadata
-    # at 169.254.169.254 included), shared (100.64/10), reserved and
-    # unspecified addresses.
-    return ip.is_global and not ip.is_multicast
-
-
-def _resolve(host: str) -> list[str]:
-    return sorted(
-        {
-            str(info[4][0])
-            for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-        }
-    )
-
-
-def _decoder(content_encoding: list[bytes]) -> Any:
-    """A streaming zlib decoder for a gzip or deflate body, else ``None``."""
-    if len(content_encoding) != 1:
-        return None
-    encoding = content_encoding[0].strip().lower()
-    if encoding in (b"gzip", b"x-gzip", b"deflate"):
-        # 32 + MAX_WBITS reads both the gzip and the zlib header.
-        return zlib.decompressobj(32 + zlib.MAX_WBITS)
-    return None
-
-
-def _encodings(headers: Headers) -> list[bytes]:
-    return [
-        part.strip()
-        for value in headers.getlist(b"Content-Encoding")
-        for part in value.split(b",")
-        if part.strip() and part.strip().lower() != b"identity"
-    ]
-
-
-class _Body:
-    """A robots.txt body on its way, counted against ``ROBOTS_MAX_BYTES``.
-
-    One per robots.txt request, shared by its retries (Scrapy copies meta
-    into them); :meth:`start` begins each response.  A gzip or deflate body
-    is counted by its decoded size, and decoded here as it arrives, so that
-    a small gzip bomb stops as early as a large plain file and the decoded
-    prefix is at hand when the transfer is cut.
-    """
-
-    __slots__ = ("_decoder", "_left", "compressed", "decoded", "limit")
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.start([])
-
-    def start(self, content_encoding: list[bytes]) -> None:
-        self._left = self.limit
-        self._decoder = _decoder(content_encoding)
-        #: Whether the body is compressed in a way this class decodes.
-        self.compressed = self._decoder is not None
-        #: The decoded body so far (compressed bodies), at most limit + 1 bytes.
-        self.decoded = bytearray()
-
-    def spent_by(self, data: bytes) -> bool:
-        """Take ``data`` in; whether the limit is now passed."""
-        decoder = self._decoder
-        if decoder is not None:
-            try:
-                # max_length bounds the work: one byte over the limit is
-                # all it takes to know the body is too large.
-                data = decoder.decompress(data, self._left + 1)
-            except zlib.error:
-                # Not what it claims to be: count it as it comes, and leave
-                # it to HttpCompressionMiddleware.
-                self._decoder = None
-                self.compressed = False
-            else:
-                self.decoded += data
-        self._left -= len(data)
-        return self._left < 0
-
-
-def _decoded(body: bytes, content_encoding: list[bytes], limit: int) -> bytes:
-    """``body`` decoded when HttpCompressionMiddleware left it encoded
-    (``COMPRESSION_ENABLED = False``), at most ``limit + 1`` bytes of it."""
-    decoder = _decoder(content_encoding)
-    if decoder is None:
-        return body
-    try:
-        return bytes(decoder.decompress(body, limit + 1))
-    except zlib.error:
-        return body
-
-
 class RobotsMiddleware:
     """Downloader middleware obeying RFC 9309 robots.txt (see the README).
 
@@ -230,35 +112,33 @@ class RobotsMiddleware:
 
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
-        if not flag(settings, "ROBOTS_ENABLED"):
-            raise NotConfigured("ROBOTS_ENABLED is off")
+        ensure_enabled(crawler)
         self.crawler = crawler
         self.user_agent = robots_user_agent(settings, crawler.spider)
-        self.profile = robots_profile(settings)
-        try:
-            selector_for(self.profile, product_token(self.user_agent))
-        except ValueError as exc:
-            # A bounded profile answering for another agent would answer
-            # under the wrong semantics.
-            raise ValueError(
-                f"ROBOTS_USER_AGENT {self.user_agent!r} does not suit"
-                f" ROBOTS_PROFILE {self.profile!r}: {exc}"
-            ) from None
-        self.max_bytes = positive_int(settings, "ROBOTS_MAX_BYTES", minimum=1)
-        self.max_redirects = positive_int(settings, "ROBOTS_MAX_REDIRECTS", minimum=0)
         self.lifetimes = Lifetimes(
             cache=seconds(settings, "ROBOTS_CACHE_LIFETIME"),
             unreachable=seconds(settings, "ROBOTS_UNREACHABLE_LIFETIME"),
             grace=seconds(settings, "ROBOTS_UNREACHABLE_GRACE"),
         )
+        self.fetcher = RobotsFetcher(crawler, lifetimes=self.lifetimes, clock=self._now)
+        try:
+            selector_for(self.fetcher.profile, product_token(self.user_agent))
+        except ValueError as exc:
+            # A bounded profile answering for another agent would answer
+            # under the wrong semantics.
+            raise ValueError(
+                f"ROBOTS_USER_AGENT {self.user_agent!r} does not suit"
+                f" ROBOTS_PROFILE {self.fetcher.profile!r}: {exc}"
+            ) from None
         self.crawl_delay_enabled = flag(settings, "ROBOTS_CRAWL_DELAY")
         self.crawl_delay_max = seconds(settings, "ROBOTS_CRAWL_DELAY_MAX")
         over_max = choice(settings, "ROBOTS_CRAWL_DELAY_OVER_MAX", ("clamp", "skip"))
         self.skip_over_max = over_max == "skip"
+        #: Whether a robots.txt request another component refused
+        #: (``IgnoreRequest``) allows the origin (``ROBOTS_REFUSED``).
+        self.refused_allows = choice(settings, "ROBOTS_REFUSED", REFUSED) == "allow"
         #: The purposes this crawl is for (``ROBOTS_CONTENT_SIGNALS`` set true).
         self.purposes = purposes(settings, "ROBOTS_CONTENT_SIGNALS")
-        self.download_maxsize = settings.getint("DOWNLOAD_MAXSIZE")
-        self.ssrf_guard = flag(settings, "ROBOTS_SSRF_GUARD")
         # A lease is held for one fetch: redirects and retries included.
         timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) or 180.0
         self.lease_ttl = timeout * 2
@@ -275,11 +155,8 @@ class RobotsMiddleware:
 
         # Origin -> the waiters of its robots.txt fetch in flight.
         self._pending: dict[str, list[Deferred[Entry]]] = {}
-        self._robots_in_flight = 0
-        # Downloader slot key -> the Crawl-delay it must keep.
-        self._slot_delays: dict[str, float] = {}
-        self._delayed_origins: set[str] = set()
-        self._downloader: Downloader | None = None
+        fleet = crawl_delay_scope(settings, self.store) == "fleet"
+        self.politeness = Politeness(crawler, self._reserve if fleet else None)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
@@ -334,20 +211,28 @@ class RobotsMiddleware:
                     )
         delay = matcher.crawl_delay
         if delay and self.crawl_delay_enabled:
-            if delay > self.crawl_delay_max:
-                if self.skip_over_max:
-                    self._forbid(
-                        request,
-                        origin,
-                        Decision(False, "crawl_delay", None),
-                        "crawl_delay",
-                        outcome,
-                        f"Crawl-delay {delay:g} over ROBOTS_CRAWL_DELAY_MAX"
-                        f" {self.crawl_delay_max:g}",
-                    )
-                delay = self.crawl_delay_max
-            if delay > 0:
-                self._keep_delay(request, origin, delay)
+            kept = self._kept_delay(delay)
+            if kept is None:
+                self._forbid(
+                    request,
+                    origin,
+                    Decision(False, "crawl_delay", None),
+                    "crawl_delay",
+                    outcome,
+                    f"Crawl-delay {delay:g} over ROBOTS_CRAWL_DELAY_MAX"
+                    f" {self.crawl_delay_max:g}",
+                )
+            if kept > 0:
+                self.politeness.keep(request, origin, kept)
+                if self.politeness.fleet:
+                    await self.politeness.take_turn(request, origin, kept)
+
+    def _kept_delay(self, delay: float) -> float | None:
+        """The delay kept for a Crawl-delay of ``delay``: clamped to
+        ``ROBOTS_CRAWL_DELAY_MAX``, or ``None`` when the origin is skipped."""
+        if delay > self.crawl_delay_max:
+            return None if self.skip_over_max else self.crawl_delay_max
+        return delay
 
     async def outcome_for(
         self, url: str, request: Request | None = None
@@ -445,7 +330,7 @@ class RobotsMiddleware:
             stored = await self._store_call(lambda store: store.get(origin), None)
             if stored is not None:
                 if stored.expires_at > now:
-                    return self._obtained(origin, stored, request)
+                    return await self._from_store(origin, stored, request)
                 # The stored outcome holds whole documents, the memory one
                 # only this crawl's agent: the 30-day rule keeps the former.
                 if previous is None or stored.fetched_at >= previous.fetched_at:
@@ -457,7 +342,7 @@ class RobotsMiddleware:
                 if not leased:
                     waited = await self._wait_for_holder(origin)
                     if isinstance(waited, Outcome):
-                        return self._obtained(origin, waited, request)
+                        return await self._from_store(origin, waited, request)
                     leased = waited
                 if leased:
                     # Another process may have put its outcome and let the
@@ -469,15 +354,51 @@ class RobotsMiddleware:
                         await self._store_call(
                             lambda store: store.release(origin), None
                         )
-                        return self._obtained(origin, stored, request)
+                        return await self._from_store(origin, stored, request)
         try:
-            outcome = await self._fetch(origin, previous)
-            entry = self._obtained(origin, outcome, request)
+            try:
+                outcome = await self.fetcher.fetch(origin, previous)
+            except Refused as refused:
+                # This process's own components refused it: kept in memory,
+                # never shared, as another worker's may let it through.
+                return await self._obtained(
+                    origin, self._refused(refused, previous), request
+                )
+            entry = await self._obtained(origin, outcome, request)
+            await self._robots_turn(origin, entry)
             await self._store_call(lambda store: store.put(origin, outcome), None)
         finally:
             if leased:
                 await self._store_call(lambda store: store.release(origin), None)
         return entry
+
+    async def _from_store(
+        self, origin: str, outcome: Outcome, request: Request
+    ) -> Entry:
+        """The entry of a fresh ``outcome`` found in the store.
+
+        With ``ROBOTS_SSRF_GUARD`` on, an origin the guard refuses stays
+        refused, whatever another process or an earlier run without the
+        guard stored for it.
+        """
+        if not outcome.guard_refused:
+            refusal = await self.fetcher.guard_refusal(origin)
+            if refusal is not None:
+                outcome = self.fetcher.guard_refused(outcome, refusal)
+        return await self._obtained(origin, outcome, request)
+
+    async def _robots_turn(self, origin: str, entry: Entry) -> None:
+        """In the fleet scope, count the robots.txt just fetched as a turn of
+        its origin, before other workers can read the outcome (put next),
+        so that none of their requests follows it sooner than its delay."""
+        matcher = entry.matcher
+        if not (self.politeness.fleet and self.crawl_delay_enabled):
+            return
+        if matcher is None or not matcher.crawl_delay:
+            return
+        delay = self._kept_delay(matcher.crawl_delay)
+        if delay:
+            await self.politeness.turn_taken(origin, delay)
 
     async def _wait_for_holder(self, origin: str) -> Outcome | bool:
         """Poll the shared store while another process fetches ``origin``.
@@ -499,297 +420,89 @@ class RobotsMiddleware:
                 return True
         return False
 
-    def _obtained(self, origin: str, outcome: Outcome, request: Request) -> Entry:
+    def _refused(self, refused: Refused, previous: Outcome | None) -> Outcome:
+        """The outcome of a robots.txt request another component refused."""
+        self.stats.inc_value("robots/refused")
+        detail = f"refused by another component: {refused.reason}".rstrip(": ")
+        if self.refused_allows:
+            # As Scrapy's RobotsTxtMiddleware: a crawl replayed from the HTTP
+            # cache (HTTPCACHE_IGNORE_MISSING) or filtered by the project is
+            # not a site that failed to answer.
+            return unavailable(
+                now=self.clock(), lifetimes=self.lifetimes, detail=detail
+            )
+        return unreachable(
+            now=self.clock(), lifetimes=self.lifetimes, previous=previous, detail=detail
+        )
+
+    async def _obtained(self, origin: str, outcome: Outcome, request: Request) -> Entry:
         entry = self.memory.store(origin, outcome)
         self.stats.inc_value(f"robots/outcome/{outcome.kind}")
         if outcome.kind != PARSED:
-            if outcome.kind == UNAVAILABLE:
-                effect = "every URL allowed"
-            elif outcome.disallows_all(self.clock()):
-                effect = "every URL disallowed for now"
-            elif outcome.fallback is not None:
-                effect = "unreachable for too long, judged by its last robots.txt"
-            else:
-                effect = "unreachable for too long, every URL allowed"
-            logger.info(
-                "robots.txt %(origin)s is %(kind)s (%(detail)s): %(effect)s",
-                {
-                    "origin": origin,
-                    "kind": outcome.kind,
-                    "detail": outcome.detail,
-                    "effect": effect,
-                },
-                extra={"spider": self.crawler.spider},
-            )
+            self._log_outcome(origin, outcome)
         self.crawler.signals.send_catch_log(
             signal=robots_signals.robots_outcome,
             origin=origin,
             outcome=outcome,
             request=request,
         )
+        if outcome.http_status is not None:
+            # A robots.txt came back (any status), as when Scrapy's own
+            # middleware sends it; network failures and refusals do not.
+            await _send_robots_parsed(
+                self.crawler, RobotParser(outcome, clock=self._now), request
+            )
         return entry
 
-    # -- fetching -------------------------------------------------------------
-
-    async def _fetch(self, origin: str, previous: Outcome | None) -> Outcome:
-        """Fetch ``origin`` (a robots.txt URL), following redirects."""
-        self.stats.inc_value("robots/fetch_count")
-        url = origin
-        status = None
-        # Redirects are followed here, one download per hop, rather than by
-        # RedirectMiddleware: the hop limit is RFC 9309's, hops may leave
-        # allowed_domains, and a spider's handle_httpstatus_* cannot stop it.
-        for _ in range(self.max_redirects + 1):
-            if self.ssrf_guard:
-                refusal = await self._ssrf_refusal(url)
-                if refusal:
-                    return self._unreachable(previous, refusal)
-            try:
-                response = await self._download(url, origin)
-            except IgnoreRequest as exc:
-                # Another middleware refused to let robots.txt be fetched:
-                # without it nothing is known, so the origin is unreachable.
-                return self._unreachable(previous, f"robots.txt request ignored: {exc}")
-            except Exception as exc:
-                return self._network_failure(
-                    previous, f"{type(exc).__name__}: {exc}".rstrip(": ")
-                )
-            status = response.status
-            location = response.headers.get(b"Location")
-            if 300 <= status < 400 and location:
-                target = _redirect_target(response.url, location)
-                if target is None:
-                    # Nowhere robots.txt could be fetched from: not found.
-                    return unavailable(
-                        now=self.clock(),
-                        lifetimes=self.lifetimes,
-                        http_status=status,
-                        detail=f"HTTP {status} to {location.decode('latin-1')!r}",
-                    )
-                url = target
-                continue
-            return self._classify(response, previous)
-        return unavailable(
-            now=self.clock(),
-            lifetimes=self.lifetimes,
-            http_status=status,
-            detail=f"more than {self.max_redirects} redirects",
-        )
-
-    def _unreachable(
-        self, previous: Outcome | None, detail: str, status: int | None = None
-    ) -> Outcome:
-        return unreachable(
-            now=self.clock(),
-            lifetimes=self.lifetimes,
-            previous=previous,
-            http_status=status,
-            detail=detail,
-        )
-
-    def _network_failure(
-        self, previous: Outcome | None, detail: str, status: int | None = None
-    ) -> Outcome:
-        """The outcome of no complete answer, as the profile says."""
-        if RULES[self.profile].status["network"] == UNAVAILABLE:
-            return unavailable(
-                now=self.clock(),
-                lifetimes=self.lifetimes,
-                http_status=status,
-                detail=detail,
-            )
-        return self._unreachable(previous, detail, status)
-
-    def _classify(self, response: Response, previous: Outcome | None) -> Outcome:
-        status = response.status
-        if "dataloss" in response.flags:
-            return self._network_failure(previous, "truncated body", status)
-        kind = kind_of_status(status, self.profile)
-        if kind == UNREACHABLE:
-            return self._unreachable(previous, f"HTTP {status}", status)
-        cache_control = response.headers.get(b"Cache-Control")
-        cache_max_age = max_age(
-            None if cache_control is None else cache_control.decode("latin-1")
-        )
-        if kind == UNAVAILABLE:
-            return unavailable(
-                now=self.clock(),
-                lifetimes=self.lifetimes,
-                http_status=status,
-                cache_max_age=cache_max_age,
-            )
-        body = response.body
-        encodings = _encodings(response.headers)
-        if encodings:
-            body = _decoded(body, encodings, self.max_bytes)
-        rules_of = RULES[self.profile]
-        limit = min(self.max_bytes, rules_of.max_bytes or self.max_bytes)
-        if len(body) > limit and rules_of.status["oversize"] == UNAVAILABLE:
-            # Profile hook: Yandex reads a body over its limit as none.
-            return unavailable(
-                now=self.clock(),
-                lifetimes=self.lifetimes,
-                http_status=status,
-                cache_max_age=cache_max_age,
-                detail=f"HTTP {status}, body over {limit} bytes",
-            )
-        document = parse(body, profile=self.profile, max_bytes=self.max_bytes)
-        detail = f"HTTP {status}"
-        if len(body) > self.max_bytes:
-            detail += f", cut at {self.max_bytes} bytes"
-        return parsed(
-            document,
-            now=self.clock(),
-            lifetimes=self.lifetimes,
-            http_status=status,
-            cache_max_age=cache_max_age,
-            detail=detail,
-        )
-
-    async def _download(self, url: str, origin: str) -> Response:
-        body = _Body(self.max_bytes)
-        request = Request(
-            url,
-            callback=NO_CALLBACK,
-            # The two encodings _Body decodes as they arrive.
-            headers={"Accept-Encoding": "gzip, deflate"},
-            meta={
-                META_KEY: origin,
-                _BODY_KEY: body,
-                "dont_obey_robotstxt": True,
-                "dont_redirect": True,
-                "allow_offsite": True,
-                # ROBOTS_MAX_BYTES is the limit: the body is cut there, and
-                # DOWNLOAD_MAXSIZE never fails a robots.txt fetch.
-                "download_maxsize": 0,
+    def _log_outcome(self, origin: str, outcome: Outcome) -> None:
+        level = logging.INFO
+        if outcome.kind == UNAVAILABLE:
+            effect = "every URL allowed"
+        elif outcome.guard_refused:
+            level = logging.WARNING
+            effect = "every URL disallowed (ROBOTS_SSRF_GUARD)"
+        elif outcome.disallows_all(self.clock()):
+            # A whole site not crawled: seen under LOG_LEVEL = "WARNING".
+            level = logging.WARNING
+            effect = "every URL disallowed for now"
+        elif outcome.fallback is not None:
+            effect = "unreachable for too long, judged by its last robots.txt"
+        else:
+            effect = "unreachable for too long, every URL allowed"
+        logger.log(
+            level,
+            "robots.txt %(origin)s is %(kind)s (%(detail)s): %(effect)s",
+            {
+                "origin": origin,
+                "kind": outcome.kind,
+                "detail": outcome.detail,
+                "effect": effect,
             },
-            dont_filter=True,
-        )
-        self._track_bodies(+1)
-        try:
-            return await self.crawler.engine.download_async(request)
-        except StopDownload as exc:
-            # A compressed body cut at the limit (see _bytes_received): the
-            # decoded prefix is _Body's, HttpCompressionMiddleware never saw it.
-            if exc.response is None:
-                raise
-            headers = exc.response.headers.copy()
-            headers.pop(b"Content-Encoding", None)
-            return exc.response.replace(body=bytes(body.decoded), headers=headers)
-        finally:
-            self._track_bodies(-1)
-
-    def _track_bodies(self, change: int) -> None:
-        # The body signals fire for every response chunk of the crawl, so
-        # they are only listened to while a robots.txt is on its way.
-        connect = self.crawler.signals.connect
-        if change < 0:
-            connect = self.crawler.signals.disconnect
-        before = self._robots_in_flight
-        self._robots_in_flight += change
-        if (before == 0) != (self._robots_in_flight == 0):
-            connect(self._headers_received, signal=signals.headers_received)
-            connect(self._bytes_received, signal=signals.bytes_received)
-
-    def _headers_received(self, headers: Headers, request: Request) -> None:
-        body = request.meta.get(_BODY_KEY)
-        if body is None:
-            return
-        encodings = _encodings(headers)
-        body.start(encodings)
-        if encodings and not body.compressed:
-            # An encoding _Body cannot decode (br, zstd, several at once),
-            # sent although not asked for: HttpCompressionMiddleware decodes
-            # the (cut) body within DOWNLOAD_MAXSIZE, as for any response.
-            request.meta["download_maxsize"] = self.download_maxsize
-
-    def _bytes_received(self, data: bytes, request: Request) -> None:
-        body = request.meta.get(_BODY_KEY)
-        if body is not None and body.spent_by(data):
-            # A plain body goes on as a normal response, cut; a compressed
-            # one fails the download so HttpCompressionMiddleware does not
-            # decode all that arrived: its prefix is already decoded.
-            raise StopDownload(fail=body.compressed)
-
-    async def _ssrf_refusal(self, url: str) -> str | None:
-        host = urlsplit(url).hostname
-        if not host:
-            return f"ROBOTS_SSRF_GUARD: no host in {url}"
-        try:
-            addresses = [str(ipaddress.ip_address(host))]
-        except ValueError:
-            try:
-                addresses = await run_in_thread(_resolve, host)
-            except OSError as exc:
-                return f"DNS lookup of {host} failed: {exc}"
-        for address in addresses:
-            if not _is_public(address):
-                return f"ROBOTS_SSRF_GUARD refused {host} ({address})"
-        return None
-
-    # -- Crawl-delay ----------------------------------------------------------
-
-    def _keep_delay(self, request: Request, origin: str, delay: float) -> None:
-        downloader = self._downloader
-        if downloader is None:
-            downloader = self._downloader = self.crawler.engine.downloader
-        if origin not in self._delayed_origins:
-            self._delayed_origins.add(origin)
-            self.stats.inc_value("robots/crawl_delay/origins")
-        key = downloader.get_slot_key(request)
-        if self._slot_delays.get(key, 0.0) >= delay:
-            return
-        if not self._slot_delays:
-            self.crawler.signals.connect(
-                self._enforce_delay, signal=signals.request_reached_downloader
-            )
-            # Connected after AutoThrottle's handler, so it runs after it
-            # and undoes any delay lowered below the Crawl-delay.
-            self.crawler.signals.connect(
-                self._enforce_delay, signal=signals.response_downloaded
-            )
-        # Origins sharing a slot (http and https, other ports) share its
-        # delay: the largest of theirs.
-        self._slot_delays[key] = delay
-        self._raise_slot_delay(key, delay)
-        logger.debug(
-            "Crawl-delay %(delay)s s of %(origin)s applied to slot %(slot)s",
-            {"delay": delay, "origin": origin, "slot": key},
             extra={"spider": self.crawler.spider},
         )
 
-    def _enforce_delay(self, request: Request) -> None:
-        """Keep the slot of ``request`` at least at its Crawl-delay.
+    def _summary(self) -> str:
+        """The crawl's robots.txt work in one line (logged at spider close)."""
+        values = self.stats.get_stats()
 
-        Run when a request reaches the downloader and after each response:
-        a slot dropped for being idle comes back with the default delay,
-        AutoThrottle rewrites ``slot.delay`` after each response, and a
-        jitter would make some gaps shorter than the delay.
-        """
-        key = request.meta.get("download_slot")
-        if key is not None:
-            delay = self._slot_delays.get(key)
-            if delay is not None:
-                self._raise_slot_delay(key, delay)
+        def counts(prefix: str, names: tuple[str, ...]) -> tuple[int, str]:
+            found = [(name, values.get(f"{prefix}/{name}", 0)) for name in names]
+            parts = ", ".join(f"{name} {count}" for name, count in found if count)
+            return sum(count for _, count in found), parts
 
-    def _raise_slot_delay(self, key: str, delay: float) -> None:
-        assert self._downloader is not None
-        slot = self._downloader.slots.get(key)
-        if slot is None:
-            return
-        if not hasattr(slot, "jitter"):
-            # Scrapy < 2.19: a boolean randomize_delay (0.5x to 1.5x).
-            if slot.delay < delay or slot.delay * 0.5 < delay:
-                slot.delay = max(slot.delay, delay)
-                slot.randomize_delay = False
-            return
-        if slot.delay < delay:
-            slot.delay = delay
-            slot.jitter = 0.0
-        elif slot.jitter and slot.delay * (1 - slot.jitter) < delay:
-            # A higher DOWNLOAD_DELAY keeps as much of its jitter as leaves
-            # every gap at least the Crawl-delay.
-            slot.jitter = 1 - delay / slot.delay
+        outcomes, by_kind = counts("robots/outcome", (PARSED, UNAVAILABLE, UNREACHABLE))
+        refused = values.get("robots/refused", 0)
+        if refused:
+            by_kind += f"; {refused} refused by another component"
+        dropped, by_cause = counts("robots/forbidden", CAUSES)
+        delayed = values.get("robots/crawl_delay/origins", 0)
+        return (
+            f"robots.txt: {outcomes} outcome{'s' * (outcomes != 1)} obtained"
+            f"{f' ({by_kind})' if by_kind else ''},"
+            f" {dropped} request{'s' * (dropped != 1)} dropped"
+            f"{f' ({by_cause})' if by_cause else ''},"
+            f" {delayed} origin{'s' * (delayed != 1)} under a Crawl-delay"
+        )
 
     # -- the store ------------------------------------------------------------
 
@@ -808,14 +521,30 @@ class RobotsMiddleware:
                 self.store = None
                 logger.warning(
                     "The robots.txt store %(store)s failed (%(error)s); going on"
-                    " with the memory store alone for the rest of the crawl",
-                    {"store": type(store).__name__, "error": exc},
+                    " with the memory store alone for the rest of the crawl%(delay)s",
+                    {
+                        "store": type(store).__name__,
+                        "error": exc,
+                        "delay": ", Crawl-delays kept per process"
+                        if self.politeness.fleet
+                        else "",
+                    },
                     exc_info=not isinstance(exc, StoreError),
                     extra={"spider": self.crawler.spider},
                 )
             return default
 
+    async def _reserve(self, origin: str, delay: float) -> float | None:
+        """The next Crawl-delay turn of ``origin`` in the shared store: the
+        seconds to wait for it, ``None`` when the store is gone."""
+        return await self._store_call(lambda store: store.reserve(origin, delay), None)
+
     async def _spider_closed(self) -> None:
+        logger.info(
+            "%(summary)s",
+            {"summary": self._summary()},
+            extra={"spider": self.crawler.spider},
+        )
         for store in (self.store, self.memory):
             if store is None:
                 continue
@@ -854,3 +583,20 @@ def _build_store(crawler: Crawler) -> OutcomeStore:
     if not isinstance(store, OutcomeStore):
         raise ValueError(f"ROBOTS_STORE {name!r} is not an OutcomeStore")
     return store
+
+
+async def _send_robots_parsed(
+    crawler: Crawler, parser: RobotParser, request: Request
+) -> None:
+    """Send Scrapy's ``robots_parsed`` as Scrapy's own middleware does,
+    awaiting its async handlers, on Scrapy versions that have it."""
+    signal = getattr(signals, "robots_parsed", None)
+    if signal is None:
+        return
+    send_async = getattr(crawler.signals, "send_catch_log_async", None)
+    if send_async is None:
+        crawler.signals.send_catch_log(
+            signal=signal, robotparser=parser, request=request
+        )
+    else:
+        await send_async(signal=signal, robotparser=parser, request=request)

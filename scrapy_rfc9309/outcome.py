@@ -10,6 +10,7 @@ caller does the fetching and passes the result and the current time in.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -95,6 +96,9 @@ class Outcome:
     unreachable_since: float | None = None
     grace_ends_at: float | None = None
     fallback: Document | None = field(default=None, repr=False)
+    #: ``unreachable`` only: ``ROBOTS_SSRF_GUARD`` refused the address, so
+    #: every URL stays disallowed whatever the 30-day rule would say.
+    guard_refused: bool = False
 
     @property
     def rules(self) -> Document | None:
@@ -106,11 +110,11 @@ class Outcome:
         return self.document if self.kind == PARSED else self.fallback
 
     def disallows_all(self, now: float) -> bool:
-        """Whether this is an unreachable origin still within its grace."""
-        return (
-            self.kind == UNREACHABLE
-            and self.grace_ends_at is not None
-            and now < self.grace_ends_at
+        """Whether this is an unreachable origin still within its grace, or
+        one the SSRF guard refused."""
+        return self.kind == UNREACHABLE and (
+            self.guard_refused
+            or (self.grace_ends_at is not None and now < self.grace_ends_at)
         )
 
     def slimmed(self, user_agent: str) -> Outcome:
@@ -127,7 +131,7 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-friendly form, read back by :meth:`from_dict`."""
-        return {
+        data = {
             "format": FORMAT,
             "kind": self.kind,
             "fetched_at": self.fetched_at,
@@ -140,13 +144,20 @@ class Outcome:
             "grace_ends_at": self.grace_ends_at,
             "fallback": None if self.fallback is None else self.fallback.to_dict(),
         }
+        if self.guard_refused:
+            # Only when set: entries stay as small (and as readable by
+            # earlier versions, which ignore it) as before.
+            data["guard_refused"] = True
+        return data
 
     @classmethod
     def from_dict(cls, data: Any) -> Outcome:
         """Read :meth:`to_dict`'s form back.
 
         Raises ``ValueError`` (or ``TypeError`` / ``KeyError`` for a wrong
-        shape) for data this version cannot read, including a newer format.
+        shape) for data this version cannot read, including a newer format,
+        and for values no outcome of this package holds: times that are not
+        finite or out of order, an HTTP status outside 100-999.
         """
         if not isinstance(data, dict):
             raise TypeError(f"an outcome is a JSON object, not {type(data).__name__}")
@@ -160,17 +171,30 @@ class Outcome:
         if kind == PARSED and document is None:
             raise ValueError("a parsed outcome without its document")
         status = data.get("http_status")
+        if status is not None and not (
+            isinstance(status, int) and 100 <= status <= 999
+        ):
+            raise ValueError(f"not an HTTP status: {status!r}")
+        fetched_at = _time(data["fetched_at"])
+        expires_at = _time(data["expires_at"])
+        retain_until = _time(data["retain_until"])
+        if not fetched_at <= expires_at <= retain_until:
+            raise ValueError("fetched_at <= expires_at <= retain_until does not hold")
+        guard_refused = data.get("guard_refused", False)
+        if not isinstance(guard_refused, bool):
+            raise TypeError(f"guard_refused: {guard_refused!r}")
         return cls(
             kind=kind,
-            fetched_at=float(data["fetched_at"]),
-            expires_at=float(data["expires_at"]),
-            retain_until=float(data["retain_until"]),
-            http_status=None if status is None else int(status),
+            fetched_at=fetched_at,
+            expires_at=expires_at,
+            retain_until=retain_until,
+            http_status=status,
             document=document,
             detail=str(data.get("detail") or ""),
-            unreachable_since=_optional_float(data.get("unreachable_since")),
-            grace_ends_at=_optional_float(data.get("grace_ends_at")),
+            unreachable_since=_optional_time(data.get("unreachable_since")),
+            grace_ends_at=_optional_time(data.get("grace_ends_at")),
             fallback=_document(data.get("fallback")),
+            guard_refused=guard_refused,
         )
 
 
@@ -178,8 +202,23 @@ def _document(data: Any) -> Document | None:
     return None if data is None else Document.from_dict(data)
 
 
-def _optional_float(value: Any) -> float | None:
-    return None if value is None else float(value)
+# Stored times are seconds since the epoch: anything past year 5000 either
+# way is no time this package wrote.
+_TIME_BOUND = 1e11
+
+
+def _time(value: Any) -> float:
+    """A stored time: a finite number within :data:`_TIME_BOUND`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"a time is a number, not {value!r}")
+    seconds = float(value)
+    if not (math.isfinite(seconds) and abs(seconds) < _TIME_BOUND):
+        raise ValueError(f"not a time: {value!r}")
+    return seconds
+
+
+def _optional_time(value: Any) -> float | None:
+    return None if value is None else _time(value)
 
 
 def kind_of_status(status: int, profile: str = RFC9309) -> OutcomeKind:
@@ -196,11 +235,18 @@ def kind_of_status(status: int, profile: str = RFC9309) -> OutcomeKind:
     return RULES[profile].status[status_category(status)]
 
 
+#: The largest ``max-age`` taken as given: RFC 9111 (1.2.2) reads any larger
+#: delta-seconds, however many digits it has, as 2**31.
+MAX_DELTA_SECONDS = 2**31
+
+
 def max_age(cache_control: str | None) -> float | None:
     """The freshness lifetime a ``Cache-Control`` header value asks for.
 
     ``no-cache`` and ``no-store`` ask for none (0); the smallest of several
-    directives wins; ``None`` when the header says nothing about it.
+    directives wins; ``None`` when the header says nothing about it.  A
+    ``max-age`` that is not a run of ASCII digits is ignored, a negative one
+    counts as 0 and one larger than :data:`MAX_DELTA_SECONDS` as that.
     """
     if not cache_control:
         return None
@@ -211,10 +257,20 @@ def max_age(cache_control: str | None) -> float | None:
         if name in ("no-cache", "no-store"):
             ages.append(0.0)
         elif name == "max-age":
-            try:
-                ages.append(max(0.0, float(int(value.strip().strip('"')))))
-            except ValueError:
+            digits = value.strip().strip('"')
+            negative = digits.startswith("-")
+            if negative:
+                digits = digits[1:]
+            if not (digits.isascii() and digits.isdigit()):
                 continue
+            if negative:  # not delta-seconds, but clearly "not fresh"
+                ages.append(0.0)
+                continue
+            digits = digits.lstrip("0") or "0"
+            # More than ten digits is past the cap: never int() thousands of
+            # digits (slow, refused past 4300, too large for a float).
+            seconds = int(digits) if len(digits) <= 10 else MAX_DELTA_SECONDS
+            ages.append(float(min(seconds, MAX_DELTA_SECONDS)))
     return min(ages) if ages else None
 
 
@@ -288,6 +344,7 @@ def unreachable(
     previous: Outcome | None = None,
     http_status: int | None = None,
     detail: str = "",
+    guard_refused: bool = False,
 ) -> Outcome:
     """The origin could not be asked (5xx, 429, network error).
 
@@ -295,7 +352,8 @@ def unreachable(
     failures continues from an earlier unreachable outcome, and the last
     parsed robots.txt is carried along for the 30-day rule.  A successful
     answer of "no robots.txt" (unavailable) ends what there was to fall
-    back to.
+    back to.  ``guard_refused``: ``ROBOTS_SSRF_GUARD`` refused the
+    address, which the 30-day rule never turns into "allowed".
     """
     since = now
     fallback = None
@@ -322,7 +380,8 @@ def unreachable(
         detail=_detail(detail, http_status),
         unreachable_since=since,
         grace_ends_at=grace_ends_at,
-        fallback=fallback,
+        fallback=None if guard_refused else fallback,
+        guard_refused=guard_refused,
     )
 
 

@@ -254,9 +254,16 @@ def _str(value: Any) -> str:
     return value
 
 
+# Line numbers a stored document may hold: what a parse could give.
+_MAX_LINE = 2**31 - 1
+
+
 def _int(value: Any) -> int:
+    """A stored line number (0: none)."""
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"expected an integer, got {value!r}")
+    if not 0 <= value <= _MAX_LINE:
+        raise ValueError(f"line number out of range: {value!r}")
     return value
 
 
@@ -268,7 +275,12 @@ def _group_from_dict(data: Mapping[str, Any]) -> Group:
         rules.append(Rule(kind == "allow", _str(pattern), _int(line)))
     delay = data.get("crawl_delay")
     if delay is not None:
-        delay = float(delay)
+        # What parse_crawl_delay would have kept: a finite number >= 0.
+        if isinstance(delay, bool) or not isinstance(delay, (int, float)):
+            raise TypeError(f"crawl_delay: {delay!r}")
+        delay = parse_crawl_delay(str(delay))
+        if delay is None:
+            raise ValueError(f"crawl_delay out of range: {data['crawl_delay']!r}")
     signals = {}
     for key, value in dict(data.get("content_signals") or {}).items():
         if not isinstance(value, (bool, str)):

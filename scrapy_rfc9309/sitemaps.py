@@ -31,7 +31,7 @@ from scrapy.utils.sitemap import Sitemap
 from w3lib.url import safe_url_string
 
 from . import signals as robots_signals
-from ._settings import flag, positive_int
+from ._settings import ensure_enabled, flag, positive_int
 from .middleware import RobotsMiddleware
 from .outcome import PARSED
 from .urls import robots_url
@@ -84,8 +84,7 @@ class SitemapsMiddleware:
         self.feed = flag(settings, "ROBOTS_SITEMAPS")
         # Without a reason, so that Scrapy logs no warning: being off is
         # the default, and RobotsMiddleware already warns when it is off.
-        if not flag(settings, "ROBOTS_ENABLED"):
-            raise NotConfigured
+        ensure_enabled(crawler, quiet=True)
         if not self.feed and not self.sitemap_spider:
             raise NotConfigured
         self.crawler = crawler

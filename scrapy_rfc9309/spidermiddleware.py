@@ -12,7 +12,7 @@ from itemadapter import ItemAdapter
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
-from ._settings import choice, flag, robots_user_agent
+from ._settings import choice, ensure_enabled, robots_user_agent
 from .directives import DirectiveSet, directives_for
 
 if TYPE_CHECKING:
@@ -49,8 +49,7 @@ class DirectivesMiddleware:
 
     def __init__(self, crawler: Crawler):
         settings = crawler.settings
-        if not flag(settings, "ROBOTS_ENABLED"):
-            raise NotConfigured("ROBOTS_ENABLED is off")
+        ensure_enabled(crawler)
         mode = choice(settings, "ROBOTS_DIRECTIVES", MODES)
         if mode == "off":
             raise NotConfigured("ROBOTS_DIRECTIVES is off")

@@ -2,6 +2,8 @@
 
     python -m tests.fleet_crawl CONFIG_JSON
 
+:func:`spawn` starts a worker of this module or of another (``tests.redis_fleet``).
+
 ``CONFIG_JSON`` holds ``urls`` (the pages to crawl), ``settings`` (added to
 the add-on's), ``stats`` (a file to write the final stats to, as JSON) and
 optionally ``reactorless`` (run without a Twisted reactor) and
@@ -14,18 +16,67 @@ through whatever ``ROBOTS_STORE`` the settings name.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from scrapy import Request, Spider
 from scrapy.crawler import AsyncCrawlerProcess
 from scrapy.http import Response
 
 from scrapy_rfc9309.middleware import RobotsMiddleware
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
+
+REPO = Path(__file__).resolve().parent.parent
+WORKER_TIMEOUT = 120
+
+
+@dataclass
+class Worker:
+    """A worker process; its final stats are written to ``stats_path``."""
+
+    process: subprocess.Popen[bytes]
+    stats_path: Path
+    log_path: Path
+
+    def wait(self, timeout: float = WORKER_TIMEOUT) -> dict[str, Any]:
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"worker still running after {timeout} s:\n{self.log()}")
+        assert code == 0, f"worker exited with {code}:\n{self.log()}"
+        stats: dict[str, Any] = json.loads(self.stats_path.read_text())
+        return stats
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-5000:]
+
+
+def spawn(module: str, config: dict[str, Any], folder: Path, name: str) -> Worker:
+    """Start ``python -m module CONFIG_JSON`` with ``config`` and a ``stats``
+    file in ``folder``; its output goes to ``folder/name.log``."""
+    stats_path = folder / f"{name}.stats.json"
+    log_path = folder / f"{name}.log"
+    config = {**config, "stats": str(stats_path)}
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", module, json.dumps(config)],
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    return Worker(process, stats_path, log_path)
 
 
 class FleetSpider(Spider):

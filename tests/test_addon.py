@@ -98,7 +98,7 @@ async def test_enabled_by_hand(server: Server) -> None:
     }
     mw = middleware(crawler)
     # The defaults without the add-on writing them.
-    assert mw.max_bytes == DEFAULTS["ROBOTS_MAX_BYTES"]
+    assert mw.fetcher.max_bytes == DEFAULTS["ROBOTS_MAX_BYTES"]
     assert mw.lifetimes.cache == DEFAULTS["ROBOTS_CACHE_LIFETIME"]
 
 

@@ -4,10 +4,12 @@ time.  Outside a project unless a test makes one."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
 import sys
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -291,6 +293,116 @@ def test_check_in_a_project(site: dict[str, Server], tmp_path: Path) -> None:
     assert rules.count("/robots.txt") == 1
 
 
+SPIDERS = """\
+import scrapy
+
+
+class Attribute(scrapy.Spider):
+    name = "attribute"
+    robots_user_agent = "ExampleBot/2.0 (+https://example.com)"
+
+
+class Custom(scrapy.Spider):
+    name = "custom"
+    custom_settings = {
+        "USER_AGENT": "CustomBot/1.0",
+        "ROBOTS_PROFILE": "google",
+        "ROBOTSTXT_OBEY": False,
+    }
+"""
+
+
+def _project_with_spiders(tmp_path: Path) -> Path:
+    (tmp_path / "scrapy.cfg").write_text(
+        "[settings]\ndefault = spiderproject.settings\n"
+    )
+    package = tmp_path / "spiderproject"
+    (package / "spiders").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text(
+        'BOT_NAME = "spiderproject"\n'
+        'SPIDER_MODULES = ["spiderproject.spiders"]\n'
+        'USER_AGENT = "ProjectBot/1.0"\n'
+        'ADDONS = {"scrapy_rfc9309.Addon": 100}\n'
+    )
+    (package / "spiders" / "__init__.py").write_text(SPIDERS)
+    return tmp_path
+
+
+def test_check_spider_attribute(site: dict[str, Server], tmp_path: Path) -> None:
+    """The spider's robots_user_agent attribute is its agent."""
+    project = _project_with_spiders(tmp_path)
+    rules = site["rules"]
+    done = scrapy(
+        project, "check", rules.url("/page"), "--spider", "attribute", "--json"
+    )
+    assert done.returncode == 1, done.stderr
+    document = json.loads(done.stdout)
+    assert document["spider"] == "attribute"
+    assert document["agent"] == "ExampleBot/2.0 (+https://example.com)"
+    assert document["product_token"] == "examplebot"
+    (page,) = document["results"]
+    assert page["allowed"] is False
+    assert page["rule"]["line"] == 8  # "User-agent: examplebot" / "Disallow: /"
+
+
+def test_check_spider_custom_settings(site: dict[str, Server], tmp_path: Path) -> None:
+    """custom_settings apply (agent, profile), robots.txt handling switched
+    off there included: asking is the point."""
+    project = _project_with_spiders(tmp_path)
+    rules = site["rules"]
+    urls = [rules.url("/page"), rules.url("/~foo")]
+    done = scrapy(project, "check", *urls, "--spider", "custom")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == (
+        "spider 'custom', agent 'CustomBot/1.0' (product token 'custombot'),"
+        " profile google"
+    )
+    # Google's matcher compares "/%7Efoo" as written: "/~foo" is allowed.
+    assert all(line.startswith("allowed") for line in lines[1:]), lines
+    # Without the spider: the project's agent, the rfc9309 profile.
+    done = scrapy(project, "check", rules.url("/~foo"), "--json")
+    document = json.loads(done.stdout)
+    assert (document["agent"], document["profile"]) == ("ProjectBot/1.0", "rfc9309")
+    assert document["allowed"] is False
+
+
+def test_check_spider_and_profile(site: dict[str, Server], tmp_path: Path) -> None:
+    project = _project_with_spiders(tmp_path)
+    done = scrapy(
+        project,
+        "check",
+        site["rules"].url("/~foo"),
+        "--spider",
+        "custom",
+        "--profile",
+        "rfc9309",
+        "--json",
+    )
+    assert done.returncode == 1, done.stderr
+    assert json.loads(done.stdout)["profile"] == "rfc9309"
+
+
+def test_check_spider_and_agent_exclusive(tmp_path: Path) -> None:
+    project = _project_with_spiders(tmp_path)
+    done = scrapy(
+        project, "check", f"{REFUSED}/", "--spider", "custom", "--agent", "Bot"
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "not allowed with argument" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_check_unknown_spider(tmp_path: Path) -> None:
+    project = _project_with_spiders(tmp_path)
+    done = scrapy(project, "check", f"{REFUSED}/", "--spider", "nope")
+    assert "no spider named 'nope'" in one_line_error(done)
+    done = scrapy(project, "lint", "x.txt", "--spider", "custom")
+    assert "--spider" in one_line_error(done)
+
+
 def test_check_crawl_delay_over_max_skipped(
     site: dict[str, Server], tmp_path: Path
 ) -> None:
@@ -439,6 +551,65 @@ def test_lint_unreachable_url(tmp_path: Path) -> None:
     url = f"{REFUSED}/robots.txt"
     done = scrapy(tmp_path, "lint", url, "-s", "RETRY_ENABLED=False")
     assert f"cannot fetch {url}: " in one_line_error(done)
+
+
+def _multi_member_bomb() -> bytes:
+    """Rules in a small gzip member, then 4 members of 16 MiB of NULs each
+    (64 MiB decoded from ~65 KB)."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    zeros = bytes(1024 * 1024)
+    member = b"".join([*(compressor.compress(zeros) for _ in range(16))])
+    member += compressor.flush()
+    return gzip.compress(b"User-agent: *\nDisallow: /a\n") + member * 4
+
+
+def test_lint_url_decodes_within_robots_max_bytes(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    server = make_server()
+    server.route(
+        "/robots.txt", _multi_member_bomb(), headers={"Content-Encoding": "gzip"}
+    )
+    done = scrapy(
+        tmp_path,
+        "lint",
+        server.url("/robots.txt"),
+        "--json",
+        "-s",
+        "ROBOTS_MAX_BYTES=1000",
+    )
+    assert done.returncode == 0, done.stderr
+    (too_large,) = [
+        d
+        for d in json.loads(done.stdout)["diagnostics"]
+        if d["code"] == "body-too-large"
+    ]
+    # One byte past the limit was decoded, not the 64 MiB.
+    assert too_large["message"].startswith("the body is over 1,000 bytes;")
+
+
+def test_lint_url_with_an_unknown_encoding(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    server = make_server()
+    server.route("/robots.txt", ROBOTS, headers={"Content-Encoding": "compress"})
+    url = server.url("/robots.txt")
+    error = one_line_error(scrapy(tmp_path, "lint", url))
+    assert f"cannot decode {url}: Content-Encoding 'compress' is not supported" in error
+
+
+def test_check_with_an_unknown_encoding(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    # check fetches through the same bounded decoder as a crawl: a body it
+    # cannot decode is an unreachable robots.txt, not garbage parsed.
+    server = make_server()
+    server.route("/robots.txt", ROBOTS, headers={"Content-Encoding": "compress"})
+    done = scrapy(tmp_path, "check", server.url("/a"), "--json")
+    assert done.returncode == 1, done.stderr
+    (result,) = json.loads(done.stdout)["results"]
+    assert (result["allowed"], result["reason"]) == (False, "unreachable")
+    assert result["outcome"]["detail"] == "Content-Encoding 'compress' is not supported"
 
 
 # -- profiles -------------------------------------------------------------------

@@ -9,21 +9,26 @@ middleware was either downloaded or dropped with a counted cause.
 
 from __future__ import annotations
 
+import functools
 import gc
+import gzip
 import itertools
 import socket
 import tracemalloc
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import brotli
 import pytest
 from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.reactor import is_reactor_installed
 
-import scrapy_rfc9309.middleware as middleware_module
+import scrapy_rfc9309._decode as decode_module
+import scrapy_rfc9309.fetch as fetch_module
 from scrapy_rfc9309.middleware import META_KEY
 from scrapy_rfc9309.outcome import Outcome
 from scrapy_rfc9309.signals import robots_outcome
@@ -41,6 +46,11 @@ from tests.fault_server import (
     stream,
 )
 from tests.utils import coroutine_test
+
+try:
+    from compression import zstd  # type: ignore[import-not-found]
+except ImportError:
+    from backports import zstd
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -122,6 +132,47 @@ _HTML_ERROR_PAGE = (
     b"</body></html>\n"
 )
 _EARLY_LATE = b"User-agent: *\nDisallow: /p/early\n"
+
+
+def _raw_deflate(data: bytes) -> bytes:
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush()
+
+
+_ENCODERS: dict[str, Callable[[bytes], bytes]] = {
+    "gzip": gzip.compress,
+    "deflate": _raw_deflate,
+    "br": brotli.compress,
+    "zstd": zstd.compress,
+}
+
+
+def _zeros_after(head: bytes, size: int) -> bytes:
+    return head + bytes(size - len(head))
+
+
+_BOMB_ENCODING = {
+    "multi-member-gzip": "gzip",
+    "raw-deflate": "deflate",
+    "br": "br",
+    "zstd": "zstd",
+    "gzip-gzip": "gzip, gzip",
+}
+
+
+@functools.cache
+def _bomb(name: str) -> bytes:
+    """A robots.txt of ``_EARLY_LATE`` then NUL bytes, a few KiB on the
+    wire, 64 or 128 MiB decoded (built once: compressing takes a while)."""
+    if name == "multi-member-gzip":
+        # The rules in a small first member, then 8 members of 16 MiB each.
+        return gzip.compress(_EARLY_LATE) + gzip_bomb(b"", 16 * MiB)[0] * 8
+    if name == "gzip-gzip":
+        return gzip.compress(gzip_bomb(_EARLY_LATE, 64 * MiB)[0])
+    data = _zeros_after(_EARLY_LATE, 64 * MiB)
+    if name == "br":
+        return brotli.compress(data, quality=1)
+    return _ENCODERS[_BOMB_ENCODING[name]](data)
 
 
 def _hundred_thousand_rules(server: FaultServer) -> dict[str, Behaviour]:
@@ -389,6 +440,62 @@ CASES: dict[str, Case] = {
         ("/p/private", "/p/public", "/p/bot7"),
         _PRIVATE,
     ),
+    **{
+        f"encoded-{name}": Case(
+            lambda s, name=name: {  # type: ignore[misc]
+                "/robots.txt": respond(
+                    200, _ENCODERS[name](RULES.encode()), {"Content-Encoding": name}
+                )
+            },
+            "parsed",
+            dropped=_PRIVATE,
+        )
+        for name in _ENCODERS
+    },
+    # Decoded to 64 or 128 MiB: only the limit is ever decoded.
+    # Before the bounded decoder, Scrapy's HttpCompressionMiddleware decoded
+    # all of each (and the old counter saw only the first gzip member).
+    **{
+        f"{name}-bomb": Case(
+            lambda s, name=name: {  # type: ignore[misc]
+                "/robots.txt": respond(
+                    200, _bomb(name), {"Content-Encoding": _BOMB_ENCODING[name]}
+                )
+            },
+            "parsed",
+            ("/p/early", "/p/late"),
+            {"/p/early": "rule"},
+            detail=f"cut at {LIMIT} bytes",
+        )
+        for name in _BOMB_ENCODING
+    },
+    "unknown-encoding": Case(
+        lambda s: {
+            "/robots.txt": respond(200, RULES, {"Content-Encoding": "compress"})
+        },
+        "unreachable",
+        dropped=_ALL_UNREACHABLE,
+        detail="Content-Encoding 'compress' is not supported",
+    ),
+    "gzip-then-unknown-encoding": Case(
+        lambda s: {
+            "/robots.txt": respond(
+                200, gzip.compress(RULES.encode()), {"Content-Encoding": "gzip, xz"}
+            )
+        },
+        "unreachable",
+        dropped=_ALL_UNREACHABLE,
+        detail="Content-Encoding 'xz' is not supported",
+    ),
+    "max-age-of-400-digits": Case(
+        lambda s: {
+            "/robots.txt": respond(
+                200, RULES, {"Cache-Control": "max-age=" + "9" * 400}
+            )
+        },
+        "parsed",
+        dropped=_PRIVATE,
+    ),
 }
 
 
@@ -434,8 +541,13 @@ def _assert_accounted(
     spider: Any = crawler.spider
     everything = stats(crawler, "")
     assert everything["finish_reason"] == "finished"
-    # Hostile input is an outcome, never a traceback.
-    assert everything.get("log_count/ERROR", 0) == 0
+    # Hostile input is an outcome, never a traceback: the only errors are
+    # the failed robots.txt downloads, each counted.
+    assert everything.get("log_count/ERROR", 0) == sum(
+        value
+        for key, value in everything.items()
+        if key.startswith("robots/fetch_error/")
+    )
     dropped_by_others = everything.get("test/dropped_by_others", 0)
     assert len(spider.errors) == dropped_by_others
     assert all(
@@ -518,6 +630,60 @@ async def test_50_mib_body_is_not_read_past_the_limit(
     _assert_accounted(result, [server])
 
 
+@pytest.mark.parametrize(
+    "endless",
+    [
+        pytest.param(gzip.compress(b""), id="empty-members"),
+        pytest.param(b"\0" * 64, id="junk"),
+    ],
+)
+@coroutine_test
+async def test_small_gzip_member_then_endless_bytes_is_not_read_on(
+    hosts: Callable[[], FaultServer], endless: bytes
+) -> None:
+    # A whole robots.txt in a first gzip member, then 50 MiB that decode to
+    # nothing: the transfer stops within the limit (junk: at once), where
+    # it used to run until DOWNLOAD_TIMEOUT or the end.
+    server = hosts()
+    first = gzip.compress(_EARLY_LATE)
+    server.routes["/robots.txt"] = stream(
+        first, endless, 50 * MiB, {"Content-Encoding": "gzip"}
+    )
+    result = await _crawl(
+        [server.url("/p/early"), server.url("/p/late")], {"DOWNLOAD_TIMEOUT": 30}
+    )
+    assert [outcome.kind for _, outcome in result.outcomes] == ["parsed"]
+    assert result.crawler.spider.crawled == [server.url("/p/late")]  # type: ignore[union-attr]
+    served = server.served["/robots.txt"]
+    assert served.client_gone
+    received = stats(result.crawler, "downloader/")["downloader/response_bytes"]
+    assert received < 2 * LIMIT
+    assert result.memory_peak < MEMORY_BOUND
+    _assert_accounted(result, [server])
+
+
+@pytest.mark.parametrize(("module", "encoding"), [("_BROTLI", "br"), ("_ZSTD", "zstd")])
+@coroutine_test
+async def test_a_codec_not_installed_is_an_outcome(
+    hosts: Callable[[], FaultServer],
+    monkeypatch: pytest.MonkeyPatch,
+    module: str,
+    encoding: str,
+) -> None:
+    # As on an installation without brotli / backports.zstd: the server
+    # sends the encoding anyway, and the origin is unreachable, no crash.
+    monkeypatch.setattr(decode_module, module, None)
+    server = hosts()
+    server.routes["/robots.txt"] = respond(
+        200, _ENCODERS[encoding](RULES.encode()), {"Content-Encoding": encoding}
+    )
+    result = await _crawl([server.url("/p/private"), server.url("/p/public")], {})
+    ((_, outcome),) = result.outcomes
+    assert outcome.kind == "unreachable"
+    assert outcome.detail == f"Content-Encoding {encoding!r} is not supported"
+    _assert_accounted(result, [server])
+
+
 @coroutine_test
 async def test_gzip_bomb_is_small_on_the_wire_and_bounded_decoded(
     hosts: Callable[[], FaultServer],
@@ -556,9 +722,9 @@ async def test_connection_refused(hosts: Callable[[], FaultServer]) -> None:
 def _guard_trusts(monkeypatch: pytest.MonkeyPatch, address: str) -> None:
     """The SSRF guard, with ``address`` (a loopback test host) taken for a
     public one: every other address is judged by the real guard."""
-    real = middleware_module._is_public
+    real = fetch_module._is_public
     monkeypatch.setattr(
-        middleware_module,
+        fetch_module,
         "_is_public",
         lambda candidate: candidate == address or real(candidate),
     )

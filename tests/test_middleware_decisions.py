@@ -14,7 +14,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
 from scrapy_rfc9309 import signals as robots_signals
-from scrapy_rfc9309.middleware import RobotsDisallowed, RobotsMiddleware, _is_public
+from scrapy_rfc9309.fetch import _is_public
+from scrapy_rfc9309.middleware import RobotsDisallowed, RobotsMiddleware
 from scrapy_rfc9309.outcome import Lifetimes, parsed, unavailable
 from scrapy_rfc9309.parse import parse
 from tests.crawl_helpers import RecordingSpider, crawl, make_crawler, middleware, stats
@@ -228,7 +229,7 @@ async def test_ssrf_guard_refuses_loopback(server: Server) -> None:
 @coroutine_test
 async def test_ssrf_guard_resolves_names() -> None:
     mw = _middleware({"ROBOTS_SSRF_GUARD": True})
-    refusal = await mw._ssrf_refusal("http://localhost:1234/robots.txt")
+    refusal = await mw.fetcher._ssrf_refusal("http://localhost:1234/robots.txt")
     assert refusal is not None
     assert "localhost" in refusal
 
@@ -312,6 +313,11 @@ async def test_google_profile(server: Server) -> None:
         ({"ROBOTS_MAX_BYTES": 0}, "ROBOTS_MAX_BYTES"),
         ({"ROBOTS_MAX_REDIRECTS": -1}, "ROBOTS_MAX_REDIRECTS"),
         ({"ROBOTS_CACHE_LIFETIME": "a day"}, "ROBOTS_CACHE_LIFETIME"),
+        # Numbers no store could write back: never a lifetime.
+        ({"ROBOTS_CACHE_LIFETIME": "inf"}, "ROBOTS_CACHE_LIFETIME"),
+        ({"ROBOTS_UNREACHABLE_GRACE": float("nan")}, "ROBOTS_UNREACHABLE_GRACE"),
+        ({"ROBOTS_UNREACHABLE_LIFETIME": "1e300"}, "ROBOTS_UNREACHABLE_LIFETIME"),
+        ({"ROBOTS_CRAWL_DELAY_MAX": "-inf"}, "ROBOTS_CRAWL_DELAY_MAX"),
         ({"ROBOTS_CONTENT_SIGNALS": "ai-train"}, "ROBOTS_CONTENT_SIGNALS"),
         ({"ROBOTS_STORE": "nowhere.Store"}, "ROBOTS_STORE"),
         ({"ROBOTS_STORE": "tests.test_middleware_decisions.NotAStore"}, "ROBOTS_STORE"),

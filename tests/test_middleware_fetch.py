@@ -7,6 +7,7 @@ import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+import brotli
 import pytest
 from scrapy import Request
 
@@ -326,3 +327,27 @@ async def test_memory_store_bound(make_server: MakeServer) -> None:
         {"ROBOTS_MEMORY_MAX_ORIGINS": 2, "CONCURRENT_REQUESTS": 1},
     )
     assert len(middleware(crawler).memory) == 2
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "br", "gzip, gzip"])
+@coroutine_test
+async def test_http_cache_replay_of_an_encoded_robots_txt(
+    server: Server, tmp_path: Any, encoding: str
+) -> None:
+    # A replayed response never streams: its body is decoded whole, still
+    # within ROBOTS_MAX_BYTES, and HttpCompressionMiddleware leaves it alone.
+    body = _big_robots(600 * 1024)
+    for coding in encoding.split(", "):
+        body = brotli.compress(body) if coding == "br" else gzip.compress(body)
+    server.route("/robots.txt", body, headers={"Content-Encoding": encoding})
+    settings = {"HTTPCACHE_ENABLED": True, "HTTPCACHE_DIR": str(tmp_path)}
+    for _ in range(2):
+        crawler = await crawl([server.url("/early"), server.url("/late")], settings)
+        assert crawler.spider.crawled == [server.url("/late")]
+        assert crawler.spider.dropped[server.url("/early")].cause == "rule"
+        assert (
+            stats(crawler, "httpcompression/").get("httpcompression/response_bytes", 0)
+            < LIMIT
+        )
+    assert server.count("/robots.txt") == 1
+    assert stats(crawler, "httpcache/")["httpcache/hit"] >= 1

@@ -174,16 +174,37 @@ class IgnoreRobots:
 
 
 @coroutine_test
-async def test_robots_request_ignored_by_another_middleware_unreachable(
+async def test_robots_request_refused_by_another_middleware_allows(
     server: Server,
 ) -> None:
+    server.route("/robots.txt", DISALLOW_ALL)
     crawler = await crawl(
         [server.url("/page")],
         {"DOWNLOADER_MIDDLEWARES": {f"{__name__}.IgnoreRobots": 10}},
     )
+    # As Scrapy: the crawl's own components said no, the site said nothing.
+    assert crawler.spider.crawled == [server.url("/page")]
+    assert _paths(server) == ["/page"]
+    assert stats(crawler) == {
+        "robots/fetch_count": 1,
+        "robots/refused": 1,
+        "robots/outcome/unavailable": 1,
+    }
+
+
+@coroutine_test
+async def test_robots_request_refused_disallows_when_set(server: Server) -> None:
+    crawler = await crawl(
+        [server.url("/page")],
+        {
+            "DOWNLOADER_MIDDLEWARES": {f"{__name__}.IgnoreRobots": 10},
+            "ROBOTS_REFUSED": "disallow",
+        },
+    )
     dropped = crawler.spider.dropped[server.url("/page")]
     assert dropped.cause == "unreachable"
     assert server.hits == []
+    assert stats(crawler)["robots/refused"] == 1
 
 
 @coroutine_test
@@ -238,18 +259,28 @@ async def test_handle_httpstatus_all_changes_nothing(make_server: MakeServer) ->
     assert crawler.spider.dropped[moved.url("/private")].cause == "rule"
 
 
+@pytest.mark.parametrize(
+    ("status", "level"),
+    [(503, logging.WARNING), (429, logging.WARNING), (404, logging.INFO)],
+)
 @coroutine_test
-async def test_outcomes_other_than_parsed_logged_at_info(
-    server: Server, caplog: pytest.LogCaptureFixture
+async def test_outcomes_other_than_parsed_logged_once(
+    server: Server, caplog: pytest.LogCaptureFixture, status: int, level: int
 ) -> None:
-    server.route("/robots.txt", "", status=503)
-    with caplog.at_level(logging.INFO, logger="scrapy_rfc9309.middleware"):
-        await crawl([server.url("/page")])
-    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
-    assert any(
-        server.url("/robots.txt") in m and "unreachable" in m and "HTTP 503" in m
-        for m in messages
-    ), messages
+    server.route("/robots.txt", "", status=status)
+    with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
+        await crawl([server.url("/a"), server.url("/b")])
+    logged = [
+        (r.levelno, r.getMessage())
+        for r in caplog.records
+        if r.name.startswith("scrapy_rfc9309")
+        and server.url("/robots.txt") in r.getMessage()
+    ]
+    # One line for the origin, not one per request; an unreachable origin
+    # (nothing crawled) is a WARNING, seen under LOG_LEVEL = "WARNING".
+    assert len(logged) == 1, logged
+    assert logged[0][0] == level
+    assert f"HTTP {status}" in logged[0][1]
 
 
 @coroutine_test

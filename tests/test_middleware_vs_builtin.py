@@ -1,10 +1,12 @@
-"""Where Scrapy's built-in RobotsTxtMiddleware and RobotsMiddleware differ.
+"""Where Scrapy's built-in RobotsTxtMiddleware and RobotsMiddleware differ,
+and where they agree on purpose (what RFC 9309 leaves open).
 
 Each test runs the same crawl twice, once with the built-in
 (``ROBOTSTXT_OBEY = True``, no add-on) and once with the add-on, and asserts
 what each does.  The built-in's side documents Scrapy 2.19 as it is: if
 Scrapy fixes one of these, its assertion fails and the README's comparison
-table needs the same update.
+table needs the same update.  The tests at the end go through Scrapy's own
+tests of its middleware, behaviour by behaviour, with the project's own code.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator, Callable
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any, ClassVar
 
-from scrapy import Request
+import pytest
+from scrapy import Request, signals
 
 from tests.crawl_helpers import TIMER_GRANULARITY, Departures, RecordingSpider, crawl
 from tests.server import Route, Server
@@ -193,5 +197,140 @@ async def test_robots_request_ignored(server: Server) -> None:
         [server.url("/page")],
         {"DOWNLOADER_MIDDLEWARES": {f"{__name__}.IgnoreRobots": 10}},
     )
-    assert builtin == [server.url("/page")]  # silently allow all
-    assert ours == []  # unreachable
+    # Refused by the crawl's own components, not by the site: both allow.
+    assert builtin == ours == [server.url("/page")]
+
+
+# -- where they agree: what RFC 9309 leaves open, done as Scrapy does ------------
+# (Scrapy 2.19's tests/test_downloadermiddleware_robotstxt.py, behaviour by
+# behaviour, in real crawls.)
+
+
+@pytest.mark.parametrize(
+    "body", [b"GIF89a\xd3\x00\xfe\x00\xa2", b"", b"<html><body>Hi</body></html>"]
+)
+@coroutine_test
+async def test_garbage_or_empty_body_allows_all(server: Server, body: bytes) -> None:
+    server.route("/robots.txt", body)
+    urls = [server.url("/"), server.url("/admin/main"), server.url("/static/")]
+    builtin, ours = await _both(urls)
+    assert builtin == ours == sorted(urls)
+
+
+@coroutine_test
+async def test_non_ascii_paths_escaped_or_not(server: Server) -> None:
+    server.route(
+        "/robots.txt",
+        "User-Agent: *\nDisallow: /wiki/K%C3%A4ytt%C3%A4j%C3%A4:\nDisallow: /static/\n",
+    )
+    urls = [
+        server.url("/wiki/K%C3%A4ytt%C3%A4j%C3%A4:x"),
+        server.url("/wiki/Käyttäjä:y"),
+        server.url("/static/a"),
+        server.url("/wiki/Main"),
+    ]
+    # One request at a time: the built-in lets through the requests that
+    # wait for robots.txt beside the first (see test_concurrent_waiters).
+    builtin, ours = await _both(urls, {"CONCURRENT_REQUESTS": 1})
+    assert builtin == ours == [server.url("/wiki/Main")]
+
+
+@coroutine_test
+async def test_dont_obey_robotstxt_meta(server: Server) -> None:
+    server.route("/robots.txt", "User-agent: *\nDisallow: /\n")
+
+    class NotObeying(RecordingSpider):
+        async def start(self) -> AsyncIterator[Any]:
+            for url in self.urls:
+                yield Request(
+                    url,
+                    callback=self.parse,
+                    meta={"dont_obey_robotstxt": True},
+                    dont_filter=True,
+                )
+
+    urls = [server.url("/admin/main"), server.url("/static/")]
+    builtin, ours = await _both(urls, spidercls=NotObeying)
+    assert builtin == ours == sorted(urls)
+    # Neither asked for robots.txt: nothing needed it.
+    assert server.count("/robots.txt") == 0
+
+
+@coroutine_test
+async def test_urls_without_robots_txt(server: Server, tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    page.write_text("<html></html>")
+    urls = ["data:text/plain,Hello", page.as_uri()]
+    builtin, ours = await _both(urls)
+    assert builtin == ours == sorted(urls)
+
+
+@coroutine_test
+async def test_robotstxt_user_agent_wins_over_user_agent(server: Server) -> None:
+    server.route(
+        "/robots.txt",
+        "User-agent: examplebot\nDisallow: /private\n\nUser-agent: *\nDisallow: /\n",
+    )
+    urls = [server.url("/page"), server.url("/private/x")]
+    builtin, ours = await _both(
+        urls,
+        {"ROBOTSTXT_USER_AGENT": "Examplebot", "USER_AGENT": "Mozilla/5.0 (X11)"},
+    )
+    assert builtin == ours == [server.url("/page")]
+
+
+@coroutine_test
+async def test_one_fetch_and_one_robots_parsed_for_concurrent_requests(
+    server: Server,
+) -> None:
+    server.route("/robots.txt", "User-agent: *\nDisallow: /admin\n", delay=0.3)
+    # Allowed URLs only: the built-in lets disallowed waiters through.
+    urls = [server.url(f"/allowed{i}") for i in range(4)]
+    counts = []
+    for settings in (BUILTIN, {}):
+        seen: list[Request] = []
+
+        class Listening(RecordingSpider):
+            seen_here = seen
+
+            @classmethod
+            def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Any:
+                spider = super().from_crawler(crawler, *args, **kwargs)
+                crawler.signals.connect(
+                    lambda robotparser, request: cls.seen_here.append(request),
+                    signal=signals.robots_parsed,
+                    weak=False,
+                )
+                return spider
+
+        before = server.count("/robots.txt")
+        crawler = await crawl(urls, settings, Listening)
+        assert sorted(crawler.spider.crawled) == urls
+        (asked,) = seen
+        assert asked.url in urls
+        counts.append(server.count("/robots.txt") - before)
+    assert counts == [1, 1]
+
+
+@coroutine_test
+async def test_request_user_agent_header_does_not_choose_the_group(
+    server: Server,
+) -> None:
+    server.route("/robots.txt", "User-agent: examplebot\nDisallow: /\n")
+
+    class WithHeader(RecordingSpider):
+        async def start(self) -> AsyncIterator[Any]:
+            for url in self.urls:
+                yield Request(
+                    url,
+                    callback=self.parse,
+                    headers={"User-Agent": "ExampleBot/2.0"},
+                    dont_filter=True,
+                )
+
+    builtin, ours = await _both([server.url("/page")], spidercls=WithHeader)
+    # Scrapy matches the request's own User-Agent header when
+    # ROBOTSTXT_USER_AGENT is not set; here the crawl's agent (USER_AGENT,
+    # "TestBot") is matched, whatever one request sends.
+    assert builtin == []
+    assert ours == [server.url("/page")]

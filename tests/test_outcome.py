@@ -80,6 +80,15 @@ def test_kind_of_status(status: int, kind: str) -> None:
         ("no-cache", 0.0),
         ("no-store, max-age=600", 0.0),
         ("max-age=900, max-age=300", 300.0),
+        # Untrusted numbers: capped as RFC 9111 1.2.2 says, never an error.
+        ("max-age=" + "9" * 400, 2.0**31),
+        ("max-age=" + "9" * 5000, 2.0**31),
+        ("max-age=2147483649", 2.0**31),
+        ("max-age=" + "0" * 30 + "42", 42.0),
+        ("max-age=1_000", None),
+        ("max-age=\u0663", None),  # an Arabic-Indic digit
+        ("max-age=1e9", None),
+        ("max-age=inf", None),
     ],
 )
 def test_max_age(header: str | None, expected: float | None) -> None:
@@ -322,3 +331,39 @@ def test_slimmed_keeps_what_answers_for_the_agent() -> None:
             assert explain_by(slim, "TestBot", url, now=now) == explain_by(
                 outcome, "TestBot", url, now=now
             )
+
+
+def test_a_guard_refusal_never_wears_off_and_round_trips() -> None:
+    lifetimes = Lifetimes(grace=0)
+    refused = unreachable(
+        now=1000.0, lifetimes=lifetimes, detail="refused", guard_refused=True
+    )
+    plain = unreachable(now=1000.0, lifetimes=lifetimes, detail="HTTP 503")
+    assert refused.disallows_all(10.0**10)
+    assert not plain.disallows_all(1000.0)
+    back = Outcome.from_dict(json.loads(json.dumps(refused.to_dict())))
+    assert back.guard_refused
+    assert "guard_refused" not in plain.to_dict()
+    assert not is_allowed_by(back, "bot", "http://h/page", now=10.0**10)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("expires_at", float("inf")),
+        ("expires_at", float("nan")),
+        ("fetched_at", "1000"),
+        ("retain_until", 1e12),
+        ("expires_at", 10.0**9),  # past retain_until
+        ("http_status", -5),
+        ("http_status", 200.5),
+        ("guard_refused", 1),
+    ],
+)
+def test_from_dict_refuses_values_no_outcome_holds(key: str, value: object) -> None:
+    data = parsed(
+        parse("User-agent: *\nDisallow: /x\n"), now=1000.0, lifetimes=Lifetimes()
+    ).to_dict()
+    data[key] = value
+    with pytest.raises((TypeError, ValueError)):
+        Outcome.from_dict(data)

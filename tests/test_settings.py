@@ -45,7 +45,7 @@ PURPOSES = (
 BAD = {
     "ROBOTS_CACHE_LIFETIME": (
         -5,
-        "ROBOTS_CACHE_LIFETIME must be a number of seconds, 0 or more"
+        "ROBOTS_CACHE_LIFETIME must be a number of seconds from 0 to 1,000,000,000"
         " (such as 86400), not -5",
     ),
     "ROBOTS_CONTENT_SIGNALS": (
@@ -55,12 +55,16 @@ BAD = {
     "ROBOTS_CRAWL_DELAY": ("maybe", f"ROBOTS_CRAWL_DELAY must be {FLAG}, not 'maybe'"),
     "ROBOTS_CRAWL_DELAY_MAX": (
         "nan",
-        "ROBOTS_CRAWL_DELAY_MAX must be a number of seconds, 0 or more"
+        "ROBOTS_CRAWL_DELAY_MAX must be a number of seconds from 0 to 1,000,000,000"
         " (such as 30), not 'nan'",
     ),
     "ROBOTS_CRAWL_DELAY_OVER_MAX": (
         "wait",
         "ROBOTS_CRAWL_DELAY_OVER_MAX must be one of 'clamp', 'skip', not 'wait'",
+    ),
+    "ROBOTS_CRAWL_DELAY_SCOPE": (
+        "world",
+        "ROBOTS_CRAWL_DELAY_SCOPE must be one of 'fleet', 'process', not 'world'",
     ),
     "ROBOTS_DIRECTIVES": (
         "maybe",
@@ -89,6 +93,10 @@ BAD = {
         0,
         "ROBOTS_SITEMAP_MAX_DEPTH must be a whole number, 1 or more (such as 3), not 0",
     ),
+    "ROBOTS_REFUSED": (
+        "ignore",
+        "ROBOTS_REFUSED must be one of 'allow', 'disallow', not 'ignore'",
+    ),
     "ROBOTS_SITEMAPS": ("maybe", f"ROBOTS_SITEMAPS must be {FLAG}, not 'maybe'"),
     "ROBOTS_SSRF_GUARD": ("maybe", f"ROBOTS_SSRF_GUARD must be {FLAG}, not 'maybe'"),
     "ROBOTS_STORE": (
@@ -104,13 +112,13 @@ BAD = {
     ),
     "ROBOTS_UNREACHABLE_GRACE": (
         "a month",
-        "ROBOTS_UNREACHABLE_GRACE must be a number of seconds, 0 or more"
+        "ROBOTS_UNREACHABLE_GRACE must be a number of seconds from 0 to 1,000,000,000"
         " (such as 2592000), not 'a month'",
     ),
     "ROBOTS_UNREACHABLE_LIFETIME": (
         True,
-        "ROBOTS_UNREACHABLE_LIFETIME must be a number of seconds, 0 or more"
-        " (such as 600), not True",
+        "ROBOTS_UNREACHABLE_LIFETIME must be a number of seconds from 0 to"
+        " 1,000,000,000 (such as 600), not True",
     ),
     "ROBOTS_USER_AGENT": (
         "42",
@@ -223,7 +231,9 @@ def test_seconds(value: Any, expected: float) -> None:
 
 @pytest.mark.parametrize("value", [-1, "-0.5", math.inf, "inf", "", "1 day", []])
 def test_seconds_refuses(value: Any) -> None:
-    with pytest.raises(ValueError, match="must be a number of seconds, 0 or more"):
+    with pytest.raises(
+        ValueError, match="must be a number of seconds from 0 to 1,000,000,000"
+    ):
         seconds(Settings({"ROBOTS_CACHE_LIFETIME": value}), "ROBOTS_CACHE_LIFETIME")
 
 

@@ -8,15 +8,11 @@ add-on); robots.txt fetches are counted at the servers.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -25,38 +21,15 @@ import pytest
 import redis
 from scrapy.utils.test import get_crawler
 
-from tests.fleet_crawl import FleetSpider
+from tests.fleet_crawl import FleetSpider, Worker, spawn
 from tests.redis_server import RedisServer
 from tests.server import Route, Server
 from tests.utils import coroutine_test
 
-REPO = Path(__file__).resolve().parent.parent
 ROBOTS = b"User-agent: *\nDisallow: /private\n"
 ORIGINS = 20
 # Every worker crawls these pages of every origin; /private is disallowed.
 PAGES = ("/a", "/b", "/private")
-WORKER_TIMEOUT = 120
-
-
-@dataclass
-class Worker:
-    process: subprocess.Popen[bytes]
-    stats_path: Path
-    log_path: Path
-
-    def wait(self, timeout: float = WORKER_TIMEOUT) -> dict[str, Any]:
-        try:
-            code = self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            pytest.fail(f"worker still running after {timeout} s:\n{self.log()}")
-        assert code == 0, f"worker exited with {code}:\n{self.log()}"
-        stats: dict[str, Any] = json.loads(self.stats_path.read_text())
-        return stats
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-5000:]
 
 
 @pytest.fixture
@@ -71,32 +44,19 @@ def start_worker(tmp_path: Path) -> Any:
         reactorless: bool = False,
         clock_offset: float = 0.0,
     ) -> Worker:
-        n = len(workers)
-        stats_path = tmp_path / f"stats-{n}.json"
-        log_path = tmp_path / f"worker-{n}.log"
         config = {
             "urls": urls,
             "settings": settings,
-            "stats": str(stats_path),
             "reactorless": reactorless,
             "clock_offset": clock_offset,
         }
-        with log_path.open("wb") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "tests.fleet_crawl", json.dumps(config)],
-                cwd=REPO,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        worker = Worker(process, stats_path, log_path)
+        worker = spawn("tests.fleet_crawl", config, tmp_path, f"worker-{len(workers)}")
         workers.append(worker)
         return worker
 
     yield start
     for worker in workers:
-        if worker.process.poll() is None:
-            worker.process.kill()
-            worker.process.wait()
+        worker.kill()
 
 
 def robots_servers(

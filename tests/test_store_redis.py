@@ -267,6 +267,46 @@ async def test_concurrent_acquires_have_one_winner(
     await closing(*stores)
 
 
+# Crawl-delay turns
+
+
+@coroutine_test
+async def test_turns_follow_each_other_by_the_interval(
+    new_store: Callable[[], RedisStore], client: redis.Redis, redis_prefix: str
+) -> None:
+    key = f"{redis_prefix}turn:{ORIGIN}"
+    stores = [new_store() for _ in range(4)]
+    # A free origin: the first turn is now.
+    assert await stores[0].reserve(ORIGIN, 0.5) == 0.0
+    first = int(client.get(key))
+    waits = await asyncio.gather(*(store.reserve(ORIGIN, 0.5) for store in stores))
+    # Every turn taken once, each 0.5 s (500,000 us, by Redis's clock) after
+    # the one before, whichever worker took it.
+    assert int(client.get(key)) == first + 4 * 500_000
+    assert len(set(waits)) == 4
+    assert all(0.0 < wait <= 2.0 for wait in waits), waits
+    assert sorted(waits)[-1] - sorted(waits)[0] > 1.0
+    # Another origin is free.
+    assert await stores[0].reserve("http://other.example/robots.txt", 0.5) == 0.0
+    await closing(*stores)
+
+
+@coroutine_test
+async def test_a_turn_expires_with_its_moment(
+    new_store: Callable[[], RedisStore], client: redis.Redis, redis_prefix: str
+) -> None:
+    store = new_store()
+    key = f"{redis_prefix}turn:{ORIGIN}"
+    await store.reserve(ORIGIN, 0.2)
+    await store.reserve(ORIGIN, 0.2)
+    # Two turns taken: the record lasts until the third one may start.
+    assert 200 < client.pttl(key) <= 400
+    await asyncio.sleep(0.45)
+    assert client.get(key) is None
+    assert await store.reserve(ORIGIN, 0.2) == 0.0
+    await closing(store)
+
+
 # Failures and configuration
 
 
@@ -292,6 +332,7 @@ async def test_redis_down_raises_store_error_quickly(
         store.get(ORIGIN),
         store.put(ORIGIN, outcome()),
         store.acquire(ORIGIN, 30),
+        store.reserve(ORIGIN, 1.0),
     ):
         attempts = 0
         with pytest.raises(StoreError, match="Redis store"):
@@ -316,7 +357,7 @@ async def test_error_messages_hide_the_password() -> None:
     with pytest.raises(StoreError) as info:
         await store.get(ORIGIN)
     assert "s3cret" not in str(info.value)
-    assert "user:***@127.0.0.1:1" in str(info.value)
+    assert "redis://***@127.0.0.1:1" in str(info.value)
     await store.close()
 
 

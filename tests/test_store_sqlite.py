@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from scrapy.utils.asyncio import is_asyncio_available
+from scrapy.utils.asyncio import is_asyncio_available, sleep
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import DeferredList
@@ -322,6 +322,46 @@ async def test_concurrent_acquires_have_one_winner(db: Path) -> None:
         await store.close()
 
 
+# Crawl-delay turns
+
+
+def next_free(db: Path) -> float:
+    ((moment,),) = raw(db, "SELECT next_free FROM turns WHERE origin = ?", ORIGIN)
+    assert isinstance(moment, float)
+    return moment
+
+
+@coroutine_test
+async def test_turns_follow_each_other_by_the_interval(db: Path) -> None:
+    stores = [SQLiteStore(db) for _ in range(4)]
+    assert await stores[0].reserve(ORIGIN, 0.5) == 0.0
+    first = next_free(db)
+    waits = await gather(*(store.reserve(ORIGIN, 0.5) for store in stores))
+    # Every turn taken once, each 0.5 s after the one before.
+    assert next_free(db) == pytest.approx(first + 4 * 0.5, abs=1e-6)
+    assert len(set(waits)) == 4
+    assert all(0.0 < wait <= 2.0 for wait in waits), waits
+    assert sorted(waits)[-1] - sorted(waits)[0] > 1.0
+    assert await stores[0].reserve("http://other.example/robots.txt", 0.5) == 0.0
+    for store in stores:
+        await store.close()
+
+
+@coroutine_test
+async def test_a_past_turn_changes_nothing_and_is_purged(db: Path) -> None:
+    store = SQLiteStore(db)
+    await store.reserve(ORIGIN, 0.1)
+    await sleep(0.15)
+    assert await store.reserve(ORIGIN, 0.1) == 0.0
+    await store.close()
+    await sleep(0.15)
+    # Opening the file purges turns whose moment has passed.
+    store = SQLiteStore(db)
+    await store.get(ORIGIN)
+    assert raw(db, "SELECT * FROM turns") == []
+    await store.close()
+
+
 # Failures and configuration
 
 
@@ -336,6 +376,8 @@ async def test_unwritable_location_raises_store_error(tmp_path: Path) -> None:
         await store.put(ORIGIN, outcome())
     with pytest.raises(StoreError):
         await store.acquire(ORIGIN, 30)
+    with pytest.raises(StoreError):
+        await store.reserve(ORIGIN, 1.0)
     await store.close()
 
 
@@ -358,6 +400,10 @@ async def test_read_only_database_raises_store_error(db: Path) -> None:
     await store._run(lambda: store._db().execute("PRAGMA query_only = ON"))
     with pytest.raises(StoreError, match="readonly"):
         await store.put(ORIGIN, outcome())
+    with pytest.raises(StoreError, match="readonly"):
+        await store.reserve(ORIGIN, 1.0)
+    # The failed turn left no transaction open behind it.
+    assert not await store._run(lambda: store._db().in_transaction)
     assert await store.get(ORIGIN) is not None
     await store.close()
 

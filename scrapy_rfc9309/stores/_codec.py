@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: Stats key: reads of a stored entry that could not be decoded (another
+#: format, damaged or tampered with): each is treated as missing, and the
+#: origin's robots.txt fetched again.
+DISCARDED = "robots/store/discarded"
+
 
 def encode(outcome: Outcome) -> str:
     """The stored form of ``outcome``: ASCII JSON.
@@ -40,6 +45,8 @@ def decode(
     # version, another program, a damaged file): any failure to read it,
     # down to a RecursionError on absurdly nested JSON, means "not stored".
     except Exception as exc:
+        if crawler is not None and crawler.stats is not None:
+            crawler.stats.inc_value(DISCARDED)
         logger.debug(
             "Ignoring the stored outcome of %(origin)s: %(error)s",
             {"origin": origin, "error": exc},

@@ -12,6 +12,12 @@ fetches robots.txt and puts the outcome; the others poll ``get`` until a
 fresh outcome appears, or until their bounded wait ends and they fetch
 themselves.  A lease expires on its own after ``ttl`` seconds, so a holder
 that dies never stalls the others for longer than that.
+
+A shared store also keeps Crawl-delay turns (:meth:`OutcomeStore.reserve`):
+per origin, the moment the next request of the fleet may start, taken and
+moved on in one atomic step, so that the requests of every worker reach the
+origin at least its Crawl-delay apart.  A turn's record lasts no longer than
+the turn, so a worker that dies while waiting for its turn holds nobody up.
 """
 
 from __future__ import annotations
@@ -50,6 +56,17 @@ class OutcomeStore(ABC):
     @abstractmethod
     async def release(self, origin: str) -> None:
         """Give the lease back (a no-op when it is not held)."""
+
+    async def reserve(self, origin: str, interval: float) -> float:
+        """Take the next turn of ``origin``: the seconds to wait until it
+        starts (``0.0`` when the origin is free now).  The turn after it
+        starts ``interval`` seconds after this one.
+
+        Only shared stores implement it (and only they are asked, see
+        ``ROBOTS_CRAWL_DELAY_SCOPE``); within one process Scrapy's downloader
+        slot keeps the delay.
+        """
+        raise NotImplementedError(f"{type(self).__name__} keeps no turns")
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources; called when the spider closes."""

@@ -5,7 +5,8 @@ fetch each origin's robots.txt once between them.  Entries expire by Redis
 TTL at the outcome's ``retain_until``; the fetch lease is a key set with
 ``NX`` and a TTL, holding a random token, and is released by a script that
 deletes it only while it still holds that token, so a worker whose lease
-expired and was taken over cannot release its successor's lease.
+expired and was taken over cannot release its successor's lease.  Crawl-delay
+turns are taken by a script too, by Redis's clock (see ``_RESERVE``).
 
 Needs redis-py (``pip install scrapy-rfc9309[redis]``) and an asyncio event
 loop: the asyncio reactor (Scrapy's default) or reactor-less mode.
@@ -13,10 +14,10 @@ loop: the asyncio reactor (Scrapy's default) or reactor-less mode.
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from typing import TYPE_CHECKING, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from scrapy.utils.asyncio import is_asyncio_available
 
@@ -31,6 +32,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from .._defaults import DEFAULTS
+from .._redact import masked, redacted
 from .._settings import text
 from ._codec import decode, encode
 from .base import OutcomeStore, StoreError
@@ -56,6 +58,24 @@ end
 return 0
 """
 
+# Take the next Crawl-delay turn of an origin (KEYS[1]) in one step on the
+# server, by Redis's own clock (TIME, in microseconds), so the workers'
+# clocks never matter: the turn starts at the stored "next free" moment or
+# now, whichever is later, and the next one ARGV[1] microseconds after it.
+# The key expires when that next turn starts, after which it would change
+# nothing: a worker that dies while waiting leaves no lasting record.
+# %.0f keeps every digit (Lua's tostring gives 14 significant digits).
+_RESERVE = """
+local time = redis.call("TIME")
+local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local start = tonumber(redis.call("GET", KEYS[1])) or now
+if start < now then start = now end
+local next_free = start + tonumber(ARGV[1])
+redis.call("SET", KEYS[1], string.format("%.0f", next_free),
+           "PX", math.ceil((next_free - now) / 1000))
+return start - now
+"""
+
 _SCHEMES = ("redis://", "rediss://", "unix://")
 
 
@@ -72,7 +92,7 @@ def redis_url(settings: BaseSettings) -> str:
         if not isinstance(url, str) or not url.startswith(_SCHEMES):
             raise ValueError(
                 f"{name} must be a Redis URL (redis://, rediss:// or unix://) "
-                f"for ROBOTS_STORE='redis', not {url!r}"
+                f"for ROBOTS_STORE='redis', not {masked(str(url))!r}"
             )
         return url
     host = settings.get("REDIS_HOST") or "localhost"
@@ -87,16 +107,6 @@ def _asyncio_loop_in_use() -> bool:
         # No reactor and no loop running yet: whatever runs the crawl will
         # be an asyncio loop.
         return True
-
-
-def _redacted(url: str) -> str:
-    """``url`` without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rpartition("@")[2]
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urlunsplit(parts._replace(netloc=user + netloc))
 
 
 class RedisStore(OutcomeStore):
@@ -121,13 +131,19 @@ class RedisStore(OutcomeStore):
         self._crawler = crawler
         # redis-py's default retries ten times with backoff: several seconds
         # per call once Redis is gone, for every request of the crawl.
-        self._client = Redis.from_url(
-            url,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2),
-        )
+        try:
+            self._client = Redis.from_url(
+                url,
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
+                retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2),
+            )
+        except ValueError as exc:  # a port or an option redis-py cannot read
+            raise ValueError(
+                f"Redis URL {masked(url)}: {redacted(str(exc), url)}"
+            ) from None
         self._release_script = self._client.register_script(_RELEASE)
+        self._reserve_script = self._client.register_script(_RESERVE)
         # The token of each lease this store holds.
         self._tokens: dict[str, str] = {}
 
@@ -184,11 +200,24 @@ class RedisStore(OutcomeStore):
                 self._release_script(keys=[self._key("lease", origin)], args=[token])
             )
 
+    async def reserve(self, origin: str, interval: float) -> float:
+        wait = await self._call(
+            self._reserve_script(
+                keys=[self._key("turn", origin)],
+                args=[max(1, math.ceil(interval * 1_000_000))],
+            )
+        )
+        return int(wait) / 1_000_000
+
     async def close(self) -> None:
         await self._call(self._client.aclose())
 
     async def _call(self, call: Awaitable[_T]) -> _T:
         try:
             return await call
-        except (RedisError, OSError) as exc:
-            raise StoreError(f"Redis store {_redacted(self.url)}: {exc}") from exc
+        # TypeError / ValueError: an option of the URL redis-py rejects only
+        # when it first connects (?Password=..., ?socket_timeout=abc).
+        except (RedisError, OSError, TypeError, ValueError) as exc:
+            raise StoreError(
+                f"Redis store {masked(self.url)}: {redacted(str(exc), self.url)}"
+            ) from exc

@@ -4,7 +4,9 @@ The file outlives the crawl, so a crawl resumed with the same ``JOBDIR``
 does not fetch robots.txt again while the stored outcomes are fresh, and
 several processes on one machine may share it: the database runs in WAL
 mode with a busy timeout, and the fetch lease is a row whose expiry is
-checked and taken in one statement.
+checked and taken in one statement.  Crawl-delay turns are rows too, taken
+in one ``BEGIN IMMEDIATE`` transaction by this host's clock; a turn's row
+means nothing once its moment has passed and is purged with expired rows.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 from scrapy.utils.job import job_dir
 from scrapy.utils.project import data_path
 
+from .._redact import masked
 from .._settings import text
 from ._codec import decode, encode
 from .base import OutcomeStore, StoreError
@@ -47,6 +50,10 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS outcomes_retain_until ON outcomes (retain_until)",
     "CREATE TABLE IF NOT EXISTS leases ("
     " origin TEXT PRIMARY KEY, token TEXT NOT NULL, expires_at REAL NOT NULL)",
+    # Crawl-delay turns: when the next request to the origin may start.  A
+    # table added to schema 1 (older versions never read it).
+    "CREATE TABLE IF NOT EXISTS turns ("
+    " origin TEXT PRIMARY KEY, next_free REAL NOT NULL)",
     f"PRAGMA user_version = {SCHEMA_VERSION}",
 )
 
@@ -70,8 +77,8 @@ def sqlite_path(crawler: Crawler) -> Path:
             return Path(url[len("sqlite:///") :]).expanduser()
         if "://" in url:
             raise ValueError(
-                f"ROBOTS_STORE_URL={url!r} is not a SQLite path: give a file "
-                "path or a sqlite:///path URL with ROBOTS_STORE='sqlite'"
+                f"ROBOTS_STORE_URL={masked(url)!r} is not a SQLite path: give a"
+                " file path or a sqlite:///path URL with ROBOTS_STORE='sqlite'"
             )
         return Path(url).expanduser()
     jobdir = job_dir(crawler.settings)
@@ -134,6 +141,12 @@ class SQLiteStore(OutcomeStore):
         token = self._tokens.pop(origin, None)
         if token is not None:
             await self._run(self._release, origin, token)
+
+    async def reserve(self, origin: str, interval: float) -> float:
+        start = await self._run(self._reserve, origin, interval)
+        # Measured here, not in the store's thread: the wait then leaves out
+        # the time the answer took to come back to the event loop.
+        return max(0.0, start - time.time())
 
     async def close(self) -> None:
         if self._closed:
@@ -212,6 +225,7 @@ class SQLiteStore(OutcomeStore):
         now = self.clock()
         connection.execute("DELETE FROM outcomes WHERE retain_until <= ?", (now,))
         connection.execute("DELETE FROM leases WHERE expires_at <= ?", (now,))
+        connection.execute("DELETE FROM turns WHERE next_free <= ?", (now,))
 
     def _get(self, origin: str) -> bytes | None:
         row = (
@@ -261,6 +275,33 @@ class SQLiteStore(OutcomeStore):
         self._db().execute(
             "DELETE FROM leases WHERE origin = ? AND token = ?", (origin, token)
         )
+
+    def _reserve(self, origin: str, interval: float) -> float:
+        """The moment (``time.time()``) the turn taken starts."""
+        db = self._db()
+        # BEGIN IMMEDIATE takes the write lock before the read, so no other
+        # process takes the same turn between the SELECT and the write.  The
+        # processes share this host's clock.
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            now = time.time()
+            row = db.execute(
+                "SELECT next_free FROM turns WHERE origin = ?", (origin,)
+            ).fetchone()
+            start = now if row is None else max(now, row[0])
+            db.execute(
+                "INSERT OR REPLACE INTO turns (origin, next_free) VALUES (?, ?)",
+                (origin, start + interval),
+            )
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        self._writes += 1
+        if self._writes % _PURGE_EVERY == 0:
+            self._purge(db)
+        return start
 
     def _close(self) -> None:
         if self._connection is not None:

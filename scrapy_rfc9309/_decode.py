@@ -1,0 +1,386 @@
+"""Decoding a robots.txt body, whatever its ``Content-Encoding``, within a
+limit of decoded bytes.
+
+Pure (no Scrapy import): the fetcher feeds it the body as it arrives, the
+``lint`` command and responses that come back whole (an HTTP cache hit) feed
+it at once.  Every codec is driven with an output bound, one chunk at a
+time, so a bomb costs at most the limit plus a chunk per stage of memory,
+and :attr:`BoundedDecoder.done` says as soon as reading on is pointless.
+
+Encodings: ``identity``; ``gzip`` / ``x-gzip``, any number of members back
+to back; ``deflate``, zlib-wrapped or raw (as some servers send it); ``br``
+with brotli or brotlicffi and ``zstd`` with ``compression.zstd`` (Python
+3.14) or ``backports.zstd``, the modules Scrapy decodes them with, when they
+are installed; and any stack of these (``gzip, br``), undone in reverse
+order.  Anything else is reported in :attr:`BoundedDecoder.error`, as is
+data that is not what its encoding says.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = [
+    "ACCEPT_ENCODING",
+    "MAX_CODINGS",
+    "SLACK",
+    "BoundedDecoder",
+    "codings",
+    "decode",
+    "supported",
+]
+
+_CHUNK = 65_536
+#: How far the encoded bytes may run past the limit before the body counts
+#: as cut although little of it decoded: compressed data that really
+#: decodes to at most ``limit`` bytes is never that much larger (stored
+#: deflate blocks cost 5 bytes per 64 KiB), so what is past it is padding
+#: or empty members sent to keep the transfer going.
+SLACK = 65_536
+
+
+#: The most codings undone in a row: each holds a chunk and a codec's state
+#: (a deflate window is 32 KiB), so a header naming thousands of them would
+#: cost memory for nothing; real servers stack two at most.
+MAX_CODINGS = 8
+
+
+class _Undecodable(Exception):
+    pass
+
+
+def _brotli() -> Any:
+    for name in ("brotli", "brotlicffi"):
+        try:
+            module = __import__(name)
+            # Only a decoder that takes an output bound can be kept near the
+            # limit (brotli >= 1.2, brotlicffi >= 1.2).
+            module.Decompressor().process(b"", output_buffer_limit=1)
+        except Exception:
+            continue
+        return module
+    return None
+
+
+def _zstd() -> Any:
+    for name in ("compression.zstd", "backports.zstd"):
+        try:
+            module = __import__(name, fromlist=["ZstdDecompressor"])
+        except ImportError:
+            continue
+        return module
+    return None
+
+
+_BROTLI = _brotli()
+_ZSTD = _zstd()
+
+
+class _Stage(Protocol):
+    #: The encoded stream has ended; whatever follows it is ignored.
+    finished: bool
+
+    def push(self, data: bytes) -> None:
+        """More encoded input; only given once :meth:`pull` returned ``b""``."""
+
+    def pull(self, size: int) -> bytes:
+        """Up to about ``size`` decoded bytes; ``b""`` when it needs input."""
+
+
+class _Zlib:
+    """``gzip`` (members back to back) or ``deflate`` (zlib or raw)."""
+
+    def __init__(self, gzip: bool) -> None:
+        self._gzip = gzip
+        self._members = 0
+        self._pending = b""
+        self._more = False  # the last call filled its output: ask again
+        self.finished = False
+        # 32 + MAX_WBITS reads a gzip or a zlib header; deflate waits for
+        # two bytes to tell a zlib header from raw deflate.
+        self._inflater: Any = zlib.decompressobj(32 + zlib.MAX_WBITS) if gzip else None
+
+    def push(self, data: bytes) -> None:
+        self._pending += data
+
+    def pull(self, size: int) -> bytes:
+        while not self.finished:
+            if self._inflater is None:
+                if len(self._pending) < 2:
+                    return b""
+                head = self._pending[0] << 8 | self._pending[1]
+                zlib_header = self._pending[0] & 0x0F == 8 and head % 31 == 0
+                wbits = zlib.MAX_WBITS if zlib_header else -zlib.MAX_WBITS
+                self._inflater = zlib.decompressobj(wbits)
+            if not self._pending and not self._more:
+                return b""
+            inflater = self._inflater
+            try:
+                out: bytes = inflater.decompress(self._pending, size)
+            except zlib.error as exc:
+                if self._gzip and self._members:
+                    # Not another member: trailing bytes (zeros, junk) after
+                    # whole members, which gzip readers ignore too.
+                    self.finished = True
+                    return b""
+                raise _Undecodable(f"{exc}") from None
+            self._more = len(out) >= size
+            if inflater.eof:
+                self._pending = inflater.unused_data
+                self._more = False
+                if self._gzip:
+                    self._members += 1
+                    self._inflater = zlib.decompressobj(32 + zlib.MAX_WBITS)
+                else:
+                    self.finished = True
+            else:
+                self._pending = inflater.unconsumed_tail
+            if out:
+                return out
+        return b""
+
+
+class _Brotli:
+    def __init__(self) -> None:
+        self._decoder = _BROTLI.Decompressor()
+        self._pending = b""
+        self.finished = False
+
+    def push(self, data: bytes) -> None:
+        self._pending += data
+
+    def pull(self, size: int) -> bytes:
+        decoder = self._decoder
+        while not self.finished:
+            if decoder.can_accept_more_data():
+                if not self._pending:
+                    return b""
+                data, self._pending = self._pending, b""
+            else:
+                data = b""  # output of input already given is waiting
+            try:
+                out: bytes = decoder.process(data, output_buffer_limit=size)
+            except Exception as exc:  # brotli.error / brotlicffi.error
+                raise _Undecodable(f"{exc}") from None
+            self.finished = decoder.is_finished()
+            if out:
+                return out
+            if not data:
+                return b""  # nothing came of pending output: never spin
+        return b""
+
+
+class _Zstd:
+    """``zstd``, frames back to back."""
+
+    def __init__(self) -> None:
+        self._frames = 0
+        self._decoder = _ZSTD.ZstdDecompressor()
+        self._pending = b""
+        self.finished = False
+
+    def push(self, data: bytes) -> None:
+        self._pending += data
+
+    def pull(self, size: int) -> bytes:
+        while not self.finished:
+            decoder = self._decoder
+            if decoder.needs_input:
+                if not self._pending:
+                    return b""
+                data, self._pending = self._pending, b""
+            else:
+                data = b""
+            try:
+                out: bytes = decoder.decompress(data, size)
+            except Exception as exc:  # zstd.ZstdError
+                if self._frames:
+                    self.finished = True  # trailing bytes after whole frames
+                    return b""
+                raise _Undecodable(f"{exc}") from None
+            if decoder.eof:
+                self._frames += 1
+                self._pending = decoder.unused_data + self._pending
+                self._decoder = _ZSTD.ZstdDecompressor()
+            elif not out and not data:
+                return b""  # nothing came of pending output: never spin
+            if out:
+                return out
+        return b""
+
+
+def _stage(encoding: str) -> _Stage | None:
+    if encoding in ("gzip", "x-gzip"):
+        return _Zlib(gzip=True)
+    if encoding == "deflate":
+        return _Zlib(gzip=False)
+    if encoding == "br" and _BROTLI is not None:
+        return _Brotli()
+    if encoding == "zstd" and _ZSTD is not None:
+        return _Zstd()
+    return None
+
+
+def supported() -> tuple[str, ...]:
+    """The encodings this installation decodes, for ``Accept-Encoding``."""
+    return tuple(
+        name
+        for name, available in (
+            ("gzip", True),
+            ("deflate", True),
+            ("br", _BROTLI is not None),
+            ("zstd", _ZSTD is not None),
+        )
+        if available
+    )
+
+
+#: The ``Accept-Encoding`` of a robots.txt request: what is decoded here.
+ACCEPT_ENCODING = ", ".join(supported())
+
+
+def codings(encodings: Iterable[str | bytes]) -> tuple[str, ...]:
+    """The codings of ``Content-Encoding`` values, in the order applied,
+    lower-cased, ``identity`` left out."""
+    tokens = []
+    for value in encodings:
+        text = value.decode("latin-1") if isinstance(value, bytes) else value
+        for part in text.split(","):
+            token = part.strip().lower()
+            if token and token != "identity":
+                tokens.append(token)
+    return tuple(tokens)
+
+
+class BoundedDecoder:
+    """A body with the ``Content-Encoding`` values ``encodings``, decoded as
+    it is fed, keeping at most ``limit + 1`` decoded bytes.
+
+    After each :meth:`feed`: :attr:`cut` once the body is known to be longer
+    than ``limit`` (or its encoded form ran :data:`SLACK` bytes past it),
+    :attr:`error` once it cannot be decoded (an encoding not supported, data
+    that is not what it claims), and :attr:`done` once any of these or the
+    end of the encoded stream makes further input pointless.
+    """
+
+    __slots__ = (
+        "_input",
+        "_output",
+        "_stages",
+        "codings",
+        "cut",
+        "encoded",
+        "error",
+        "limit",
+    )
+
+    def __init__(self, encodings: Iterable[str | bytes], limit: int) -> None:
+        self.limit = limit
+        #: Encoded bytes fed so far.
+        self.encoded = 0
+        self.cut = False
+        self.error: str | None = None
+        self._output = bytearray()
+        self._input = b""
+        #: The codings to undo, as :func:`codings` lists them.
+        self.codings = codings(encodings)
+        stages: list[_Stage] = []
+        if len(self.codings) > MAX_CODINGS:
+            self.error = (
+                f"{len(self.codings)} stacked encodings (more than {MAX_CODINGS})"
+            )
+        # Content-Encoding lists codings in the order they were applied:
+        # the last one is undone first.
+        for token in () if self.error else reversed(self.codings):
+            stage = _stage(token)
+            if stage is None:
+                self.error = f"Content-Encoding {token!r} is not supported"
+                break
+            stages.append(stage)
+        self._stages = stages
+
+    @property
+    def done(self) -> bool:
+        """Whether further input would change nothing."""
+        return (
+            self.cut
+            or self.error is not None
+            or bool(self._stages and self._stages[-1].finished)
+        )
+
+    @property
+    def body(self) -> bytes:
+        """What is decoded so far: at most ``limit + 1`` bytes."""
+        return bytes(self._output)
+
+    def feed(self, data: bytes) -> bool:
+        """Decode ``data``, the next encoded bytes; returns :attr:`done`."""
+        if self.done:
+            return True
+        self.encoded += len(data)
+        if not self._stages:
+            self._take(data)
+        else:
+            self._input = data
+            last = len(self._stages) - 1
+            try:
+                while not self.cut:
+                    room = self.limit + 1 - len(self._output)
+                    out = self._pull(last, min(room, _CHUNK))
+                    if not out:
+                        break
+                    self._take(out)
+            except _Undecodable as exc:
+                self.error = f"not valid {self._names()}: {exc}"
+            self._input = b""
+        if self.encoded > self.limit + SLACK:
+            self.cut = True
+        return self.done
+
+    def _names(self) -> str:
+        names = {type(stage) for stage in self._stages}
+        return "/".join(
+            sorted(
+                {_Zlib: "gzip or deflate", _Brotli: "br", _Zstd: "zstd"}[kind]
+                for kind in names
+            )
+        )
+
+    def _take(self, out: bytes) -> None:
+        room = self.limit + 1 - len(self._output)
+        self._output += out[:room]
+        if len(self._output) > self.limit:
+            self.cut = True
+
+    def _pull(self, index: int, size: int) -> bytes:
+        """Up to about ``size`` bytes out of stage ``index``, feeding it from
+        the stage before (or the input) a chunk at a time."""
+        stage = self._stages[index]
+        while True:
+            out = stage.pull(size)
+            if out or stage.finished:
+                return out
+            if index == 0:
+                if not self._input:
+                    return b""
+                data, self._input = self._input, b""
+            else:
+                data = self._pull(index - 1, _CHUNK)
+                if not data:
+                    return b""
+            stage.push(data)
+
+
+def decode(body: bytes, encodings: Iterable[str | bytes], limit: int) -> BoundedDecoder:
+    """:class:`BoundedDecoder` fed a whole ``body``, a chunk at a time so
+    that no codec holds much more than a chunk of input."""
+    decoder = BoundedDecoder(encodings, limit)
+    view = memoryview(body)
+    for start in range(0, len(body), _CHUNK):
+        if decoder.feed(bytes(view[start : start + _CHUNK])):
+            break
+    return decoder

@@ -1,0 +1,406 @@
+"""Fetching robots.txt over Scrapy: :class:`RobotsFetcher`.
+
+One robots.txt is downloaded through ``engine.download_async``, so that the
+project's downloader middlewares (proxy, auth, retry, cache, user agent)
+apply; redirects are followed here, hop by hop, under RFC 9309's limit; the
+body is decoded here, whatever its ``Content-Encoding``, and bounded by
+``ROBOTS_MAX_BYTES`` decoded (see :mod:`scrapy_rfc9309._decode`), the
+transfer stopping as soon as that limit is certain; the optional SSRF guard
+refuses private addresses; and the HTTP result becomes an
+:class:`~scrapy_rfc9309.outcome.Outcome`.
+
+Scrapy's ``HttpCompressionMiddleware`` never decodes a robots.txt body: its
+``Content-Encoding`` header is renamed :data:`ENCODING_HEADER` when the
+response is downloaded, before any middleware sees it (and so is it in an
+HTTP cache entry), and the body decoded here, within the limit.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+from typing import TYPE_CHECKING
+from urllib.parse import urljoin, urlsplit
+
+from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest, StopDownload
+from scrapy.http.request import NO_CALLBACK
+from scrapy.utils.asyncio import run_in_thread
+from w3lib.url import safe_url_string
+
+from ._decode import ACCEPT_ENCODING, BoundedDecoder, codings, decode
+from ._settings import flag, positive_int, robots_profile
+from ._ssrf import is_public as _is_public
+from .outcome import (
+    UNAVAILABLE,
+    UNREACHABLE,
+    Lifetimes,
+    Outcome,
+    kind_of_status,
+    max_age,
+    parsed,
+    unavailable,
+    unreachable,
+)
+from .parse import parse
+from .profiles import RULES
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scrapy.crawler import Crawler
+    from scrapy.http import Headers, Response
+
+__all__ = ["ENCODING_HEADER", "META_KEY", "Refused", "RobotsFetcher"]
+
+logger = logging.getLogger(__name__)
+
+#: Request meta key marking this package's own robots.txt requests; the
+#: value is the origin (its robots.txt URL) the request is fetched for.
+META_KEY = "robots_txt_for"
+# Where the _Body of a robots.txt request is kept.
+_BODY_KEY = "_robots_txt_body"
+#: The ``Content-Encoding`` of a robots.txt response, renamed so that no
+#: downloader middleware decodes the body (this module does, bounded).
+ENCODING_HEADER = b"X-Robots-Content-Encoding"
+
+
+def _redirect_target(base: str, location: bytes) -> str | None:
+    """The http(s) URL a ``Location`` header points to, or ``None`` when it
+    is malformed (bad IPv6 host, port out of range, ...) or another scheme."""
+    try:
+        url = urljoin(base, safe_url_string(location))
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return url
+
+
+def _resolve(host: str) -> list[str]:
+    return sorted(
+        {
+            str(info[4][0])
+            for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        }
+    )
+
+
+class _Body:
+    """A robots.txt body on its way, decoded as it arrives.
+
+    One per robots.txt request, shared by its retries and redirects (Scrapy
+    copies meta into them); :meth:`start` begins each response.
+    """
+
+    __slots__ = ("decoder", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.decoder: BoundedDecoder | None = None
+
+    def start(self, headers: Headers) -> None:
+        self.decoder = BoundedDecoder(headers.getlist(b"Content-Encoding"), self.limit)
+
+    def decoded(self, response: Response) -> BoundedDecoder:
+        """The decoded body of ``response``: the one decoded as it arrived
+        when that was all of it, else ``response.body`` decoded now (a
+        response that did not stream: an HTTP cache hit, a handler without
+        the bytes_received signal)."""
+        decoder = self.decoder
+        encodings = response.headers.getlist(ENCODING_HEADER)
+        if (
+            decoder is None
+            or decoder.encoded != len(response.body)
+            or decoder.codings != codings(encodings)
+        ):
+            decoder = decode(response.body, encodings, self.limit)
+        return decoder
+
+
+class Refused(Exception):
+    """Another component refused the robots.txt request: a downloader
+    middleware (HTTP cache ignoring what it lacks, a URL filter, a user's
+    own) raised ``IgnoreRequest`` for it.  Nothing was asked of the server,
+    so what it means is the caller's policy (``ROBOTS_REFUSED``)."""
+
+    def __init__(self, url: str, reason: IgnoreRequest) -> None:
+        super().__init__(f"<GET {url}> refused: {_reason(reason)}")
+        self.url = url
+        self.reason = reason
+
+
+def _reason(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".rstrip(": ")
+
+
+class RobotsFetcher:
+    """Fetches one origin's robots.txt and tells what came of it.
+
+    ``lifetimes`` date the outcomes, ``clock`` (seconds since the epoch)
+    is the time they are dated with.
+    """
+
+    def __init__(
+        self, crawler: Crawler, *, lifetimes: Lifetimes, clock: Callable[[], float]
+    ) -> None:
+        settings = crawler.settings
+        self.crawler = crawler
+        self.lifetimes = lifetimes
+        self.clock = clock
+        self.profile = robots_profile(settings)
+        self.max_bytes = positive_int(settings, "ROBOTS_MAX_BYTES", minimum=1)
+        self.max_redirects = positive_int(settings, "ROBOTS_MAX_REDIRECTS", minimum=0)
+        self.ssrf_guard = flag(settings, "ROBOTS_SSRF_GUARD")
+        self.stats = crawler.stats
+        self._robots_in_flight = 0
+
+    async def fetch(self, origin: str, previous: Outcome | None) -> Outcome:
+        """Fetch ``origin`` (a robots.txt URL), following redirects.
+
+        Raises :class:`Refused` when a component of the crawl refuses one
+        of the requests (``IgnoreRequest``).
+        """
+        self.stats.inc_value("robots/fetch_count")
+        url = origin
+        status = None
+        # Redirects are followed here, one download per hop, rather than by
+        # RedirectMiddleware: the hop limit is RFC 9309's, hops may leave
+        # allowed_domains, and a spider's handle_httpstatus_* cannot stop it.
+        for _ in range(self.max_redirects + 1):
+            try:
+                if self.ssrf_guard:
+                    refusal = await self._ssrf_refusal(url)
+                    if refusal:
+                        return self.guard_refused(previous, refusal)
+                response, decoded = await self.download(url, origin)
+            except IgnoreRequest as exc:
+                # Not the server's answer but a component of this crawl's:
+                # the caller decides what it means.
+                raise Refused(url, exc) from exc
+            except Exception as exc:
+                # As Scrapy's RobotsTxtMiddleware logs it, for whoever watches
+                # for errors; the outcome (unreachable) is logged by the caller.
+                self.stats.inc_value(f"robots/fetch_error/{type(exc).__name__}")
+                logger.error(
+                    "Error downloading %(request)s: %(reason)s",
+                    {"request": f"<GET {url}>", "reason": _reason(exc)},
+                    extra={"spider": self.crawler.spider},
+                )
+                return self._network_failure(previous, _reason(exc))
+            status = response.status
+            location = response.headers.get(b"Location")
+            if 300 <= status < 400 and location:
+                target = _redirect_target(response.url, location)
+                if target is None:
+                    # Nowhere robots.txt could be fetched from: not found.
+                    return unavailable(
+                        now=self.clock(),
+                        lifetimes=self.lifetimes,
+                        http_status=status,
+                        detail=f"HTTP {status} to {location.decode('latin-1')!r}",
+                    )
+                url = target
+                continue
+            return self._classify(response, decoded, previous)
+        return unavailable(
+            now=self.clock(),
+            lifetimes=self.lifetimes,
+            http_status=status,
+            detail=f"more than {self.max_redirects} redirects",
+        )
+
+    def _unreachable(
+        self, previous: Outcome | None, detail: str, status: int | None = None
+    ) -> Outcome:
+        return unreachable(
+            now=self.clock(),
+            lifetimes=self.lifetimes,
+            previous=previous,
+            http_status=status,
+            detail=detail,
+        )
+
+    def _network_failure(
+        self, previous: Outcome | None, detail: str, status: int | None = None
+    ) -> Outcome:
+        """The outcome of no complete answer, as the profile says."""
+        if RULES[self.profile].status["network"] == UNAVAILABLE:
+            return unavailable(
+                now=self.clock(),
+                lifetimes=self.lifetimes,
+                http_status=status,
+                detail=detail,
+            )
+        return self._unreachable(previous, detail, status)
+
+    def guard_refused(self, previous: Outcome | None, detail: str) -> Outcome:
+        """The outcome of an origin ``ROBOTS_SSRF_GUARD`` refuses: unreachable,
+        and never allowed by the 30-day rule."""
+        return unreachable(
+            now=self.clock(),
+            lifetimes=self.lifetimes,
+            previous=previous,
+            detail=detail,
+            guard_refused=True,
+        )
+
+    def _classify(
+        self, response: Response, decoded: BoundedDecoder, previous: Outcome | None
+    ) -> Outcome:
+        status = response.status
+        if "dataloss" in response.flags:
+            return self._network_failure(previous, "truncated body", status)
+        kind = kind_of_status(status, self.profile)
+        if kind == UNREACHABLE:
+            return self._unreachable(previous, f"HTTP {status}", status)
+        cache_control = response.headers.get(b"Cache-Control")
+        cache_max_age = max_age(
+            None if cache_control is None else cache_control.decode("latin-1")
+        )
+        if kind == UNAVAILABLE:
+            return unavailable(
+                now=self.clock(),
+                lifetimes=self.lifetimes,
+                http_status=status,
+                cache_max_age=cache_max_age,
+            )
+        if decoded.error is not None:
+            # Nothing readable came back (an encoding that was not asked
+            # for, data that is not what it claims): as for a 5xx.
+            return self._unreachable(previous, decoded.error, status)
+        rules_of = RULES[self.profile]
+        limit = min(self.max_bytes, rules_of.max_bytes or self.max_bytes)
+        if (decoded.cut or len(decoded.body) > limit) and rules_of.status[
+            "oversize"
+        ] == UNAVAILABLE:
+            # Profile hook: Yandex reads a body over its limit as none.
+            return unavailable(
+                now=self.clock(),
+                lifetimes=self.lifetimes,
+                http_status=status,
+                cache_max_age=cache_max_age,
+                detail=f"HTTP {status}, body over {limit} bytes",
+            )
+        document = parse(decoded.body, profile=self.profile, max_bytes=self.max_bytes)
+        detail = f"HTTP {status}"
+        if decoded.cut:
+            detail += f", cut at {self.max_bytes} bytes"
+        return parsed(
+            document,
+            now=self.clock(),
+            lifetimes=self.lifetimes,
+            http_status=status,
+            cache_max_age=cache_max_age,
+            detail=detail,
+        )
+
+    async def download(
+        self, url: str, origin: str, *, redirects: bool = False
+    ) -> tuple[Response, BoundedDecoder]:
+        """Download ``url`` for ``origin``'s robots.txt: the response (its
+        body as it came, encoded, no more of it than it took to know the
+        limit was passed) and its body decoded, at most ``ROBOTS_MAX_BYTES
+        + 1`` bytes (``cut`` past the limit, ``error`` if undecodable).
+
+        ``redirects``: let RedirectMiddleware follow them (the ``lint``
+        command), rather than returning the 3xx.
+        """
+        body = _Body(self.max_bytes)
+        request = Request(
+            url,
+            callback=NO_CALLBACK,
+            # What _Body decodes; others are sent anyway by some servers.
+            headers={"Accept-Encoding": ACCEPT_ENCODING},
+            meta={
+                META_KEY: origin,
+                _BODY_KEY: body,
+                "dont_obey_robotstxt": True,
+                "dont_redirect": not redirects,
+                "allow_offsite": True,
+                # ROBOTS_MAX_BYTES is the limit, counted decoded: the transfer
+                # stops there, and DOWNLOAD_MAXSIZE never fails a robots.txt.
+                "download_maxsize": 0,
+            },
+            dont_filter=True,
+        )
+        self._track_bodies(+1)
+        try:
+            response = await self.crawler.engine.download_async(request)
+        finally:
+            self._track_bodies(-1)
+        return response, body.decoded(response)
+
+    def _track_bodies(self, change: int) -> None:
+        # The body signals fire for every response chunk of the crawl, so
+        # they are only listened to while a robots.txt is on its way.
+        connect = self.crawler.signals.connect
+        if change < 0:
+            connect = self.crawler.signals.disconnect
+        before = self._robots_in_flight
+        self._robots_in_flight += change
+        if (before == 0) != (self._robots_in_flight == 0):
+            connect(self._headers_received, signal=signals.headers_received)
+            connect(self._bytes_received, signal=signals.bytes_received)
+            connect(self._response_downloaded, signal=signals.response_downloaded)
+
+    def _headers_received(self, headers: Headers, request: Request) -> None:
+        body = request.meta.get(_BODY_KEY)
+        if body is None:
+            return
+        body.start(headers)
+        if body.decoder.done:
+            # An encoding that cannot be decoded: no use reading the body.
+            raise StopDownload(fail=False)
+
+    def _bytes_received(self, data: bytes, request: Request) -> None:
+        body = request.meta.get(_BODY_KEY)
+        if body is None or body.decoder is None:
+            return
+        decoder = body.decoder
+        # Past the limit, undecodable, or bytes after the end of the encoded
+        # stream: what came so far is the response, the rest is not read.
+        # (A stream that ends with the body is let finish normally.)
+        if decoder.done or (
+            decoder.feed(data) and (decoder.cut or decoder.error is not None)
+        ):
+            raise StopDownload(fail=False)
+
+    def _response_downloaded(self, response: Response, request: Request) -> None:
+        # Sent before any downloader middleware's process_response: with the
+        # header renamed, HttpCompressionMiddleware leaves the body alone.
+        if _BODY_KEY in request.meta:
+            encodings = response.headers.pop(b"Content-Encoding", None)
+            if encodings is not None:
+                response.headers.setlist(ENCODING_HEADER, encodings)
+
+    async def guard_refusal(self, url: str) -> str | None:
+        """Why ``ROBOTS_SSRF_GUARD`` refuses ``url``'s host; ``None`` when it
+        does not (or the guard is off).  A host whose lookup fails now is
+        refused: what it resolves to cannot be checked."""
+        if not self.ssrf_guard:
+            return None
+        try:
+            return await self._ssrf_refusal(url)
+        except OSError as exc:
+            return (
+                f"ROBOTS_SSRF_GUARD could not look up {urlsplit(url).hostname}: {exc}"
+            )
+
+    async def _ssrf_refusal(self, url: str) -> str | None:
+        host = urlsplit(url).hostname
+        if not host:
+            return f"ROBOTS_SSRF_GUARD: no host in {url}"
+        try:
+            addresses = [str(ipaddress.ip_address(host))]
+        except ValueError:
+            # A failed lookup (OSError) is the download's failure, as it
+            # would have been without the guard.
+            addresses = await run_in_thread(_resolve, host)
+        for address in addresses:
+            if not _is_public(address):
+                return f"ROBOTS_SSRF_GUARD refused {host} ({address})"
+        return None

@@ -1,0 +1,409 @@
+"""Crawl-delay across a fleet (``ROBOTS_CRAWL_DELAY_SCOPE``), in real crawls
+of this process: two crawlers sharing a store act as two workers.
+
+What the stores are asked is recorded by subclasses of the real stores
+(:class:`Recording`).  Gaps are measured at the server, as in
+``test_crawl_delay.py``, with a tolerance for timer granularity only: each
+crawler first downloads a page of another server (:class:`WarmSpider`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from http.server import BaseHTTPRequestHandler
+from itertools import pairwise
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from scrapy import Request
+from scrapy.crawler import Crawler
+
+from scrapy_rfc9309.middleware import RobotsMiddleware
+from scrapy_rfc9309.stores.redis import RedisStore
+from scrapy_rfc9309.stores.sqlite import SQLiteStore
+from tests.crawl_helpers import RecordingSpider, make_crawler, stats
+from tests.redis_server import RedisServer
+from tests.server import Route, Server
+from tests.utils import coroutine_test
+
+HERE = __name__
+DELAY = 0.3
+TOLERANCE = 0.02
+# Enough concurrency for several requests to an origin to be on their way
+# at once: the turns, not the slot, must keep them apart.
+BURST = {"CONCURRENT_REQUESTS_PER_DOMAIN": 8, "CONCURRENT_REQUESTS": 16}
+
+MakeServer = Callable[..., Server]
+
+
+class Recording:
+    """Records each call (method, origin, interval) of a real store."""
+
+    calls: ClassVar[list[tuple[str, str, float | None]]] = []
+
+    async def get(self, origin: str) -> Any:
+        self.calls.append(("get", origin, None))
+        return await super().get(origin)  # type: ignore[misc]
+
+    async def put(self, origin: str, outcome: Any) -> None:
+        self.calls.append(("put", origin, None))
+        await super().put(origin, outcome)  # type: ignore[misc]
+
+    async def acquire(self, origin: str, ttl: float) -> bool:
+        self.calls.append(("acquire", origin, None))
+        return await super().acquire(origin, ttl)  # type: ignore[misc,no-any-return]
+
+    async def release(self, origin: str) -> None:
+        self.calls.append(("release", origin, None))
+        await super().release(origin)  # type: ignore[misc]
+
+    async def reserve(self, origin: str, interval: float) -> float:
+        self.calls.append(("reserve", origin, interval))
+        return await super().reserve(origin, interval)  # type: ignore[misc,no-any-return]
+
+
+class RecordingSQLiteStore(Recording, SQLiteStore):
+    pass
+
+
+class RecordingRedisStore(Recording, RedisStore):
+    pass
+
+
+class WarmSpider(RecordingSpider):
+    """Downloads the ``WARMUP_URL`` setting before its URLs, outside
+    robots.txt.
+
+    The first download of a crawl also sets up its HTTP client (a
+    reactor-less crawl starts its aiohttp session), which on a loaded
+    machine keeps that request from the server for tens of milliseconds
+    after it left the slot: latency, not spacing, kept out of the measured
+    server.
+    """
+
+    async def start(self) -> AsyncIterator[Any]:
+        await self.crawler.engine.download_async(
+            Request(self.settings["WARMUP_URL"], meta={"dont_obey_robotstxt": True})
+        )
+        async for request in super().start():
+            yield request
+
+
+@pytest.fixture(autouse=True)
+def _no_calls() -> None:
+    Recording.calls = []
+
+
+@pytest.fixture
+def new_crawler(make_server: MakeServer) -> Callable[..., Crawler]:
+    """A crawler of :class:`WarmSpider` with the given settings; crawl it
+    with ``crawl_async(urls=...)``."""
+    warmup = make_server().url("/")
+
+    def new(settings: dict[str, Any]) -> Crawler:
+        return make_crawler({**settings, "WARMUP_URL": warmup}, WarmSpider)
+
+    return new
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def shared(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Callable[[], dict[str, Any]]:
+    """The settings of a shared store, one SQLite file or one Redis prefix
+    for the test; each call gives them to one more worker."""
+    if request.param == "sqlite":
+        settings = {
+            "ROBOTS_STORE": f"{HERE}.RecordingSQLiteStore",
+            "ROBOTS_STORE_URL": str(tmp_path / "robots.sqlite3"),
+        }
+    else:
+        redis_server: RedisServer = request.getfixturevalue("redis_server")
+        settings = {
+            "ROBOTS_STORE": f"{HERE}.RecordingRedisStore",
+            "ROBOTS_STORE_URL": redis_server.url,
+            "ROBOTS_STORE_PREFIX": request.getfixturevalue("redis_prefix"),
+        }
+    return lambda: dict(settings)
+
+
+def robots(delay: float | None) -> str:
+    text = "User-agent: *\nDisallow: /private\n"
+    return text if delay is None else text + f"Crawl-delay: {delay}\n"
+
+
+def gaps(server: Server) -> list[float]:
+    """Gaps between all the requests the server saw, robots.txt included."""
+    times = sorted(server.times())
+    return [later - earlier for earlier, later in pairwise(times)]
+
+
+def calls(method: str, server: Server | None = None) -> list[float | None]:
+    """The recorded calls of ``method`` (for ``server``'s origin only)."""
+    origin = None if server is None else server.url("/robots.txt")
+    return [
+        interval
+        for name, called, interval in Recording.calls
+        if name == method and origin in (None, called)
+    ]
+
+
+async def crawl_together(crawlers: list[Crawler], urls: list[list[str]]) -> None:
+    """Run the crawlers at once, as workers of one fleet."""
+    await asyncio.gather(
+        *(
+            crawler.crawl_async(urls=u)
+            for crawler, u in zip(crawlers, urls, strict=True)
+        )
+    )
+
+
+@coroutine_test
+async def test_two_workers_keep_the_delay_between_them(
+    server: Server,
+    shared: Callable[[], dict[str, Any]],
+    new_crawler: Callable[..., Crawler],
+) -> None:
+    server.route("/robots.txt", robots(DELAY))
+    workers = [new_crawler({**BURST, **shared()}) for _ in range(2)]
+    pages = [[server.url(f"/w{w}/{i}") for i in range(4)] for w in range(2)]
+    await crawl_together(workers, pages)
+    for worker, urls in zip(workers, pages, strict=True):
+        assert sorted(worker.spider.crawled) == sorted(urls)  # type: ignore[union-attr]
+        assert "robots/store/errors" not in stats(worker)
+    assert server.count("/robots.txt") == 1
+    assert min(gaps(server)) >= DELAY - TOLERANCE, gaps(server)
+    # A turn for each page and one for robots.txt, all of the delay (and
+    # one more for each turn a stalled worker missed).
+    turns = calls("reserve")
+    assert set(turns) == {DELAY}
+    assert len(turns) >= 9
+
+
+@coroutine_test
+async def test_a_slower_slot_never_sends_a_request_after_its_turn(
+    server: Server,
+    shared: Callable[[], dict[str, Any]],
+    new_crawler: Callable[..., Crawler],
+) -> None:
+    """Each worker's own DOWNLOAD_DELAY (or AutoThrottle) is longer than the
+    Crawl-delay: a turn taken before the slot is ready would be spent
+    waiting in the slot, and the request sent late, on top of the next
+    worker's turn."""
+    server.route("/robots.txt", robots(DELAY))
+    settings = {**BURST, "DOWNLOAD_DELAY": 2.5 * DELAY, "DOWNLOAD_DELAY_JITTER": 0}
+    agents = [f"TestBot/1.0 (worker {w})" for w in range(2)]
+    workers = [
+        new_crawler({**settings, **shared(), "USER_AGENT": agent}) for agent in agents
+    ]
+    pages = [[server.url(f"/w{w}/{i}") for i in range(3)] for w in range(2)]
+    await crawl_together(workers, pages)
+    assert sum(len(w.spider.crawled) for w in workers) == 6  # type: ignore[union-attr]
+    assert min(gaps(server)) >= DELAY - TOLERANCE, gaps(server)
+    for agent in agents:
+        # Each worker's own requests kept its DOWNLOAD_DELAY.
+        times = sorted(h.time for h in server.hits if h.headers["User-Agent"] == agent)
+        assert min(b - a for a, b in pairwise(times)) >= 2.5 * DELAY - TOLERANCE
+
+
+class SlowFirstTurn(RecordingSQLiteStore):
+    """Answers its second turn (the first page's) 50 ms late, as a store on
+    a loaded machine, or a stalled worker, would."""
+
+    async def reserve(self, origin: str, interval: float) -> float:
+        wait = await super().reserve(origin, interval)
+        if len(calls("reserve")) == 2:
+            await asyncio.sleep(0.05)
+        return wait
+
+
+@coroutine_test
+async def test_a_missed_turn_is_left_unused(
+    server: Server, tmp_path: Path, new_crawler: Callable[..., Crawler]
+) -> None:
+    server.route("/robots.txt", robots(DELAY))
+    crawler = new_crawler(
+        {
+            **BURST,
+            "ROBOTS_STORE": f"{HERE}.SlowFirstTurn",
+            "ROBOTS_STORE_URL": str(tmp_path / "robots.sqlite3"),
+        }
+    )
+    await crawler.crawl_async(urls=[server.url(f"/{i}") for i in range(2)])
+    assert len(crawler.spider.crawled) == 2  # type: ignore[union-attr]
+    # robots.txt's turn, the first page's missed one and the one it took
+    # instead, the second page's.
+    assert calls("reserve") == [DELAY] * 4
+    assert min(gaps(server)) >= DELAY - TOLERANCE, gaps(server)
+
+
+@coroutine_test
+async def test_origins_without_a_crawl_delay_cost_no_store_call(
+    make_server: MakeServer,
+    shared: Callable[[], dict[str, Any]],
+    new_crawler: Callable[..., Crawler],
+) -> None:
+    free, delayed = make_server(), make_server()
+    free.route("/robots.txt", robots(None))
+    delayed.route("/robots.txt", robots(DELAY))
+    urls = [free.url(f"/{i}") for i in range(6)] + [delayed.url("/a"), free.url("/x")]
+    crawler = new_crawler({**BURST, **shared()})
+    await crawler.crawl_async(urls=urls)
+    assert len(crawler.spider.crawled) == 8  # type: ignore[union-attr]
+    # robots.txt of the free origin went through the store once; its pages
+    # never did.
+    origin = free.url("/robots.txt")
+    free_calls = [name for name, called, _ in Recording.calls if called == origin]
+    assert free_calls == ["get", "acquire", "get", "put", "release"]
+    assert calls("reserve", free) == []
+    assert calls("reserve", delayed) == [DELAY, DELAY]
+
+
+@coroutine_test
+async def test_process_scope_takes_no_turns(
+    server: Server,
+    shared: Callable[[], dict[str, Any]],
+    new_crawler: Callable[..., Crawler],
+) -> None:
+    server.route("/robots.txt", robots(DELAY))
+    crawler = new_crawler({**BURST, **shared(), "ROBOTS_CRAWL_DELAY_SCOPE": "process"})
+    await crawler.crawl_async(urls=[server.url(f"/{i}") for i in range(3)])
+    assert len(crawler.spider.crawled) == 3  # type: ignore[union-attr]
+    assert calls("reserve") == []
+    # The slot keeps the delay in this process.
+    assert min(gaps(server)) >= DELAY - TOLERANCE, gaps(server)
+
+
+@coroutine_test
+async def test_clamped_delays_are_the_maximum_fleet_wide(
+    server: Server,
+    shared: Callable[[], dict[str, Any]],
+    new_crawler: Callable[..., Crawler],
+) -> None:
+    server.route("/robots.txt", robots(100))
+    settings = {**BURST, "ROBOTS_CRAWL_DELAY_MAX": DELAY}
+    workers = [new_crawler({**settings, **shared()}) for _ in range(2)]
+    pages = [[server.url(f"/w{w}/{i}") for i in range(3)] for w in range(2)]
+    await crawl_together(workers, pages)
+    assert sum(len(w.spider.crawled) for w in workers) == 6  # type: ignore[union-attr]
+    turns = calls("reserve")
+    assert set(turns) == {DELAY}
+    assert len(turns) >= 7
+    assert min(gaps(server)) >= DELAY - TOLERANCE, gaps(server)
+
+
+@coroutine_test
+async def test_skipped_origins_take_no_turns(
+    server: Server,
+    shared: Callable[[], dict[str, Any]],
+    new_crawler: Callable[..., Crawler],
+) -> None:
+    server.route("/robots.txt", robots(100))
+    crawler = new_crawler(
+        {
+            **BURST,
+            **shared(),
+            "ROBOTS_CRAWL_DELAY_MAX": DELAY,
+            "ROBOTS_CRAWL_DELAY_OVER_MAX": "skip",
+        }
+    )
+    await crawler.crawl_async(urls=[server.url(f"/{i}") for i in range(3)])
+    assert stats(crawler)["robots/forbidden/crawl_delay"] == 3
+    assert calls("reserve") == []
+
+
+@pytest.mark.parametrize(
+    ("settings", "scope"),
+    [
+        ({"ROBOTS_STORE": "memory"}, "process"),
+        ({"ROBOTS_STORE": "memory", "ROBOTS_CRAWL_DELAY_SCOPE": "fleet"}, "process"),
+        ({"ROBOTS_STORE": "sqlite"}, "fleet"),
+        (
+            {"ROBOTS_STORE": "sqlite", "ROBOTS_CRAWL_DELAY_SCOPE": " Process "},
+            "process",
+        ),
+    ],
+)
+def test_scope_setting(
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    settings: dict[str, Any],
+    scope: str,
+) -> None:
+    crawler = make_crawler({**settings, "JOBDIR": str(tmp_path)})
+    with caplog.at_level(logging.WARNING):
+        middleware = RobotsMiddleware(crawler)
+    assert middleware.politeness.fleet == (scope == "fleet")
+    warned = [r for r in caplog.records if "ROBOTS_CRAWL_DELAY_SCOPE" in r.message]
+    # Asked for the fleet scope without a shared store: said so, once.
+    assert len(warned) == (settings.get("ROBOTS_CRAWL_DELAY_SCOPE") == "fleet")
+
+
+def test_unknown_scope_is_refused() -> None:
+    with pytest.raises(ValueError, match="ROBOTS_CRAWL_DELAY_SCOPE must be"):
+        RobotsMiddleware(make_crawler({"ROBOTS_CRAWL_DELAY_SCOPE": "cluster"}))
+
+
+# The store lost in the middle of a crawl
+
+
+@pytest.mark.parametrize("kind", ["redis", "sqlite"])
+@coroutine_test
+async def test_store_lost_mid_crawl_falls_back_to_process_delays(
+    server: Server,
+    make_redis_server: Callable[[], RedisServer],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    kind: str,
+    new_crawler: Callable[..., Crawler],
+) -> None:
+    if kind == "redis":
+        redis_server = make_redis_server()
+        settings = {"ROBOTS_STORE": "redis", "ROBOTS_STORE_URL": redis_server.url}
+    else:
+        settings = {
+            "ROBOTS_STORE": "sqlite",
+            "ROBOTS_STORE_URL": str(tmp_path / "robots.sqlite3"),
+        }
+    crawler = new_crawler({**BURST, **settings})
+    pages = 6
+    hits = 0
+
+    def page(handler: BaseHTTPRequestHandler) -> None:
+        nonlocal hits
+        hits += 1
+        if hits == 2:
+            # Lost while requests wait for their turns.
+            if kind == "redis":
+                redis_server.stop()
+            else:
+                # The file turned read-only (file modes do not stop root).
+                store = crawler.get_downloader_middleware(RobotsMiddleware).store
+                assert isinstance(store, SQLiteStore)
+                store._executor.submit(
+                    lambda: store._db().execute("PRAGMA query_only = ON")
+                ).result()
+        body = b"<html></html>"
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    server.route("/robots.txt", robots(DELAY))
+    server.default = Route(handler=page)
+    with caplog.at_level(logging.WARNING):
+        await crawler.crawl_async(urls=[server.url(f"/{i}") for i in range(pages)])
+    # Every page fetched once, the crawl finished, the failure counted and
+    # logged once.
+    assert len(crawler.spider.crawled) == pages  # type: ignore[union-attr]
+    assert hits == pages
+    assert stats(crawler)["robots/store/errors"] == 1
+    warnings = [r for r in caplog.records if "robots.txt store" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "Crawl-delays kept per process" in warnings[0].getMessage()
+    assert crawler.stats.get_value("finish_reason") == "finished"  # type: ignore[union-attr]
+    # The slot's delay took over.
+    assert min(gaps(server)) >= DELAY - TOLERANCE, gaps(server)

@@ -1,0 +1,233 @@
+"""The bounded decoder of robots.txt bodies: every encoding, every bomb."""
+
+from __future__ import annotations
+
+import gzip
+import tracemalloc
+import zlib
+
+import brotli
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_rfc9309 import _decode
+from scrapy_rfc9309._decode import MAX_CODINGS, SLACK, BoundedDecoder, decode
+
+try:
+    from compression import zstd  # type: ignore[import-not-found]
+except ImportError:
+    from backports import zstd
+
+LIMIT = 512_000
+MiB = 1024 * 1024
+RULES = b"User-agent: *\nDisallow: /private\n"
+
+
+def _raw_deflate(data: bytes) -> bytes:
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush()
+
+
+def _gzip_member(size: int) -> bytes:
+    """A gzip member of ``size`` zeros: about size / 1000 bytes."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    zeros = bytes(MiB)
+    parts = [compressor.compress(zeros) for _ in range(size // MiB)]
+    return b"".join([*parts, compressor.flush()])
+
+
+ENCODED = {
+    "identity": (RULES, []),
+    "gzip": (gzip.compress(RULES), ["gzip"]),
+    "x-gzip": (gzip.compress(RULES), ["X-Gzip"]),
+    "zlib deflate": (zlib.compress(RULES), ["deflate"]),
+    "raw deflate": (_raw_deflate(RULES), ["deflate"]),
+    "br": (brotli.compress(RULES), ["br"]),
+    "zstd": (zstd.compress(RULES), ["zstd"]),
+    "gzip, gzip": (gzip.compress(gzip.compress(RULES)), ["gzip, gzip"]),
+    "deflate then br, two headers": (
+        brotli.compress(zlib.compress(RULES)),
+        ["deflate", "br"],
+    ),
+    "identity, gzip": (gzip.compress(RULES), ["identity, gzip"]),
+}
+
+
+@pytest.mark.parametrize("case", ENCODED)
+def test_every_encoding_decodes(case: str) -> None:
+    body, encodings = ENCODED[case]
+    decoder = decode(body, encodings, LIMIT)
+    assert (decoder.body, decoder.cut, decoder.error) == (RULES, False, None)
+
+
+@pytest.mark.parametrize("case", ENCODED)
+def test_every_encoding_decodes_fed_a_byte_at_a_time(case: str) -> None:
+    body, encodings = ENCODED[case]
+    decoder = BoundedDecoder(encodings, LIMIT)
+    for offset in range(len(body)):
+        decoder.feed(body[offset : offset + 1])
+    assert (decoder.body, decoder.error) == (RULES, None)
+
+
+def test_gzip_members_back_to_back_are_all_decoded() -> None:
+    body = gzip.compress(b"User-agent: *\n") + gzip.compress(b"Disallow: /x\n")
+    assert decode(body, ["gzip"], LIMIT).body == b"User-agent: *\nDisallow: /x\n"
+
+
+def test_zstd_frames_back_to_back_are_all_decoded() -> None:
+    body = zstd.compress(b"User-agent: *\n") + zstd.compress(b"Disallow: /x\n")
+    assert decode(body, ["zstd"], LIMIT).body == b"User-agent: *\nDisallow: /x\n"
+
+
+def test_trailing_junk_after_whole_gzip_members_is_ignored() -> None:
+    decoder = decode(gzip.compress(RULES) + bytes(64) + b"junk", ["gzip"], LIMIT)
+    assert (decoder.body, decoder.error, decoder.done) == (RULES, None, True)
+
+
+def _bombs() -> dict[str, tuple[bytes, list[str]]]:
+    member = _gzip_member(16 * MiB)
+    zeros = bytes(64 * MiB)
+    return {
+        # 40 members of 16 MiB: 640 MiB decoded from ~650 KB.
+        "multi-member gzip": (member * 40, ["gzip"]),
+        "raw deflate": (_raw_deflate(zeros), ["deflate"]),
+        "br": (brotli.compress(zeros, quality=1), ["br"]),
+        "zstd": (zstd.compress(zeros), ["zstd"]),
+        "gzip, gzip": (gzip.compress(member * 8, compresslevel=9), ["gzip, gzip"]),
+    }
+
+
+BOMBS = _bombs()
+
+
+@pytest.mark.parametrize("case", BOMBS)
+def test_bombs_stop_at_the_limit_in_bounded_memory(case: str) -> None:
+    body, encodings = BOMBS[case]
+    tracemalloc.start()
+    try:
+        decoder = decode(body, encodings, LIMIT)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert decoder.cut
+    assert decoder.error is None
+    assert len(decoder.body) == LIMIT + 1
+    # The limit and a few chunks: not the bomb (640 MiB, 64 MiB).
+    assert peak < 2 * LIMIT
+
+
+def test_the_bomb_is_cut_as_soon_as_the_limit_is_certain() -> None:
+    member = _gzip_member(16 * MiB)
+    decoder = BoundedDecoder(["gzip"], LIMIT)
+    fed = 0
+    for _ in range(40):
+        fed += len(member)
+        if decoder.feed(member):
+            break
+    # The first member alone passes the limit: nothing more is asked for.
+    assert fed == len(member)
+    assert decoder.cut
+
+
+def test_a_small_first_member_then_endless_empty_members_is_cut() -> None:
+    # Each empty member decodes to nothing: only the encoded size can tell.
+    decoder = BoundedDecoder(["gzip"], LIMIT)
+    decoder.feed(gzip.compress(RULES))
+    empty = gzip.compress(b"") * 1000
+    fed = 0
+    while not decoder.feed(empty):
+        fed += len(empty)
+        assert fed < 10 * MiB
+    assert decoder.cut
+    assert decoder.encoded <= LIMIT + SLACK + len(empty)
+    assert decoder.body == RULES
+
+
+def test_identity_is_cut_at_the_limit() -> None:
+    decoder = BoundedDecoder([], 10)
+    assert not decoder.feed(b"12345")
+    assert decoder.feed(b"67890abc")
+    assert (decoder.body, decoder.cut) == (b"1234567890a", True)
+
+
+@pytest.mark.parametrize(
+    ("body", "encodings", "error"),
+    [
+        (RULES, ["compress"], "Content-Encoding 'compress' is not supported"),
+        (gzip.compress(RULES), ["gzip, aes128gcm"], "'aes128gcm' is not supported"),
+        (RULES, ["gzip"], "not valid gzip or deflate"),
+        (RULES, ["br"], "not valid br"),
+        (RULES, ["zstd"], "not valid zstd"),
+    ],
+)
+def test_unknown_or_invalid_encodings_are_reported(
+    body: bytes, encodings: list[str], error: str
+) -> None:
+    decoder = decode(body, encodings, LIMIT)
+    assert decoder.error is not None
+    assert error in decoder.error
+    assert decoder.done
+
+
+@pytest.mark.parametrize(("attribute", "name"), [("_BROTLI", "br"), ("_ZSTD", "zstd")])
+def test_a_codec_not_installed_is_an_unsupported_encoding(
+    monkeypatch: pytest.MonkeyPatch, attribute: str, name: str
+) -> None:
+    monkeypatch.setattr(_decode, attribute, None)
+    assert name not in _decode.supported()
+    decoder = decode(ENCODED[name][0], [name], LIMIT)
+    assert decoder.error == f"Content-Encoding {name!r} is not supported"
+    assert decoder.body == b""
+
+
+def test_accept_encoding_lists_what_is_decoded() -> None:
+    assert _decode.ACCEPT_ENCODING == "gzip, deflate, br, zstd"
+
+
+@given(
+    body=st.binary(max_size=2048),
+    encodings=st.lists(
+        st.sampled_from(["gzip", "deflate", "br", "zstd", "identity", "xz", ""]),
+        max_size=3,
+    ),
+    limit=st.integers(min_value=1, max_value=4096),
+    chunk=st.integers(min_value=1, max_value=512),
+)
+@settings(max_examples=300, deadline=None)
+def test_any_bytes_in_any_encoding_never_raise(
+    body: bytes, encodings: list[str], limit: int, chunk: int
+) -> None:
+    decoder = BoundedDecoder([", ".join(encodings)], limit)
+    for start in range(0, len(body), chunk):
+        decoder.feed(body[start : start + chunk])
+    assert len(decoder.body) <= limit + 1
+    assert decoder.cut == (len(decoder.body) > limit or decoder.encoded > limit + SLACK)
+
+
+@given(data=st.binary(max_size=4096), chunk=st.integers(min_value=1, max_value=700))
+@settings(max_examples=100, deadline=None)
+def test_valid_streams_decode_exactly_in_any_chunking(data: bytes, chunk: int) -> None:
+    for body, encodings in (
+        (gzip.compress(data), ["gzip"]),
+        (_raw_deflate(data), ["deflate"]),
+        (brotli.compress(data), ["br"]),
+        (zstd.compress(data), ["zstd"]),
+        (zstd.compress(gzip.compress(data)), ["gzip, zstd"]),
+    ):
+        decoder = BoundedDecoder(encodings, 1_000_000)
+        for start in range(0, len(body), chunk):
+            decoder.feed(body[start : start + chunk])
+        assert (decoder.body, decoder.error) == (data, None)
+
+
+def test_at_most_max_codings_are_undone() -> None:
+    body = RULES
+    for _ in range(MAX_CODINGS):
+        body = gzip.compress(body)
+    assert decode(body, [", ".join(["gzip"] * MAX_CODINGS)], LIMIT).body == RULES
+    decoder = decode(
+        gzip.compress(body), [", ".join(["gzip"] * (MAX_CODINGS + 1))], LIMIT
+    )
+    assert decoder.error == f"{MAX_CODINGS + 1} stacked encodings (more than 8)"
+    assert decoder.body == b""
