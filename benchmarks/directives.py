@@ -1,5 +1,7 @@
 """Cost of directives_for per HTML response, against building a DOM (lxml via
 parsel) to read the same meta tags.  Prints times and ratios; no pass/fail.
+Then a hostile page: comment + robots meta tag pairs, 168 KiB and four times
+that (672 KiB), whose cost must grow four times, not sixteen.
 
     .venv/bin/python benchmarks/directives.py
 """
@@ -54,6 +56,10 @@ def page(robots_meta: bool, paragraphs: int = 600) -> bytes:
     return html.encode()
 
 
+#: One pair of the hostile page: every meta tag follows a comment.
+HOSTILE_PAIR = '<!-- x --><meta name="robots" content="noindex">'
+
+
 def best(function: Callable[[], object], number: int) -> float:
     return min(timeit.repeat(function, number=number, repeat=7)) / number
 
@@ -82,6 +88,22 @@ def main() -> None:
             f" directives_for {ours * 1e6:6.0f} us,"
             f" lxml DOM + xpath {dom * 1e6:6.0f} us, ratio {dom / ours:5.1f}x"
         )
+    times = []
+    for size in (168 * 1024, 672 * 1024):
+        body = (HOSTILE_PAIR * (size // len(HOSTILE_PAIR))).encode()
+        body = b"<html><head>" + body + b"</head></html>"
+        decoded = make_response(body)
+        decoded.text  # noqa: B018
+        ours = best(partial(directives_for, decoded, AGENT), 3)
+        base = best(partial(make_response, body), 3)
+        dom = best(lambda b=body: make_response(b).xpath("//meta[@name]"), 3) - base
+        times.append(ours)
+        print(
+            f"hostile comment + meta pairs, {len(body) // 1024} KiB:"
+            f" directives_for {ours * 1e3:6.1f} ms,"
+            f" lxml DOM + xpath {dom * 1e3:6.1f} ms, ratio {dom / ours:5.1f}x"
+        )
+    print(f"four times the hostile page: {times[1] / times[0]:.1f} times the cost")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -388,7 +389,7 @@ class RobotsCommand(ScrapyCommand):
         try:
             self.exitcode = self._run(args, opts)
         except (UsageError, _Failure) as exc:
-            sys.stderr.write(f"scrapy robots: error: {exc}\n")
+            sys.stderr.write(f"scrapy robots: error: {_terminal_safe(str(exc))}\n")
             self.exitcode = 2
 
     def _run(self, args: list[str], opts: argparse.Namespace) -> int:
@@ -476,12 +477,12 @@ class RobotsCommand(ScrapyCommand):
             print(json.dumps(document, indent=2))
         else:
             whose = "" if opts.spider is None else f"spider {opts.spider!r}, "
-            print(
+            _print(
                 f"{whose}agent {agent!r} (product token {product_token(agent)!r}),"
                 f" profile {profile}"
             )
             for row in rows:
-                print(row.to_text())
+                _print(row.to_text())
         return 0 if allowed else 1
 
     def _spider_class(self, name: str) -> type[Spider]:
@@ -539,8 +540,8 @@ class RobotsCommand(ScrapyCommand):
             print(json.dumps(document, indent=2))
         else:
             for diagnostic in diagnostics:
-                print(_diagnostic_text(source, diagnostic))
-            print(_summary(source, counts))
+                _print(_diagnostic_text(source, diagnostic))
+            _print(_summary(source, counts))
         return 1 if counts["error"] else 0
 
     def _max_bytes(self) -> int:
@@ -588,6 +589,32 @@ class RobotsCommand(ScrapyCommand):
         if job.result is None:
             raise _Failure("interrupted before the answer was complete")
         return job.result[0]
+
+
+# Whatever a terminal could act on rather than show: C0 and C1 controls (ESC
+# and the 8-bit CSI start escape sequences that recolour, retitle or clear the
+# terminal), the bidi overrides that reorder what is shown, and lone
+# surrogates (undecodable robots.txt bytes), which a UTF-8 stdout cannot even
+# encode.
+_UNSAFE = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _terminal_safe(text: str) -> str:
+    """``text`` with every character a terminal would act on written as a
+    Python escape (``\\x1b``, ``\\u202e``): robots.txt, its URLs and what the
+    server says are untrusted, and text output goes to a terminal."""
+    return _UNSAFE.sub(_escape, text)
+
+
+def _print(line: str) -> None:
+    print(_terminal_safe(line))
 
 
 def _diagnostic_text(source: str, diagnostic: Diagnostic) -> str:

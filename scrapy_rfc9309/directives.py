@@ -419,10 +419,21 @@ def _robots_meta(text: str, token: str) -> Iterator[tuple[str, str]]:
     if not matches:
         return
     # Only the text up to the last candidate matters, usually just the head.
-    opaque = [m.span() for m in _OPAQUE.finditer(text, 0, matches[-1].end())]
+    spans = _OPAQUE.finditer(text, 0, matches[-1].end())
+    # Candidates and opaque spans both come in text order and the spans do
+    # not overlap: one walk over the spans serves every candidate, so a page
+    # of hostile comment + meta pairs costs linear time, not quadratic.
+    start = end = -1
     for match in matches:
         position = match.start()
-        if any(start < position < end for start, end in opaque):
+        while end <= position:
+            span = next(spans, None)
+            if span is None:
+                # No more opaque text: nothing past here is skipped.
+                start = end = len(text) + 1
+                break
+            start, end = span.span()
+        if start < position < end:
             continue
         attributes: dict[str, str] = {}
         for attribute in _ATTRIBUTE.finditer(match.group(), 5):

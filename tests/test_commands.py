@@ -612,6 +612,61 @@ def test_check_with_an_unknown_encoding(
     assert result["outcome"]["detail"] == "Content-Encoding 'compress' is not supported"
 
 
+# -- terminal safety --------------------------------------------------------------
+
+#: Escape sequences that would recolour, retitle and clear the terminal, an
+#: 8-bit CSI, a bidi override and an undecodable byte, in a rule pattern, a
+#: Content-Signal value and lines lint complains about.
+HOSTILE = (
+    b"User-agent: *\n"
+    b"Disallow: /red\x1b[31m\n"
+    b"Content-Signal: ai-train=\x1b]0;pwned\x07, search=yes\n"
+    b"Disallow: x\x1b[2J\n"
+    b"Disalow\xc2\x9b2J\xe2\x80\xae: /y\n"
+    b"Foo\xff: bar\n"
+)
+UNSAFE = ("\x1b", "\x07", "\x9b", "\u202e", "\udcff")
+
+
+def assert_terminal_safe(text: str) -> None:
+    assert not [char for char in UNSAFE if char in text], text
+    assert "\\x1b" in text
+
+
+def test_check_text_escapes_control_characters(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    server = make_server()
+    server.route("/robots.txt", HOSTILE)
+    url = server.url("/red%1B[31m")
+    done = scrapy(tmp_path, "check", url)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert_terminal_safe(done.stdout)
+    row = done.stdout.splitlines()[1]
+    assert "rule_disallow (line 2: Disallow: /red\\x1b[31m)" in row
+    assert "ai-train=\\x1b]0;pwned\\x07" in row
+
+    # JSON escapes them already: the values are given as they are.
+    done = scrapy(tmp_path, "check", url, "--json")
+    result = json.loads(done.stdout)["results"][0]
+    assert result["rule"]["pattern"] == "/red\x1b[31m"
+    assert result["content_signals"]["ai-train"] == "\x1b]0;pwned\x07"
+
+
+def test_lint_text_escapes_control_characters(tmp_path: Path) -> None:
+    (tmp_path / "robots.txt").write_bytes(HOSTILE)
+    done = scrapy(tmp_path, "lint", "robots.txt")
+    assert "Traceback" not in done.stderr
+    assert_terminal_safe(done.stdout)
+    assert "did you mean '/x\\x1b[2J'?" in done.stdout
+    assert "'disalow\\x9b2j\\u202e'" in done.stdout
+
+    done = scrapy(tmp_path, "lint", "robots.txt", "--json")
+    messages = [d["message"] for d in json.loads(done.stdout)["diagnostics"]]
+    assert any("'/x\x1b[2J'" in message for message in messages)
+
+
 # -- profiles -------------------------------------------------------------------
 
 

@@ -287,7 +287,9 @@ async def test_sitemaps_of_a_refusing_origin_are_not_crawled(
     )
     other.route("/sitemap.xml", sitemap, headers={"Content-Type": "application/xml"})
     crawler = await crawl(
-        [refusing.url("/start")], {**AI_TRAIN, "ROBOTS_SITEMAPS": True}
+        [refusing.url("/start")],
+        # The other origin's sitemap is on another site: followed by request.
+        {**AI_TRAIN, "ROBOTS_SITEMAPS": True, "ROBOTS_SITEMAP_OTHER_SITES": True},
     )
     # Its own sitemap is one of its URLs; the other origin's is not.
     assert refusing.count("/sitemap.xml") == 0

@@ -2,8 +2,11 @@ from __future__ import annotations
 
 import io
 import pickle
+import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from types import FrameType
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -15,6 +18,7 @@ from scrapy.exporters import (
 )
 from scrapy.http import HtmlResponse, Response, TextResponse
 
+from scrapy_rfc9309 import directives as directives_module
 from scrapy_rfc9309.directives import (
     IMAGE_PREVIEWS,
     DirectiveSet,
@@ -539,3 +543,71 @@ def test_feed_exports(
     export.export_item({"url": "http://example.com/", "robots_directives": directives})
     export.finish_exporting()
     assert expected in output.getvalue()
+
+
+def _lines_run(response: HtmlResponse) -> int:
+    """Lines of ``scrapy_rfc9309/directives.py`` executed to read ``response``:
+    the work of the Python part of the scan, counted rather than timed."""
+    source = directives_module.__file__
+    count = 0
+
+    def trace(frame: FrameType, event: str, arg: object) -> Any:
+        nonlocal count
+        if frame.f_code.co_filename != source:
+            return None
+        if event == "line":
+            count += 1
+        return trace
+
+    previous = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        directives_for(response, AGENT)
+    finally:
+        sys.settrace(previous)
+    return count
+
+
+def test_meta_scan_is_linear_in_hostile_pages() -> None:
+    # A page of comment + robots meta pairs: each meta tag had been checked
+    # against every comment before it, so four times the page was sixteen
+    # times the work.
+    def lines(pairs: int) -> int:
+        pair = '<!-- x --><meta name="robots" content="noindex">'
+        return _lines_run(html(head=pair * pairs))
+
+    small, double, quadruple = lines(200), lines(400), lines(800)
+    assert double < 2.2 * small
+    assert quadruple < 4.4 * small
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                '<meta name="robots" content="noindex">',
+                '<meta name="robots" content="nofollow">',
+                "<!--",
+                "-->",
+                "<script>",
+                "</script>",
+                "<style>",
+                "</style>",
+                "x",
+            ]
+        ),
+        max_size=30,
+    )
+)
+def test_meta_scan_skips_what_a_browser_skips(pieces: list[str]) -> None:
+    # The one-walk scan against the plain definition: a candidate inside a
+    # comment, script or style span is no tag.
+    text = "".join(pieces)
+    opaque = [m.span() for m in directives_module._OPAQUE.finditer(text)]
+    expected = [
+        match.group().split('content="')[1].split('"')[0]
+        for match in directives_module._meta_finder("examplebot").finditer(text)
+        if not any(start < match.start() < end for start, end in opaque)
+    ]
+    found = directives_module._robots_meta(text, "examplebot")
+    assert [content for _, content in found] == expected

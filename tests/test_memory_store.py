@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
+from collections.abc import Callable
+
 import pytest
 from scrapy.utils.test import get_crawler
 
@@ -15,7 +19,9 @@ from scrapy_rfc9309.outcome import (
 )
 from scrapy_rfc9309.parse import Rule, parse
 from scrapy_rfc9309.stores.base import OutcomeStore
-from scrapy_rfc9309.stores.memory import MemoryStore, new_entry
+from scrapy_rfc9309.stores.memory import MemoryStore, entry_size, new_entry
+from tests.crawl_helpers import crawl, middleware
+from tests.server import Server
 from tests.utils import coroutine_test
 
 LIFETIMES = Lifetimes(cache=100, unreachable=10, grace=1000)
@@ -161,3 +167,174 @@ def test_bound_setting_must_be_a_number() -> None:
     crawler = get_crawler(settings_dict={"ROBOTS_MEMORY_MAX_ORIGINS": "many"})
     with pytest.raises(ValueError, match="ROBOTS_MEMORY_MAX_ORIGINS"):
         MemoryStore.from_crawler(crawler)
+
+
+# -- the byte bound ------------------------------------------------------------
+
+
+def hostile_body(size: int = 512_000) -> bytes:
+    """A robots.txt of ``size`` bytes of short rules, the costliest shape per
+    byte: ~30,000 rules, several MB once parsed and compiled."""
+    lines = [b"User-agent: *", b"Disallow: /private"]
+    total = sum(len(line) + 1 for line in lines)
+    index = 0
+    while total < size - 20:
+        line = b"Disallow: /%d" % index
+        lines.append(line)
+        total += len(line) + 1
+        index += 1
+    return b"\n".join(lines) + b"\n"
+
+
+def held_after(work: Callable[[], object]) -> int:
+    """Bytes still allocated once ``work`` is done and garbage collected."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        kept = work()
+        gc.collect()
+        size = tracemalloc.get_traced_memory()[0]
+        del kept
+    finally:
+        tracemalloc.stop()
+    return size
+
+
+def test_hostile_origins_stay_within_the_byte_bound() -> None:
+    # Ten hostile robots.txt files took ~17 MB when only origins were
+    # counted; with a bound of two and a half entries the store evicts
+    # down to the two most recent.  (128 KB bodies: tracemalloc slows
+    # parsing down, and the shape, not the size, is the point.)
+    body = hostile_body(128_000)
+    one = entry_size(
+        "http://host0.example/robots.txt",
+        MemoryStore(user_agent="TestBot").store(
+            "http://host0.example/robots.txt",
+            parsed(parse(body), now=0, lifetimes=LIFETIMES),
+        ),
+    )
+    bound = 2 * one + one // 2
+    store = MemoryStore(user_agent="TestBot", max_bytes=bound)
+
+    def fill() -> MemoryStore:
+        for index in range(10):
+            outcome = parsed(parse(body), now=0, lifetimes=LIFETIMES)
+            store.store(f"http://host{index}.example/robots.txt", outcome)
+        return store
+
+    held = held_after(fill)
+    assert held < bound
+    assert store.size <= bound
+    assert len(store) == 2
+    assert store.evictions == 8
+    # The most recent origins are the ones kept, and they still answer.
+    assert list(store._entries) == [
+        "http://host8.example/robots.txt",
+        "http://host9.example/robots.txt",
+    ]
+    entry = store.entry("http://host9.example/robots.txt")
+    assert entry is not None
+    assert entry.matcher is not None
+    assert not entry.matcher.explain("/private/x").allowed
+    assert entry.matcher.explain("/public").allowed
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        hostile_body(100_000),
+        # Wildcards and text beyond ASCII: the costliest rules per character.
+        "User-agent: *\n"
+        + "".join(f"Disallow: /*{i}*\u0436\U0001f600$\n" for i in range(3000)),
+        "User-agent: *\n"
+        + "".join(f"Disallow: /*{i}{'*a' * 50}\n" for i in range(500)),
+        "User-agent: *\n" + "".join(f"Sitemap: /s{i}.xml\n" for i in range(3000)),
+    ],
+    ids=["short", "wildcard-unicode", "many-wildcards", "sitemaps"],
+)
+def test_the_estimate_stays_above_what_is_held(body: str | bytes) -> None:
+    # The bound is only as good as entry_size(): it must not undercount
+    # the costliest shapes.
+    store = MemoryStore(user_agent="TestBot")
+    # A first store fills the parser's process-wide caches.
+    store.store(
+        "http://warm/robots.txt", parsed(parse(body), now=0, lifetimes=LIFETIMES)
+    )
+    origin = "http://example.com/robots.txt"
+    held = held_after(
+        lambda: store.store(origin, parsed(parse(body), now=0, lifetimes=LIFETIMES))
+    )
+    entry = store.entry(origin)
+    assert entry is not None
+    assert entry_size(origin, entry) >= held
+
+
+def test_an_entry_over_the_bound_is_kept_alone() -> None:
+    store = MemoryStore(user_agent="TestBot", max_bytes=10_000)
+    store.store("http://small/robots.txt", parsed(DOC, now=0, lifetimes=LIFETIMES))
+    big = parsed(parse(hostile_body(50_000)), now=0, lifetimes=LIFETIMES)
+    store.store("http://big/robots.txt", big)
+    # The only entry: its origin is answered without fetching robots.txt
+    # again for every request, and the bound holds again with the next one.
+    assert list(store._entries) == ["http://big/robots.txt"]
+    entry = store.entry("http://big/robots.txt")
+    assert entry is not None
+    assert entry.matcher is not None
+    assert not entry.matcher.explain("/private").allowed
+    store.store("http://small/robots.txt", parsed(DOC, now=0, lifetimes=LIFETIMES))
+    assert list(store._entries) == ["http://small/robots.txt"]
+    assert store.size <= 10_000
+
+
+@coroutine_test
+async def test_sizes_follow_replacement_and_expiry() -> None:
+    store = MemoryStore(user_agent="TestBot", clock=lambda: 10**12)
+    outcome = parsed(DOC, now=0, lifetimes=LIFETIMES)
+    store.store("http://a/robots.txt", outcome)
+    one = store.size
+    store.store("http://a/robots.txt", outcome)
+    assert store.size == one
+    store.store("http://b/robots.txt", unavailable(now=0, lifetimes=LIFETIMES))
+    assert store.size > one
+    # Past retain_until, get() drops the entries and their sizes.
+    for origin in ("http://a/robots.txt", "http://b/robots.txt"):
+        assert await store.get(origin) is None
+    assert store.size == 0
+
+
+def test_byte_bound_setting() -> None:
+    crawler = get_crawler(settings_dict={"ROBOTS_MEMORY_MAX_BYTES": 1_000_000})
+    assert MemoryStore.from_crawler(crawler).max_bytes == 1_000_000
+    assert MemoryStore.from_crawler(get_crawler()).max_bytes == 268_435_456
+    for value in (0, "lots"):
+        crawler = get_crawler(settings_dict={"ROBOTS_MEMORY_MAX_BYTES": value})
+        with pytest.raises(ValueError, match="ROBOTS_MEMORY_MAX_BYTES"):
+            MemoryStore.from_crawler(crawler)
+
+
+@coroutine_test
+async def test_crawl_of_hostile_origins_stays_within_the_byte_bound(
+    make_server: Callable[..., Server],
+) -> None:
+    servers = [make_server() for _ in range(6)]
+    for server in servers:
+        server.route("/robots.txt", hostile_body())
+    one = entry_size(
+        "http://127.0.0.2:1/robots.txt",
+        MemoryStore(user_agent="TestBot").store(
+            "http://127.0.0.2:1/robots.txt",
+            parsed(parse(hostile_body()), now=0, lifetimes=LIFETIMES),
+        ),
+    )
+    bound = 2 * one + one // 2
+    urls = [url for s in servers for url in (s.url("/page"), s.url("/private/x"))]
+    crawler = await crawl(
+        urls, {"ROBOTS_MEMORY_MAX_BYTES": bound, "CONCURRENT_REQUESTS": 1}
+    )
+    memory = middleware(crawler).memory
+    assert memory.size <= bound
+    assert len(memory) == 2
+    assert memory.evictions >= 4
+    spider = crawler.spider
+    assert sorted(spider.crawled) == sorted(s.url("/page") for s in servers)
+    assert sorted(spider.dropped) == sorted(s.url("/private/x") for s in servers)

@@ -84,10 +84,34 @@ BAD = {
         "ROBOTS_MEMORY_MAX_ORIGINS must be a whole number, 1 or more"
         " (such as 100000), not 'many'",
     ),
+    "ROBOTS_MEMORY_MAX_BYTES": (
+        0,
+        "ROBOTS_MEMORY_MAX_BYTES must be a whole number, 1 or more"
+        " (such as 268435456), not 0",
+    ),
     "ROBOTS_PROFILE": (
         "yahoo",
         "ROBOTS_PROFILE must be one of 'rfc9309', 'google', 'yandex', 'bing',"
         " not 'yahoo'",
+    ),
+    "ROBOTS_SITEMAP_MAX_BYTES": (
+        "50 MiB",
+        "ROBOTS_SITEMAP_MAX_BYTES must be a whole number, 1 or more"
+        " (such as 52428800), not '50 MiB'",
+    ),
+    "ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT": (
+        -1,
+        "ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT must be a whole number, 0 or more"
+        " (such as 100), not -1",
+    ),
+    "ROBOTS_SITEMAP_MAX_REQUESTS": (
+        1.5,
+        "ROBOTS_SITEMAP_MAX_REQUESTS must be a whole number, 0 or more"
+        " (such as 50000), not 1.5",
+    ),
+    "ROBOTS_SITEMAP_OTHER_SITES": (
+        "maybe",
+        f"ROBOTS_SITEMAP_OTHER_SITES must be {FLAG}, not 'maybe'",
     ),
     "ROBOTS_SITEMAP_MAX_DEPTH": (
         0,
@@ -129,7 +153,11 @@ BAD = {
 
 #: What else a setting needs for the component reading it to be on.
 CONTEXT: dict[str, dict[str, Any]] = {
+    "ROBOTS_SITEMAP_MAX_BYTES": {"ROBOTS_SITEMAPS": True},
     "ROBOTS_SITEMAP_MAX_DEPTH": {"ROBOTS_SITEMAPS": True},
+    "ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT": {"ROBOTS_SITEMAPS": True},
+    "ROBOTS_SITEMAP_MAX_REQUESTS": {"ROBOTS_SITEMAPS": True},
+    "ROBOTS_SITEMAP_OTHER_SITES": {"ROBOTS_SITEMAPS": True},
     "ROBOTS_STORE_PREFIX": {"ROBOTS_STORE": "redis"},
     "ROBOTS_STORE_URL": {"ROBOTS_STORE": "redis"},
 }

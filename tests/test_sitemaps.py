@@ -5,8 +5,10 @@ Every count is taken at the server: what was requested, how many times.
 
 from __future__ import annotations
 
+import gc
 import gzip
 import logging
+import tracemalloc
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -18,9 +20,9 @@ from scrapy.spiders import SitemapSpider
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.test import get_crawler
 
-from scrapy_rfc9309.sitemaps import DEPTH_KEY
+from scrapy_rfc9309.sitemaps import DEPTH_KEY, _site
 from tests.crawl_helpers import BASE_SETTINGS, RecordingSpider, crawl, stats
-from tests.server import Server
+from tests.server import Route, Server
 from tests.utils import coroutine_test
 
 MakeServer = Callable[..., Server]
@@ -90,11 +92,12 @@ async def test_sitemap_index_of_gzip_sitemaps_is_followed(server: Server) -> Non
         "/c": 1,
     }
     assert crawled_paths(crawler) == ["/a", "/b", "/c", "/start"]
-    # Sitemaps reached through the index are not counted.
+    # Sitemaps reached through the index are counted apart.
     assert stats(crawler) == {
         "robots/fetch_count": 1,
         "robots/outcome/parsed": 1,
         "robots/sitemaps/discovered": 1,
+        "robots/sitemaps/followed": 2,
     }
     assert "log_count/ERROR" not in crawler.stats.get_stats()
 
@@ -210,7 +213,11 @@ async def test_offsite_sitemap_follows_allowed_domains(
     )
     xml(home, "/sitemap.xml", urlset(pages(home, "/a") + pages(elsewhere, "/x")))
     xml(elsewhere, "/sitemap.xml", urlset(pages(elsewhere, "/y")))
-    crawler = await crawl([home.url("/start")], SITEMAPS, allowed_domains=[home.host])
+    crawler = await crawl(
+        [home.url("/start")],
+        {**SITEMAPS, "ROBOTS_SITEMAP_OTHER_SITES": True},
+        allowed_domains=[home.host],
+    )
     assert hits(home) == {"/robots.txt": 1, "/start": 1, "/sitemap.xml": 1, "/a": 1}
     # Neither the off-site sitemap nor the off-site page, nor robots.txt.
     assert elsewhere.hits == []
@@ -292,10 +299,12 @@ async def test_invalid_sitemaps_are_ignored_with_a_warning(
     ]
     assert sorted(r.getMessage().rsplit("/", 1)[1][:-1] for r in invalid) == [
         "bad.xml.gz",
-        "bomb.xml.gz",
         "empty.xml",
         "html",
     ]
+    (too_large,) = [r for r in caplog.records if "once decompressed" in r.getMessage()]
+    assert "/bomb.xml.gz>: over " in too_large.getMessage()
+    assert stats(crawler)["robots/sitemaps/skipped/too_large"] == 1
     # Neither the ftp: sitemap nor those that are no URLs are counted:
     # they are never requested.
     assert stats(crawler)["robots/sitemaps/discovered"] == 6
@@ -363,6 +372,24 @@ async def test_invalid_max_depth_is_a_clear_error(server: Server, value: Any) ->
         await crawl(
             [server.url("/start")], {**SITEMAPS, "ROBOTS_SITEMAP_MAX_DEPTH": value}
         )
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("ROBOTS_SITEMAP_MAX_BYTES", 0),
+        ("ROBOTS_SITEMAP_MAX_BYTES", "big"),
+        ("ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT", -1),
+        ("ROBOTS_SITEMAP_MAX_REQUESTS", "many"),
+    ],
+)
+@coroutine_test
+async def test_invalid_bounds_are_a_clear_error(
+    server: Server, name: str, value: Any
+) -> None:
+    with pytest.raises(ValueError, match=name):
+        await crawl([server.url("/start")], {**SITEMAPS, name: value})
+    assert server.hits == []
 
 
 # -- SitemapSpider ----------------------------------------------------------
@@ -456,6 +483,8 @@ async def test_sitemap_spider_reads_robots_txt_once_per_origin(
         "robots/fetch_count": 2,
         "robots/outcome/parsed": 2,
         "robots/sitemaps/discovered": 4,
+        # /products.xml of each index (sitemap_follow keeps /blog.xml out).
+        "robots/sitemaps/followed": 2,
         "robots/forbidden": 2,
         "robots/forbidden/rule": 2,
     }
@@ -582,3 +611,185 @@ async def test_sitemap_spider_waits_for_robots_txt_read_from_a_store(
     await crawler.crawl_async(sitemap_urls=[server.url("/robots.txt")])
     assert sorted(crawler.spider.products) == pages(server, "/product/1", "/product/2")
     assert server.count("/robots.txt") == 1
+
+
+# -- bounds against hostile robots.txt and sitemaps --------------------------
+
+EMPTY_SITEMAP = Route(body=urlset([]).encode(), headers=XML)
+
+
+def sitemap_hits(server: Server) -> int:
+    return sum(1 for hit in server.hits if hit.path.endswith(".xml"))
+
+
+@coroutine_test
+async def test_sitemaps_per_robots_txt_are_capped(
+    make_server: MakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # One robots.txt naming 2,000 sitemaps had each of them requested.
+    server = make_server(EMPTY_SITEMAP)
+    server.route("/robots.txt", "".join(f"Sitemap: /s{i}.xml\n" for i in range(2000)))
+    with caplog.at_level(logging.INFO):
+        crawler = await crawl([server.url("/start")], SITEMAPS)
+    assert sitemap_hits(server) == 100
+    assert server.count("/s0.xml") == 1
+    assert server.count("/s99.xml") == 1
+    assert stats(crawler)["robots/sitemaps/discovered"] == 100
+    assert stats(crawler)["robots/sitemaps/skipped/robots_txt_limit"] == 1900
+    (skipped,) = [r for r in caplog.records if "Skipped" in r.getMessage()]
+    assert "1900 sitemap(s)" in skipped.getMessage()
+    assert "ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT" in skipped.getMessage()
+
+
+@coroutine_test
+async def test_sitemaps_per_crawl_are_capped(make_server: MakeServer) -> None:
+    # Sitemaps named by robots.txt files and by sitemap indexes all count.
+    first, second = make_server(EMPTY_SITEMAP), make_server(EMPTY_SITEMAP)
+    first.route("/robots.txt", "".join(f"Sitemap: /s{i}.xml\n" for i in range(5)))
+    second.route("/robots.txt", "Sitemap: /sindex.xml\n")
+    xml(
+        second,
+        "/sindex.xml",
+        sitemapindex(pages(second, *(f"/s{i}.xml" for i in range(500)))),
+    )
+    crawler = await crawl(
+        [first.url("/start"), second.url("/start")],
+        {**SITEMAPS, "ROBOTS_SITEMAP_MAX_REQUESTS": 20, "CONCURRENT_REQUESTS": 1},
+    )
+    assert sitemap_hits(first) + sitemap_hits(second) == 20
+    counts = stats(crawler)
+    assert counts["robots/sitemaps/discovered"] == 6
+    assert counts["robots/sitemaps/followed"] == 14
+    assert counts["robots/sitemaps/skipped/crawl_limit"] == 500 - 14
+
+
+@pytest.mark.parametrize("other_sites", [False, True])
+@coroutine_test
+async def test_sitemaps_on_other_sites_need_a_setting(
+    make_server: MakeServer, other_sites: bool
+) -> None:
+    home, elsewhere = make_server(), make_server()
+    home.route(
+        "/robots.txt",
+        f"Sitemap: /sitemap.xml\nSitemap: {elsewhere.url('/sitemap.xml')}\n",
+    )
+    # An index on the home site naming a sitemap elsewhere, too.
+    xml(home, "/sitemap.xml", sitemapindex([elsewhere.url("/other.xml")]))
+    xml(elsewhere, "/sitemap.xml", urlset(pages(elsewhere, "/a")))
+    xml(elsewhere, "/other.xml", urlset(pages(elsewhere, "/b")))
+    crawler = await crawl(
+        [home.url("/start")], {**SITEMAPS, "ROBOTS_SITEMAP_OTHER_SITES": other_sites}
+    )
+    if other_sites:
+        assert hits(elsewhere)["/sitemap.xml"] == 1
+        assert hits(elsewhere)["/other.xml"] == 1
+        assert "robots/sitemaps/skipped/other_site" not in stats(crawler)
+    else:
+        assert elsewhere.hits == []
+        assert stats(crawler)["robots/sitemaps/skipped/other_site"] == 2
+    assert home.count("/sitemap.xml") == 1
+
+
+def test_a_site_is_a_registrable_domain() -> None:
+    assert _site("https://www.example.co.uk/s.xml") == "example.co.uk"
+    assert _site("http://cdn.example.co.uk:8080/s.xml") == "example.co.uk"
+    # Private suffixes count: two blogs on one host are two sites.
+    assert _site("https://a.github.io/") != _site("https://b.github.io/")
+    assert _site("http://127.0.0.2:80/") == "127.0.0.2"
+
+
+def bomb(size: int) -> bytes:
+    """A sitemap of ``size`` bytes once decompressed: its first URL, then
+    whitespace (a ~1000:1 ratio)."""
+    head = urlset(["http://127.0.0.1/a"]).encode()
+    return gzip.compress(head[:-9] + b" " * (size - len(head)) + head[-9:], 9)
+
+
+@pytest.mark.parametrize("encoding", ["file", "content-encoding"])
+@coroutine_test
+async def test_gzip_sitemap_bomb_decodes_within_the_limit(
+    server: Server, encoding: str
+) -> None:
+    # 64 MB decoded from 64 KB sent: decoding stops at the 1 MB limit.
+    decoded = 64 * 2**20
+    limit = 2**20
+    body = bomb(decoded)
+    if encoding == "file":
+        server.route("/s.xml.gz", body, headers=GZIP)
+    else:
+        server.route("/s.xml.gz", body, headers={**XML, "Content-Encoding": "gzip"})
+    server.route("/robots.txt", "Sitemap: /s.xml.gz\n")
+    gc.collect()
+    tracemalloc.start()
+    try:
+        crawler = await crawl(
+            [server.url("/start")], {**SITEMAPS, "ROBOTS_SITEMAP_MAX_BYTES": limit}
+        )
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert server.count("/s.xml.gz") == 1
+    assert peak < decoded // 4
+    assert crawled_paths(crawler) == ["/start"]
+    if encoding == "file":
+        assert stats(crawler)["robots/sitemaps/skipped/too_large"] == 1
+
+
+class FollowAllSpider(SitemapSpider):
+    name = "follow_all"
+
+    def parse(self, response: Response, **kwargs: Any) -> None:
+        pass
+
+
+@coroutine_test
+async def test_sitemap_spider_indexes_below_robots_txt_are_bounded(
+    make_server: MakeServer,
+) -> None:
+    # SitemapSpider follows indexes with its own code: the sitemaps robots.txt
+    # leads to are bounded all the same, however deep.
+    server, elsewhere = make_server(EMPTY_SITEMAP), make_server(EMPTY_SITEMAP)
+    server.route("/robots.txt", "Sitemap: /sindex.xml\n")
+    xml(
+        server,
+        "/sindex.xml",
+        sitemapindex(
+            [
+                elsewhere.url("/s-other.xml"),
+                *pages(server, "/sindex2.xml", *(f"/s{i}.xml" for i in range(500))),
+            ]
+        ),
+    )
+    xml(server, "/sindex2.xml", sitemapindex(pages(server, "/s-deep.xml")))
+    crawler = get_crawler(
+        FollowAllSpider,
+        {**BASE_SETTINGS, "ROBOTS_SITEMAP_MAX_REQUESTS": 10, "CONCURRENT_REQUESTS": 1},
+    )
+    await crawler.crawl_async(sitemap_urls=[server.url("/robots.txt")])
+    assert elsewhere.hits == []
+    # The index robots.txt names, then 9 of the 501 on its site it names
+    # (/sindex2.xml among them).
+    assert sitemap_hits(server) == 10
+    assert server.count("/sindex2.xml") == 1
+    counts = stats(crawler)
+    assert counts["robots/sitemaps/discovered"] == 1
+    assert counts["robots/sitemaps/followed"] == 9
+    assert counts["robots/sitemaps/skipped/other_site"] == 1
+    # The 492 others, and /s-deep.xml that /sindex2.xml names.
+    assert counts["robots/sitemaps/skipped/crawl_limit"] == 492 + 1
+
+
+@coroutine_test
+async def test_crawl_cap_holds_without_stats(server: Server) -> None:
+    # The budget is the middleware's own, not read back from the stats.
+    server.route("/robots.txt", "".join(f"Sitemap: /s{i}.xml\n" for i in range(5)))
+    server.default = EMPTY_SITEMAP
+    await crawl(
+        [server.url("/start")],
+        {
+            **SITEMAPS,
+            "ROBOTS_SITEMAP_MAX_REQUESTS": 3,
+            "STATS_CLASS": "scrapy.statscollectors.DummyStatsCollector",
+        },
+    )
+    assert sitemap_hits(server) == 3

@@ -1,5 +1,5 @@
 """``ROBOTS_STORE = "memory"``: outcomes in this process, least recently used
-origins dropped first.
+origins dropped first, within a number of origins and a number of bytes.
 
 It is also the layer that answers every request of a crawl, whatever the
 configured store: for each origin it holds only what answers and explains
@@ -10,6 +10,7 @@ lines ``explain`` reports), and the sitemaps.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict
 from dataclasses import replace
@@ -28,8 +29,11 @@ if TYPE_CHECKING:
 
     from ..match import Matcher
     from ..outcome import Outcome
+    from ..parse import Document
 
-__all__ = ["Entry", "MemoryStore", "new_entry"]
+__all__ = ["Entry", "MemoryStore", "entry_size", "new_entry"]
+
+logger = logging.getLogger(__name__)
 
 
 class Entry(NamedTuple):
@@ -68,11 +72,86 @@ def new_entry(outcome: Outcome, user_agent: str | None) -> Entry:
     return Entry(replace(outcome, document=None, fallback=None), matcher, sitemaps)
 
 
+# What an entry costs beyond its text, in bytes: measured with tracemalloc by
+# ``python -m benchmarks.memory`` (CPython 3.11, 64-bit) on hostile bodies
+# of every shape (short, long, wildcard, non-ASCII patterns, sitemaps), and
+# rounded up so that the estimate stays above what is really held.
+#: The Outcome, its Document, the Matcher, the LRU slots and the origin key.
+_ENTRY_BYTES = 800
+#: A group: its tuple, user-agent strings, Content-Signal dict.
+_GROUP_BYTES = 400
+#: A rule: the Rule tuple and its line, the matcher's table slots.
+_RULE_BYTES = 320
+#: Each ``*`` of a pattern: the pieces the matcher splits it into.
+_WILDCARD_BYTES = 12
+#: A sitemap URL, other record or Content-Signal pair.
+_LINE_BYTES = 100
+# Per character of a pattern: the pattern as written and the matcher's
+# percent-encoded copies.  Beyond ASCII a character takes up to four bytes
+# as text and twelve percent-encoded.
+_PATTERN_CHAR = (3, 20)
+# Per character of other text (sitemaps, records, Content-Signal values).
+_TEXT_CHAR = (1, 4)
+
+
+def _chars(text: str, costs: tuple[int, int]) -> int:
+    # isascii() is a flag read, not a scan.
+    return len(text) * costs[0 if text.isascii() else 1]
+
+
+def _document_size(document: Document) -> int:
+    size = 0
+    for group in document.groups:
+        size += _GROUP_BYTES + sum(
+            _LINE_BYTES + _chars(agent, _TEXT_CHAR) for agent in group.user_agents
+        )
+        size += sum(
+            _RULE_BYTES
+            + _chars(rule.pattern, _PATTERN_CHAR)
+            + _WILDCARD_BYTES * rule.pattern.count("*")
+            for rule in group.rules
+        )
+        size += sum(
+            _LINE_BYTES + _chars(f"{key}{value}", _TEXT_CHAR)
+            for key, value in group.content_signals.items()
+        )
+    size += sum(_LINE_BYTES + _chars(url, _TEXT_CHAR) for url in document.sitemaps)
+    size += sum(
+        _LINE_BYTES + _chars(record.name, _TEXT_CHAR) + _chars(record.value, _TEXT_CHAR)
+        for record in document.records
+    )
+    return size
+
+
+def entry_size(origin: str, entry: Entry) -> int:
+    """The bytes the memory store holds for ``origin``'s ``entry``.
+
+    An estimate from counts and lengths (groups, rules, pattern lengths,
+    sitemaps, records), deterministic and of the cost of compiling the
+    matcher, set to stay above what tracemalloc measures; no object walk.
+    """
+    outcome = entry.outcome
+    size = _ENTRY_BYTES + len(origin) + _chars(outcome.detail, _TEXT_CHAR)
+    size += _chars(entry.sitemaps, _TEXT_CHAR)
+    documents = [outcome.document, outcome.fallback]
+    if entry.matcher is not None and outcome.rules is None:
+        # Kept for one agent: the matcher holds the rules that apply, the
+        # same ones (each pattern once) as the document it can give back.
+        documents.append(entry.matcher.document())
+    for document in documents:
+        if document is not None:
+            size += _document_size(document)
+    return size
+
+
 class MemoryStore(OutcomeStore):
-    """An LRU map of origin to :class:`Entry`, bounded by ``max_origins``.
+    """An LRU map of origin to :class:`Entry`, bounded by ``max_origins``
+    and by ``max_bytes`` (as :func:`entry_size` counts them).
 
     ``user_agent`` is the agent every answer is for; ``None`` keeps whole
-    documents (and compiles matchers for the ``*`` group).
+    documents (and compiles matchers for the ``*`` group).  An entry larger
+    than ``max_bytes`` on its own is kept as the only entry: the origin is
+    answered without fetching its robots.txt again for every request.
     """
 
     shared = False
@@ -82,26 +161,39 @@ class MemoryStore(OutcomeStore):
         max_origins: int = 100_000,
         user_agent: str | None = None,
         clock: Callable[[], float] = time.time,
+        max_bytes: int = 268_435_456,
     ) -> None:
         if max_origins < 1:
             raise ValueError(
                 f"ROBOTS_MEMORY_MAX_ORIGINS must be at least 1, not {max_origins}"
             )
+        if max_bytes < 1:
+            raise ValueError(
+                f"ROBOTS_MEMORY_MAX_BYTES must be at least 1, not {max_bytes}"
+            )
         self.max_origins = max_origins
+        self.max_bytes = max_bytes
+        #: What the entries take, as :func:`entry_size` counts it.
+        self.size = 0
+        #: Entries dropped to stay within the bounds.
+        self.evictions = 0
         self.user_agent = user_agent
         #: Seconds since the epoch; entries past ``retain_until`` are gone.
         self.clock = clock
         self._entries: OrderedDict[str, Entry] = OrderedDict()
+        self._sizes: dict[str, int] = {}
         # Leases only matter within this process; the middleware's own
         # single flight already covers it, so this is the plain semantics.
         self._leases: dict[str, float] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        max_origins = positive_int(
-            crawler.settings, "ROBOTS_MEMORY_MAX_ORIGINS", minimum=1
+        settings = crawler.settings
+        return cls(
+            positive_int(settings, "ROBOTS_MEMORY_MAX_ORIGINS", minimum=1),
+            robots_user_agent(settings, crawler.spider),
+            max_bytes=positive_int(settings, "ROBOTS_MEMORY_MAX_BYTES", minimum=1),
         )
-        return cls(max_origins, robots_user_agent(crawler.settings, crawler.spider))
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -123,18 +215,34 @@ class MemoryStore(OutcomeStore):
         """Keep ``outcome`` for ``origin`` (slimmed to the agent); its entry."""
         entry = new_entry(outcome, self.user_agent)
         entries = self._entries
+        self._forget(origin)
+        size = entry_size(origin, entry)
         entries[origin] = entry
-        entries.move_to_end(origin)
-        while len(entries) > self.max_origins:
-            entries.popitem(last=False)
+        self._sizes[origin] = size
+        self.size += size
+        while len(entries) > self.max_origins or (
+            self.size > self.max_bytes and len(entries) > 1
+        ):
+            self._forget(next(iter(entries)))
+            self.evictions += 1
+        if size > self.max_bytes:
+            logger.warning(
+                "The robots.txt outcome of %(origin)s takes about %(size)s bytes,"
+                " over ROBOTS_MEMORY_MAX_BYTES (%(max)s): it is the only one kept",
+                {"origin": origin, "size": size, "max": self.max_bytes},
+            )
         return entry
+
+    def _forget(self, origin: str) -> None:
+        if self._entries.pop(origin, None) is not None:
+            self.size -= self._sizes.pop(origin)
 
     async def get(self, origin: str) -> Outcome | None:
         entry = self._entries.get(origin)
         if entry is None:
             return None
         if entry.outcome.retain_until <= self.clock():
-            del self._entries[origin]
+            self._forget(origin)
             return None
         self._entries.move_to_end(origin)
         return entry.restored()
