@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import pytest
+from scrapy.utils.test import get_crawler
 
 from scrapy_rfc9309.lint import lint
 from scrapy_rfc9309.match import compile, crawl_delay, explain, is_allowed
 from scrapy_rfc9309.outcome import Lifetimes, kind_of_status, parsed
 from scrapy_rfc9309.parse import parse
+from scrapy_rfc9309.parser import RobotParser
 from scrapy_rfc9309.profiles import PROFILES, RULES
 from scrapy_rfc9309.stores.memory import new_entry
 
@@ -318,3 +320,12 @@ def test_lint_names_the_profiles_reasons(
 def test_lint_in_the_lenient_profiles_is_unchanged() -> None:
     assert (2, "typo-accepted") in _codes(Y + "Disalow: /x\n", "rfc9309")
     assert (2, "missing-colon") in _codes(Y + "Disallow /x\n", "google")
+
+
+def test_robot_parser_reads_with_the_profile_and_refuses_other_agents() -> None:
+    crawler = get_crawler(settings_dict={"ROBOTS_PROFILE": "yandex"})
+    body = (Y + "Disallow:\nDisallow: /\n").encode()
+    parser = RobotParser.from_crawler(crawler, body)
+    assert parser.allowed("https://e.com/x", "Yandex")
+    with pytest.raises(ValueError, match="yandex profile answers for"):
+        parser.allowed("https://e.com/x", "Scrapy/2.19 (+https://scrapy.org)")
