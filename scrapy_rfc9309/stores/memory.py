@@ -86,6 +86,8 @@ _RULE_BYTES = 320
 _WILDCARD_BYTES = 12
 #: A sitemap URL, other record or Content-Signal pair.
 _LINE_BYTES = 100
+#: A string object beyond its text (CPython's header, rounded up).
+_STRING_BYTES = 64
 # Per character of a pattern: the pattern as written and the matcher's
 # percent-encoded copies.  Beyond ASCII a character takes up to four bytes
 # as text and twelve percent-encoded.
@@ -132,7 +134,9 @@ def entry_size(origin: str, entry: Entry) -> int:
     """
     outcome = entry.outcome
     size = _ENTRY_BYTES + len(origin) + _chars(outcome.detail, _TEXT_CHAR)
-    size += _chars(entry.sitemaps, _TEXT_CHAR)
+    if entry.sitemaps:
+        # One string, one a line: its text and its object's header.
+        size += _STRING_BYTES + _chars(entry.sitemaps, _TEXT_CHAR)
     documents = [outcome.document, outcome.fallback]
     if entry.matcher is not None and outcome.rules is None:
         # Kept for one agent: the matcher holds the rules that apply, the
