@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from itertools import product
 from typing import Any
 
@@ -185,11 +186,9 @@ def _path_of(url: str) -> str:
     return path if path.startswith("/") else "/" + path
 
 
-def _canonical(text: str) -> str:
-    """RFC 9309 2.2.2: octets, escapes decoded, then every octet but
-    printable ASCII other than "%", "*" and "$" written as %XX."""
-    data = _octets(text)
-    decoded = bytearray()
+def _escapes(data: bytes) -> Iterator[tuple[bytes, int | None]]:
+    """``data`` piece by piece: each %XX escape with its octet, each other
+    octet alone with ``None``."""
     i = 0
     while i < len(data):
         escape = data[i : i + 3]
@@ -198,11 +197,19 @@ def _canonical(text: str) -> str:
             and escape[:1] == b"%"
             and all(c in b"0123456789abcdefABCDEF" for c in escape[1:])
         ):
-            decoded.append(int(escape[1:], 16))
+            yield escape, int(escape[1:], 16)
             i += 3
         else:
-            decoded.append(data[i])
+            yield data[i : i + 1], None
             i += 1
+
+
+def _canonical(text: str) -> str:
+    """RFC 9309 2.2.2: octets, escapes decoded, then every octet but
+    printable ASCII other than "%", "*" and "$" written as %XX."""
+    decoded = [
+        piece[0] if octet is None else octet for piece, octet in _escapes(_octets(text))
+    ]
     return "".join(
         chr(o) if 0x21 <= o < 0x7F and chr(o) not in "%*$" else f"%{o:02X}"
         for o in decoded
@@ -219,22 +226,14 @@ def _canonical_pattern(pattern: str) -> str:
 def _google_pattern(pattern: str) -> str:
     """Google's MaybeEscapePattern: escapes upper-cased, octets outside
     ASCII written as %XX, nothing decoded."""
-    data = _octets(pattern)
-    out = []
-    i = 0
-    while i < len(data):
-        escape = data[i : i + 3]
-        if (
-            len(escape) == 3
-            and escape[:1] == b"%"
-            and all(c in b"0123456789abcdefABCDEF" for c in escape[1:])
-        ):
-            out.append(escape.decode().upper())
-            i += 3
-        else:
-            out.append(chr(data[i]) if data[i] < 0x80 else f"%{data[i]:02X}")
-            i += 1
-    return "".join(out)
+    return "".join(
+        piece.decode().upper()
+        if octet is not None
+        else chr(piece[0])
+        if piece[0] < 0x80
+        else f"%{piece[0]:02X}"
+        for piece, octet in _escapes(_octets(pattern))
+    )
 
 
 def _token(value: str) -> str:
