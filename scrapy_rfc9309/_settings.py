@@ -49,13 +49,6 @@ _FLAGS: dict[Any, bool] = {
 }
 _FLAGS_ACCEPTED = "True or False (or 1/0, 'true'/'false' as text)"
 
-#: Profiles the specification names that this version cannot match by.
-_PROFILES_NOT_YET = {
-    profile: "not implemented yet"
-    for profile in ("rfc9309", "google", "yandex", "bing")
-    if profile not in PROFILES
-}
-
 
 def setting(settings: BaseSettings, name: str) -> Any:
     """The value of ``name``, or its package default when it is not set."""
@@ -124,21 +117,12 @@ def positive_int(settings: BaseSettings, name: str, *, minimum: int) -> int:
     return int(number)
 
 
-def _choice(
-    name: str,
-    value: Any,
-    choices: Iterable[str],
-    not_yet: Mapping[str, str] | None = None,
-) -> str:
+def _choice(name: str, value: Any, choices: Iterable[str]) -> str:
     choices = tuple(choices)
     key = value.strip().lower() if isinstance(value, str) else None
     if key in choices:
         return key
-    accepted = "one of " + ", ".join(map(repr, choices))
-    reason = (not_yet or {}).get(key or "")
-    if reason:
-        raise ValueError(f"{name} must be {accepted}, not {value!r} ({reason})")
-    raise _refused(name, value, accepted)
+    raise _refused(name, value, "one of " + ", ".join(map(repr, choices)))
 
 
 def choice(settings: BaseSettings, name: str, choices: Iterable[str]) -> str:
@@ -150,13 +134,8 @@ def robots_profile(settings: BaseSettings, given: str | None = None) -> str:
     """The matching profile: ``ROBOTS_PROFILE``, or ``given`` by the command
     line's ``--profile`` when it is not ``None``."""
     if given is None:
-        return _choice(
-            "ROBOTS_PROFILE",
-            setting(settings, "ROBOTS_PROFILE"),
-            PROFILES,
-            _PROFILES_NOT_YET,
-        )
-    return _choice("--profile", given, PROFILES, _PROFILES_NOT_YET)
+        return _choice("ROBOTS_PROFILE", setting(settings, "ROBOTS_PROFILE"), PROFILES)
+    return _choice("--profile", given, PROFILES)
 
 
 def purposes(settings: BaseSettings, name: str) -> tuple[str, ...]:

@@ -424,7 +424,7 @@ class RobotsCommand(ScrapyCommand):
             "--profile",
             dest="robots_profile",
             metavar="P",
-            help=f"matching profile: {' or '.join(PROFILES)} (default: the"
+            help=f"matching profile: {', '.join(PROFILES)} (default: the"
             " ROBOTS_PROFILE setting)",
         )
         group.add_argument(

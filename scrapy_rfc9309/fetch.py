@@ -44,6 +44,7 @@ from .outcome import (
     unreachable,
 )
 from .parse import parse
+from .profiles import RULES
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -189,7 +190,7 @@ class RobotsFetcher:
                     {"request": f"<GET {url}>", "reason": _reason(exc)},
                     extra={"spider": self.crawler.spider},
                 )
-                return self._unreachable(previous, _reason(exc))
+                return self._network_failure(previous, _reason(exc))
             status = response.status
             location = response.headers.get(b"Location")
             if 300 <= status < 400 and location:
@@ -223,6 +224,19 @@ class RobotsFetcher:
             detail=detail,
         )
 
+    def _network_failure(
+        self, previous: Outcome | None, detail: str, status: int | None = None
+    ) -> Outcome:
+        """The outcome of no complete answer, as the profile says."""
+        if RULES[self.profile].status["network"] == UNAVAILABLE:
+            return unavailable(
+                now=self.clock(),
+                lifetimes=self.lifetimes,
+                http_status=status,
+                detail=detail,
+            )
+        return self._unreachable(previous, detail, status)
+
     def guard_refused(self, previous: Outcome | None, detail: str) -> Outcome:
         """The outcome of an origin ``ROBOTS_SSRF_GUARD`` refuses: unreachable,
         and never allowed by the 30-day rule."""
@@ -239,8 +253,8 @@ class RobotsFetcher:
     ) -> Outcome:
         status = response.status
         if "dataloss" in response.flags:
-            return self._unreachable(previous, "truncated body", status)
-        kind = kind_of_status(status)
+            return self._network_failure(previous, "truncated body", status)
+        kind = kind_of_status(status, self.profile)
         if kind == UNREACHABLE:
             return self._unreachable(previous, f"HTTP {status}", status)
         cache_control = response.headers.get(b"Cache-Control")
@@ -258,6 +272,19 @@ class RobotsFetcher:
             # Nothing readable came back (an encoding that was not asked
             # for, data that is not what it claims): as for a 5xx.
             return self._unreachable(previous, decoded.error, status)
+        rules_of = RULES[self.profile]
+        limit = min(self.max_bytes, rules_of.max_bytes or self.max_bytes)
+        if (decoded.cut or len(decoded.body) > limit) and rules_of.status[
+            "oversize"
+        ] == UNAVAILABLE:
+            # Profile hook: Yandex reads a body over its limit as none.
+            return unavailable(
+                now=self.clock(),
+                lifetimes=self.lifetimes,
+                http_status=status,
+                cache_max_age=cache_max_age,
+                detail=f"HTTP {status}, body over {limit} bytes",
+            )
         document = parse(decoded.body, profile=self.profile, max_bytes=self.max_bytes)
         detail = f"HTTP {status}"
         if decoded.cut:

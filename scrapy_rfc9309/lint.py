@@ -13,21 +13,23 @@ from typing import Literal, NamedTuple
 from urllib.parse import urlsplit
 
 from .parse import (
-    GOOGLE,
     MAX_LINE_BYTES,
-    PROFILES,
     RFC9309,
     Profile,
     Rule,
     body_text,
+    check_profile,
     cut,
     encode,
+    key_kind,
     lines_of,
+    oversize_allows_all,
     parse_content_signal,
     product_token,
     read,
     usage_rule,
 )
+from .profiles import GOOGLE, RULES
 from .usage import preference_problems
 
 __all__ = ["CODES", "Diagnostic", "Severity", "lint"]
@@ -54,6 +56,11 @@ CODES: dict[str, Severity] = {
     "conflicting-rules": "warning",
     "directive-outside-group": "warning",
     "duplicate-crawl-delay": "warning",
+    "empty-disallow-allows-all": "warning",
+    "body-over-vendor-limit": "warning",
+    "missing-colon-ignored": "warning",
+    "typo-ignored": "warning",
+    "user-agent-not-selected": "warning",
     "empty-user-agent": "warning",
     "content-usage-not-rooted": "warning",
     "content-usage-value": "warning",
@@ -96,6 +103,10 @@ _TOKEN = re.compile("[A-Za-z_-]+")
 class _Linter:
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
+        self.rules_of = RULES[profile]
+        # Keys read exactly (Yandex, Bing): a spelling another profile reads
+        # is worth a warning of its own.
+        self.strict_keys = self.rules_of.keys != RULES[RFC9309].keys
         self.diagnostics: list[Diagnostic] = []
         self.sitemaps: set[str] = set()
 
@@ -180,6 +191,13 @@ class _Linter:
     def on_missing_colon(self, line: int, key: str) -> None:
         self.add(line, "missing-colon", f"no ':' after {key!r}; read as '{key}: ...'")
 
+    def on_missing_colon_ignored(self, line: int, key: str) -> None:
+        self.add(
+            line,
+            "missing-colon-ignored",
+            f"no ':' after {key!r}; {self.rules_of.vendor} ignores the line",
+        )
+
     def on_typo_accepted(self, line: int, detail: str) -> None:
         written, canonical = detail.split("\0")
         self.add(line, "typo-accepted", f"{written!r} is read as {canonical!r}")
@@ -199,6 +217,21 @@ class _Linter:
         )
 
     def on_user_agent(self, line: int, value: str) -> None:
+        name = value.strip().lower()
+        if self.rules_of.selectors is not None and value and value != "*":
+            # Whether any of the profile's agents can read the group.
+            if not any(
+                selector.rank(name, product_token(name))
+                for selector in self.rules_of.selectors.values()
+            ):
+                labels = ", ".join(self.rules_of.labels)
+                self.add(
+                    line,
+                    "user-agent-not-selected",
+                    f"{value!r} names none of the agents of the {self.profile}"
+                    f" profile ({labels})",
+                )
+            return
         if not value:
             self.add(line, "empty-user-agent", "an empty User-agent names no crawler")
         elif value != "*" and not _TOKEN.fullmatch(value):
@@ -216,7 +249,17 @@ class _Linter:
             )
 
     def on_record(self, line: int, name: str) -> None:
-        if name in _UNSUPPORTED:
+        if self.strict_keys and (
+            key_kind(name, RFC9309) is not None or key_kind(name, GOOGLE) is not None
+        ):
+            # A key other profiles read (a typo, a prefix) that this one
+            # does not: the line does nothing here.
+            self.add(
+                line,
+                "typo-ignored",
+                f"{self.rules_of.vendor} reads no key {name!r}; the line is ignored",
+            )
+        elif name in _UNSUPPORTED:
             self.add(line, "unsupported-directive", f"{name!r} has no effect here")
         else:
             self.add(line, "unknown-directive", f"unknown directive {name!r}, ignored")
@@ -287,6 +330,17 @@ class _Linter:
                     f"{pattern!r} does not start with '/' or '*', so it matches "
                     f"no URL{hint}",
                 )
+            if (
+                not pattern
+                and not rule.allow
+                and self.rules_of.empty_disallow == ("allow_all")
+            ):
+                self.add(
+                    rule.line,
+                    "empty-disallow-allows-all",
+                    f"{self.rules_of.vendor} reads an empty Disallow as 'Allow: /',"
+                    " which wins over 'Disallow: /' of the same group",
+                )
             same = seen.setdefault((rule.allow, pattern), rule)
             other = seen.get((not rule.allow, pattern))
             if same is not rule:
@@ -329,12 +383,20 @@ def lint(
     reads leniently, ignores or cannot use, and rules that cannot do what
     they seem to.  Never raises on content.
     """
-    if profile not in PROFILES:
-        raise ValueError(
-            f"unknown robots.txt profile {profile!r}; use one of {PROFILES}"
-        )
+    check_profile(profile)
     linter = _Linter(profile)
     data = encode(source) if isinstance(source, str) else bytes(source)
+    limit = linter.rules_of.max_bytes
+    if limit is not None and limit < max_bytes:
+        max_bytes = limit
+    if oversize_allows_all(data, max_bytes, profile):
+        linter.add(
+            0,
+            "body-over-vendor-limit",
+            f"the body is {len(data):,} bytes, over {max_bytes:,}:"
+            f" {linter.rules_of.vendor} then allows everything",
+        )
+        return linter.diagnostics
     linter.body(data, max_bytes)
     text = body_text(source, max_bytes)
     linter.lines(text)
@@ -353,12 +415,12 @@ def lint(
             f"the group of {', '.join(map(repr, group.user_agents))} has no rules: "
             "they may fetch everything",
         )
-    if profile == GOOGLE:
+    if linter.rules_of.ignores_delay:
         for group in document.groups:
             if group.crawl_delay is not None or group.content_signals:
                 linter.add(
                     group.line,
                     "unsupported-directive",
-                    "Google ignores Crawl-delay and Content-Signal",
+                    f"{linter.rules_of.vendor} ignores Crawl-delay and Content-Signal",
                 )
     return sorted(linter.diagnostics, key=lambda diagnostic: diagnostic.line)

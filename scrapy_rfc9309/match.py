@@ -18,7 +18,6 @@ from typing import Any, Literal, NamedTuple
 
 from ._scan import scan_for
 from .parse import (
-    GOOGLE,
     Document,
     Group,
     Profile,
@@ -28,6 +27,7 @@ from .parse import (
     merge_groups,
     product_token,
 )
+from .profiles import RULES, Percent
 from .urls import escape_pattern, normalize_path, normalize_pattern, request_path
 
 __all__ = [
@@ -42,7 +42,9 @@ __all__ = [
     "product_token",
 ]
 
-Reason = Literal["rule_allow", "rule_disallow", "default_allow", "robots_txt"]
+Reason = Literal[
+    "rule_allow", "rule_disallow", "default_allow", "robots_txt", "empty_disallow"
+]
 
 
 class Decision(NamedTuple):
@@ -55,6 +57,9 @@ class Decision(NamedTuple):
 
 
 DEFAULT_ALLOW = Decision(True, "default_allow", None)
+#: Why a Yandex ``Disallow:`` without a value allowed a URL: Yandex reads
+#: it as ``Allow: /`` (the decision's rule is the Disallow line as written).
+EMPTY_DISALLOW = "empty_disallow"
 ROBOTS_TXT = Decision(True, "robots_txt", None)
 _NO_RULE = -1
 _ROBOTS_TXT = -2
@@ -161,6 +166,14 @@ def _rank(size: int, meta: int) -> int:
     """The rank of an entry of normalised length ``size`` and ``meta``
     (``line << 1 | allow``): the higher one wins."""
     return ((size << 1 | meta & 1) << _LINE_BITS) - (meta >> 1)
+
+
+def _specificity(pattern: str) -> int:
+    """How long a normalised ``pattern`` counts for Yandex: its octets
+    other than ``*`` and a final ``$`` (``StrLenWithoutStars``); a lone
+    ``*`` counts as the ``/*`` Yandex reads it as."""
+    size = len(pattern) - pattern.count("*") - pattern.endswith("$")
+    return size if size or not pattern.startswith("*") else 1
 
 
 def _shape(pattern: str) -> tuple[int, str]:
@@ -390,12 +403,21 @@ _WILDCARDS_AND_ANCHORS = frozenset("*$")
 
 
 def _normalized(
-    patterns: list[str], normalize: bool, ascii_only: bool, found: set[str]
+    patterns: list[str], percent: Percent, ascii_only: bool, found: set[str]
 ) -> list[str]:
-    """``patterns`` normalised (``normalize``: the rfc9309 profile, else
-    Google's escaping), looking only at those it may change: the special
+    """``patterns`` normalised as the profile's ``percent`` says (see
+    scrapy_rfc9309.profiles), looking only at those it may change: the special
     octets ``found`` in them (and whether they are ASCII only) may tell
     that there is none."""
+    if percent == "verbatim":
+        # Only octets outside ASCII are encoded.
+        if ascii_only:
+            return patterns
+        return [
+            pattern if pattern.isascii() else _normal(pattern, percent)
+            for pattern in patterns
+        ]
+    normalize = percent == "normalize"
     # Printable ASCII, "*" and "$" only: only a "$" may change (not the
     # last of a pattern, in the rfc9309 profile); no octet scan below.
     anchors_only = ascii_only and found <= _WILDCARDS_AND_ANCHORS
@@ -407,7 +429,7 @@ def _normalized(
     elif not joined.isascii():
         changes = _CHANGES if normalize else _GOOGLE_CHANGES
         return [
-            _normal(pattern, normalize) if changes(pattern) else pattern
+            _normal(pattern, percent) if changes(pattern) else pattern
             for pattern in patterns
         ]
     else:
@@ -417,32 +439,35 @@ def _normalized(
         ends = joined.count("$\n") + joined.endswith("$")
         if joined.count("$") != ends or octets.strip(b"%"):
             return [
-                _normal(pattern, normalize) if _CHANGES(pattern) else pattern
+                _normal(pattern, percent) if _CHANGES(pattern) else pattern
                 for pattern in patterns
             ]
     if b"%" not in octets:
         return patterns
     # Only escapes to normalise (most often): in the patterns that hold one.
     return [
-        _normal(pattern, normalize) if "%" in pattern else pattern
-        for pattern in patterns
+        _normal(pattern, percent) if "%" in pattern else pattern for pattern in patterns
     ]
 
 
-def _normal(pattern: str, normalize: bool) -> str:
+def _normal(pattern: str, percent: Percent) -> str:
     """``pattern`` normalised as :func:`_normalized` says; kept in the
     cache (the same escaped patterns come back from file to file)."""
-    cache = _NORMALS[normalize]
+    cache = _NORMALS[percent]
     normal = cache.get(pattern)
     if normal is None:
-        normal = normalize_pattern(pattern) if normalize else escape_pattern(pattern)
+        normal = (
+            normalize_pattern(pattern)
+            if percent == "normalize"
+            else escape_pattern(pattern, upper_hex=percent == "escape")
+        )
         if len(cache) < _NORMALS_SIZE:
             cache[pattern] = normal
     return normal
 
 
-# Patterns as written -> normalised, for each profile (True: rfc9309).
-_NORMALS: dict[bool, dict[str, str]] = {True: {}, False: {}}
+# Patterns as written -> normalised, for each way of normalising.
+_NORMALS: dict[str, dict[str, str]] = {"normalize": {}, "escape": {}, "verbatim": {}}
 _NORMALS_SIZE = 4096
 
 
@@ -548,15 +573,38 @@ class Matcher:
         rules = group.rules
         allows, patterns, lines = zip(*rules, strict=True) if rules else ((), (), ())
         metas = list(map(add, map(lshift, lines, repeat(1)), allows))
+        rules_of = RULES[document.profile]
+        empties: list[int] = []
         if "" in patterns:
+            if rules_of.empty_disallow == "allow_all":
+                # Profile hook: Yandex reads "Disallow:" as "Allow: /".
+                empties = [
+                    meta | 1
+                    for pattern, meta in zip(patterns, metas, strict=True)
+                    if not pattern and not meta & 1
+                ]
             # Priority 0: an empty pattern matches nothing (Google).
             keep = list(map(bool, patterns))
-            patterns = tuple(compress(patterns, keep))
-            metas = list(compress(metas, keep))
+            patterns = tuple(compress(patterns, keep)) + ("/",) * len(empties)
+            metas = list(compress(metas, keep)) + empties
+        if rules_of.max_rules is not None and len(patterns) > rules_of.max_rules:
+            # Profile hook: past its limit, Yandex allows everything.
+            patterns, metas, empties = (), [], []
         self._setup(
             document.profile, group.crawl_delay, group.content_signals, patterns, metas
         )
         self._usage = group.content_usage
+        if empties:
+            self._mark_empty(empties)
+
+    def _mark_empty(self, empties: list[int]) -> None:
+        """Report the ``Allow: /`` entry an empty Disallow became (metas
+        ``empties``) as that Disallow, if one of them is the entry's rule."""
+        entry = bisect_left(self._plain, b"/")
+        if self._meta[entry] in empties:
+            originals = self._originals or {}
+            originals[entry] = ""
+            self._originals = originals
 
     def _setup(
         self,
@@ -582,7 +630,8 @@ class Matcher:
         self.profile = profile
         self.crawl_delay = crawl_delay
         self._signals = tuple(content_signals.items()) if content_signals else ()
-        self._normalize = profile != GOOGLE
+        rules_of = RULES[profile]
+        self._normalize = rules_of.percent == "normalize"
         if not patterns:
             # No rule applies (no group names the agent or "*", or its
             # rules are empty): nothing to build.
@@ -599,7 +648,7 @@ class Matcher:
             # carries it (the tables are built from newline-joined text).
             patterns = [pattern.replace("\n", "%0A") for pattern in patterns]
             joined = "".join(patterns)
-        index_html = "/index.htm" in joined
+        index_html = rules_of.index_html and "/index.htm" in joined
         # Each pattern once, with the meta of the rule of it that would win.
         prefixes = _earliest(patterns, metas)
         # The patterns with a wildcard or octets to normalise.
@@ -630,7 +679,9 @@ class Matcher:
                     special_metas.append(meta)
         # Normalising seldom changes anything: only the patterns it may
         # change are looked at.
-        normals = _normalized(specials, self._normalize, ascii_only, found)
+        normals = _normalized(specials, rules_of.percent, ascii_only, found)
+        # Profile hook: Yandex ranks a pattern without its "*" and final "$".
+        by_length = rules_of.rank == "length"
         # Prefixes only once normalised: normalised -> pattern as written.
         written: dict[str, str] = {}
         # "/*text" and "/*text$" entries: (negated rank, meta, text, pattern).
@@ -652,7 +703,8 @@ class Matcher:
         for (head, tail, end, other), pattern, meta, entry in zip(  # noqa: B905
             _ONE_STAR_LINES("\n".join(normals)), specials, special_metas, normals
         ):
-            rank = (meta >> 1) - ((len(entry) << 1 | meta & 1) << _LINE_BITS)
+            size = len(entry) if by_length else _specificity(entry)
+            rank = (meta >> 1) - ((size << 1 | meta & 1) << _LINE_BITS)
             if not other:
                 # "head*tail", then perhaps a "*" or a "$" (end).
                 if head == "/" or (not head and tail[:1] != "/"):
@@ -919,6 +971,10 @@ class Matcher:
             pattern = self._pattern(entry)
         meta = self._meta[entry]
         if meta & 1:
+            if not pattern:
+                # An empty Disallow that the profile reads as Allow-all.
+                rule = _new(Rule, (False, "", meta >> 1))
+                return _new(Decision, (True, EMPTY_DISALLOW, rule))
             rule = _new(Rule, (True, pattern, meta >> 1))
             return _new(Decision, (True, "rule_allow", rule))
         rule = _new(Rule, (False, pattern, meta >> 1))
@@ -946,10 +1002,12 @@ class Matcher:
         ``*`` group, and ``sitemaps``."""
         rules = sorted(
             {
-                _new(Rule, (meta & 1 == 1, self._pattern(entry), meta >> 1))
+                # An empty pattern: an empty Disallow read as Allow-all.
+                _new(Rule, (meta & 1 == 1 and bool(pattern), pattern, meta >> 1))
                 for entry, meta in enumerate(self._meta)
                 # 0: a head that is no rule of its own.
                 if meta
+                for pattern in (self._pattern(entry),)
             },
             key=lambda rule: (rule.line, rule.allow),
         )
@@ -958,8 +1016,11 @@ class Matcher:
         if rules or self.crawl_delay is not None or self._signals or usage:
             line = rules[0].line if rules else 0
             signals = dict(self._signals)
+            # A bounded profile answers for its labels only: the group
+            # names them all.
+            agents = ("*", *RULES[self.profile].labels)
             groups = (
-                Group(("*",), tuple(rules), self.crawl_delay, signals, line, usage),
+                Group(agents, tuple(rules), self.crawl_delay, signals, line, usage),
             )
         return Document(groups, sitemaps, (), self.profile)
 
@@ -983,7 +1044,9 @@ def compile(document: Document, user_agent: str) -> Matcher:
     matcher = matchers.get(user_agent)
     if matcher is None:
         text = document._text
-        if text is None:
+        if text is None or RULES[document.profile].selectors is not None:
+            # Profile hook: a bounded profile selects groups by its own
+            # rules, read from the whole document.
             matcher = Matcher(document, user_agent)
         else:
             matcher = _compile_text(text, document.profile, user_agent)

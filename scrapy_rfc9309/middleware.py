@@ -49,8 +49,10 @@ from .outcome import (
     unavailable,
     unreachable,
 )
+from .parse import product_token
 from .parser import RobotParser
 from .politeness import Politeness, crawl_delay_scope
+from .profiles import selector_for
 from .stores import STORES
 from .stores.base import OutcomeStore, StoreError
 from .stores.memory import Entry, MemoryStore
@@ -125,6 +127,15 @@ class RobotsMiddleware:
             grace=seconds(settings, "ROBOTS_UNREACHABLE_GRACE"),
         )
         self.fetcher = RobotsFetcher(crawler, lifetimes=self.lifetimes, clock=self._now)
+        try:
+            selector_for(self.fetcher.profile, product_token(self.user_agent))
+        except ValueError as exc:
+            # A bounded profile answering for another agent would answer
+            # under the wrong semantics.
+            raise ValueError(
+                f"ROBOTS_USER_AGENT {self.user_agent!r} does not suit"
+                f" ROBOTS_PROFILE {self.fetcher.profile!r}: {exc}"
+            ) from None
         self.crawl_delay_enabled = flag(settings, "ROBOTS_CRAWL_DELAY")
         self.crawl_delay_max = seconds(settings, "ROBOTS_CRAWL_DELAY_MAX")
         over_max = choice(settings, "ROBOTS_CRAWL_DELAY_OVER_MAX", ("clamp", "skip"))

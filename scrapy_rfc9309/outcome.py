@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from .match import ROBOTS_TXT, Decision, compile
 from .parse import Document
+from .profiles import RFC9309, RULES, status_category
 
 if TYPE_CHECKING:
     from .match import Matcher
@@ -220,21 +221,18 @@ def _optional_time(value: Any) -> float | None:
     return None if value is None else _time(value)
 
 
-def kind_of_status(status: int) -> OutcomeKind:
-    """The outcome an HTTP status gives, once redirects have been followed.
+def kind_of_status(status: int, profile: str = RFC9309) -> OutcomeKind:
+    """The outcome an HTTP status gives, once redirects have been followed,
+    under ``profile``'s status policy (:mod:`scrapy_rfc9309.profiles`).
 
-    A 3xx left over (no ``Location``, or too many hops) means no robots.txt
-    was found: ``unavailable``, as for 4xx.  429 is a 4xx but says "come
-    back later", so it counts as unreachable, like 5xx, as Google does.
-    Anything outside 200-599 is no usable answer at all: ``unreachable``.
+    RFC 9309 (and Google, and Bing, which documents none): a 3xx left over
+    (no ``Location``, or too many hops) means no robots.txt was found:
+    ``unavailable``, as for 4xx.  429 is a 4xx but says "come back later",
+    so it counts as unreachable, like 5xx, as Google does.  Anything outside
+    200-599 is no usable answer at all: ``unreachable``.  Yandex: anything
+    but 200 is ``unavailable``.
     """
-    if 200 <= status < 300:
-        return PARSED
-    if status == 429 or 500 <= status < 600:
-        return UNREACHABLE
-    if 300 <= status < 500:
-        return UNAVAILABLE
-    return UNREACHABLE
+    return RULES[profile].status[status_category(status)]
 
 
 #: The largest ``max-age`` taken as given: RFC 9111 (1.2.2) reads any larger

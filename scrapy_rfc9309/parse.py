@@ -11,11 +11,24 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import FrozenInstanceError, dataclass, field, replace
 from typing import Any, NamedTuple
 
+from .profiles import (
+    BING,
+    GOOGLE,
+    PROFILES,
+    RFC9309,
+    RULES,
+    YANDEX,
+    Selector,
+    selector_for,
+)
+
 __all__ = [
+    "BING",
     "GOOGLE",
     "MAX_LINE_BYTES",
     "PROFILES",
     "RFC9309",
+    "YANDEX",
     "Document",
     "Group",
     "Record",
@@ -25,11 +38,9 @@ __all__ = [
     "product_token",
 ]
 
-#: A profile name: ``"rfc9309"`` or ``"google"`` (see :func:`parse`).
+#: A profile name: ``"rfc9309"``, ``"google"``, ``"yandex"`` or ``"bing"``
+#: (see :func:`parse` and :mod:`scrapy_rfc9309.profiles`).
 Profile = str
-RFC9309 = "rfc9309"
-GOOGLE = "google"
-PROFILES = (RFC9309, GOOGLE)
 
 #: Google's ``kMaxLineLen`` (2083 * 8) less its terminating NUL: the octets
 #: of a line kept; the rest of a longer line is ignored.
@@ -359,6 +370,9 @@ def applicable_groups(document: Document, token: str) -> list[Group]:
     """The groups that apply to the agent of product ``token``: those naming
     it, else those naming ``*`` (RFC 9309 section 2.2.1).  An empty token
     names no group."""
+    selector = selector_for(document.profile, token)
+    if selector is not None:
+        return _selected_groups(document.groups, selector)
     specific: list[Group] = []
     wildcard: list[Group] = []
     for group in document.groups:
@@ -368,6 +382,32 @@ def applicable_groups(document: Document, token: str) -> list[Group]:
         elif "*" in names:
             wildcard.append(group)
     return specific or wildcard
+
+
+def _selected_groups(groups: tuple[Group, ...], selector: Selector) -> list[Group]:
+    """The groups that apply to the agent of a bounded profile's
+    ``selector``: those naming it best (see
+    :meth:`~scrapy_rfc9309.profiles.Selector.rank`), else, if it falls back
+    to them, those naming ``*``."""
+    best = 0
+    chosen: list[Group] = []
+    wildcard: list[Group] = []
+    for group in groups:
+        rank = 0
+        for value in group.user_agents:
+            token = agent_token(value)
+            if token == "*":
+                if not wildcard or wildcard[-1] is not group:
+                    wildcard.append(group)
+                continue
+            rank = max(rank, selector.rank(value.strip(_WHITESPACE).lower(), token))
+        if rank > best:
+            best, chosen = rank, [group]
+        elif rank and rank == best:
+            chosen.append(group)
+    if chosen:
+        return chosen
+    return wildcard if selector.wildcard else []
 
 
 def merge_groups(groups: Iterable[Group]) -> Group:
@@ -418,48 +458,41 @@ _NO_KEY, _RECORD = 6, 7
 # A Content-Usage line: a rule of the group (attach-05 section 3) that, like
 # Content-Signal, never ends one.
 _CONTENT_USAGE = 8
-# Keys, lower-cased.  The RFC's three, the other records this package reads,
-# and the misspellings Google's parser accepts (RFC 9309 section 2.2.4 lets
-# a parser accept them).
-KEYS: dict[str, int] = {
+# What the keys of a profile's table (scrapy_rfc9309.profiles) are read as.
+_KIND_OF_KEY = {
     "user-agent": _USER_AGENT,
-    "useragent": _USER_AGENT,
-    "user agent": _USER_AGENT,
     "allow": _ALLOW,
     "disallow": _DISALLOW,
-    "dissallow": _DISALLOW,
-    "dissalow": _DISALLOW,
-    "disalow": _DISALLOW,
-    "diasllow": _DISALLOW,
-    "disallaw": _DISALLOW,
     "sitemap": _SITEMAP,
-    "site-map": _SITEMAP,
     "crawl-delay": _CRAWL_DELAY,
-    "crawl delay": _CRAWL_DELAY,
-    "crawldelay": _CRAWL_DELAY,
     "content-signal": _CONTENT_SIGNAL,
-    "content-signals": _CONTENT_SIGNAL,
     "content-usage": _CONTENT_USAGE,
 }
-# Google reads a key by its prefix ("disallowed" is a disallow), in this order.
-_GOOGLE_PREFIXES = (
-    (("user-agent", "useragent", "user agent"), _USER_AGENT),
-    (("allow",), _ALLOW),
-    (
-        ("disallow", "dissallow", "dissalow", "disalow", "diasllow", "disallaw"),
-        _DISALLOW,
-    ),
-    (("sitemap", "site-map"), _SITEMAP),
-)
+# Key spellings (lower-cased) -> their kind, per profile.
+_KEYS: dict[Profile, dict[str, int]] = {
+    profile: {name: _KIND_OF_KEY[key] for name, key in rules.keys.items()}
+    for profile, rules in RULES.items()
+}
+# A profile reading keys by prefix (Google) tries them in this order.
+_PREFIX_ORDER = (_USER_AGENT, _ALLOW, _DISALLOW, _SITEMAP)
+_PREFIXES: dict[Profile, tuple[tuple[tuple[str, ...], int], ...]] = {
+    profile: tuple(
+        (tuple(name for name, kind in _KEYS[profile].items() if kind == wanted), wanted)
+        for wanted in _PREFIX_ORDER
+    )
+    for profile, rules in RULES.items()
+    if rules.prefix_keys
+}
 
 
 def key_kind(key: str, profile: Profile) -> int | None:
     """What a lower-cased key is in ``profile``; ``None`` for another record."""
-    if profile == GOOGLE:
-        for prefixes, kind in _GOOGLE_PREFIXES:
-            if key.startswith(prefixes):
+    prefixes = _PREFIXES.get(profile)
+    if prefixes is not None:
+        for names, kind in prefixes:
+            if key.startswith(names):
                 return kind
-    return KEYS.get(key)
+    return _KEYS[profile].get(key)
 
 
 _UTF8_BOM = b"\xef\xbb\xbf"
@@ -652,6 +685,8 @@ def read(
     after_rule = False
     kinds = _KIND_CACHE[profile]
     no_colon = _NO_COLON
+    # Profile hook: Yandex and Bing need the colon.
+    colon_needed = not RULES[profile].missing_colon
     # Hot loop, written for speed: str methods, cache lookups for the key
     # and for lines without a colon, the branches in the order of how
     # common they are; reporting only where there is something to report.
@@ -672,6 +707,10 @@ def read(
             if found is None:
                 if report is not None and line.strip(_WHITESPACE):
                     report(number, "unparsable-line", line.strip(_WHITESPACE))
+                continue
+            if colon_needed:
+                if report is not None:
+                    report(number, "missing-colon-ignored", found[0])
                 continue
             key, value = found
         kind = kinds.get(key)
@@ -796,7 +835,7 @@ def kind_and_value(
         found = _NO_COLON.get(line, _UNKNOWN)
         if found is _UNKNOWN:
             found = _without_colon(line)
-        if found is None:
+        if found is None or not RULES[profile].missing_colon:
             return None
         key, value = found
     kind = kinds.get(key)
@@ -832,14 +871,39 @@ def parse(
 ) -> Document:
     """Read ``source`` as a robots.txt; never raises on its content.
 
-    ``profile`` is ``"rfc9309"`` (default) or ``"google"``; it decides which
-    keys are read (Google reads them by prefix) and how matching on the
-    document behaves.  Input past ``max_bytes`` octets is ignored, cut on the
-    last whole line.  BOM, CR / LF / CRLF, NUL, invalid UTF-8, HTML and
-    binary junk are all read the way Google's parser reads them.
+    ``profile`` is ``"rfc9309"`` (default), ``"google"``, ``"yandex"`` or
+    ``"bing"`` (see :mod:`scrapy_rfc9309.profiles`); it decides which keys
+    are read (Google reads them by prefix) and how matching on the document
+    behaves.  Input past ``max_bytes`` octets is ignored, cut on the last
+    whole line (Yandex: over 512,000 octets, everything is allowed).  BOM,
+    CR / LF / CRLF, NUL, invalid UTF-8, HTML and binary junk are all read
+    the way Google's parser reads them.
     """
+    check_profile(profile)
+    limit = RULES[profile].max_bytes
+    if limit is not None and limit < max_bytes:
+        max_bytes = limit
+    if oversize_allows_all(source, max_bytes, profile):
+        # Profile hook: Yandex reads a body over its limit as no robots.txt.
+        return Document(profile=profile)
+    return Document._unread(body_text(source, max_bytes), profile)
+
+
+def check_profile(profile: Profile) -> None:
+    """``ValueError`` unless ``profile`` is a profile name."""
     if profile not in PROFILES:
         raise ValueError(
             f"unknown robots.txt profile {profile!r}; use one of {PROFILES}"
         )
-    return Document._unread(body_text(source, max_bytes), profile)
+
+
+def oversize_allows_all(source: str | bytes, max_bytes: int, profile: Profile) -> bool:
+    """Whether ``profile`` reads ``source`` as allowing everything because
+    it is over ``max_bytes`` octets (its status policy's ``oversize``)."""
+    if RULES[profile].status["oversize"] == "parsed":
+        return False
+    if isinstance(source, str):
+        size = len(source) if source.isascii() else len(encode(source))
+    else:
+        size = len(source)
+    return size > max_bytes

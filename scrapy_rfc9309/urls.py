@@ -183,12 +183,22 @@ def _google_escape(match: re.Match[bytes]) -> bytes:
     return b"%%%02X" % match[0][0]
 
 
-def escape_pattern(pattern: str) -> str:
+_OUTSIDE_ASCII = re.compile(rb"[\x80-\xff]")
+
+
+def escape_pattern(pattern: str, *, upper_hex: bool = True) -> str:
     """A rule pattern as Google's ``MaybeEscapePattern`` leaves it.
 
-    ``%xx`` escapes get upper-case hex digits and octets outside ASCII are
+    ``%xx`` escapes get upper-case hex digits (unless not ``upper_hex``:
+    Yandex compares them as written) and octets outside ASCII are
     percent-encoded; nothing is decoded.
     """
-    if pattern.isascii() and "%" not in pattern:
+    if pattern.isascii() and ("%" not in pattern or not upper_hex):
         return pattern
+    if not upper_hex:
+        return _OUTSIDE_ASCII.sub(_escape_octet, encode(pattern)).decode("ascii")
     return _GOOGLE_ESCAPE.sub(_google_escape, encode(pattern)).decode("ascii")
+
+
+def _escape_octet(match: re.Match[bytes]) -> bytes:
+    return b"%%%02X" % match[0][0]

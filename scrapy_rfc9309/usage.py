@@ -24,7 +24,8 @@ from typing import NamedTuple
 import http_sf
 
 from .match import Matcher, _normal, compile
-from .parse import GOOGLE, Document, Profile, UsageRule, encode
+from .parse import Document, Profile, UsageRule, encode
+from .profiles import RULES
 
 __all__ = [
     "VOCABULARY",
@@ -234,7 +235,7 @@ def _length(profile: Profile, path: str) -> int:
     if not path:
         return 0
     # Normalised as the matcher normalises Allow/Disallow patterns (cached).
-    return len(encode(_normal(path, profile != GOOGLE)))
+    return len(encode(_normal(path, RULES[profile].percent)))
 
 
 def deciding_rules(

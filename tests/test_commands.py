@@ -445,7 +445,7 @@ def test_check_crawl_delay_over_max_skipped(
         ),
         (
             ("check", "http://127.0.0.1:1/", "-s", "ROBOTS_PROFILE=yandex"),
-            "not 'yandex' (not implemented yet)",
+            "does not suit ROBOTS_PROFILE 'yandex'",
         ),
         (("check", "http://127.0.0.1:1/", "--frobnicate"), "'--frobnicate'"),
         (("check", "http://127.0.0.1:1/", "-x"), "'-x'"),
@@ -665,6 +665,53 @@ def test_lint_text_escapes_control_characters(tmp_path: Path) -> None:
     done = scrapy(tmp_path, "lint", "robots.txt", "--json")
     messages = [d["message"] for d in json.loads(done.stdout)["diagnostics"]]
     assert any("'/x\x1b[2J'" in message for message in messages)
+
+
+# -- profiles -------------------------------------------------------------------
+
+
+def test_check_follows_the_profiles_status_policy(
+    site: dict[str, Server], tmp_path: Path
+) -> None:
+    url = site["failing"].url("/page")
+    rfc = scrapy(tmp_path, "check", url, "--agent", "Yandex", "--json")
+    assert rfc.returncode == 1, rfc.stderr
+    done = scrapy(
+        tmp_path, "check", url, "--agent", "Yandex", "--profile", "yandex", "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["profile"] == "yandex"
+    (page,) = document["results"]
+    assert page["allowed"] is True
+    assert page["outcome"]["kind"] == "unavailable"
+
+
+def test_check_refuses_an_agent_the_profile_does_not_answer_for(
+    tmp_path: Path,
+) -> None:
+    done = scrapy(
+        tmp_path, "check", f"{REFUSED}/", "--agent", "YandexBot", "--profile", "yandex"
+    )
+    error = one_line_error(done)
+    assert "ROBOTS_USER_AGENT 'YandexBot'" in error
+    assert "'Yandex' or 'YandexAdditionalBot'" in error
+
+
+def test_lint_profile_yandex_flags_what_yandex_ignores(tmp_path: Path) -> None:
+    (tmp_path / "robots.txt").write_bytes(
+        b"Disallow: /a\nUser-agent: Yandex\nDisalow: /x\nDisallow /y\nDisallow:\n"
+    )
+    done = scrapy(tmp_path, "lint", "robots.txt", "--profile", "yandex", "--json")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["profile"] == "yandex"
+    assert [(d["line"], d["code"]) for d in document["diagnostics"]] == [
+        (1, "rule-outside-group"),
+        (3, "typo-ignored"),
+        (4, "missing-colon-ignored"),
+        (5, "empty-disallow-allows-all"),
+    ]
 
 
 USAGE_ROBOTS = """\

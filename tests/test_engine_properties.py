@@ -34,6 +34,9 @@ from scrapy_rfc9309.urls import (
 from tests.utils import read_document
 
 PROFILES = st.sampled_from(["rfc9309", "google"])
+# Reading and linting: every profile (the bounded ones answer for their
+# labels only, so matching with any agent takes the first two).
+ALL_PROFILES = st.sampled_from(["rfc9309", "google", "yandex", "bing"])
 SETTINGS = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
@@ -97,14 +100,14 @@ URL = st.one_of(
 
 
 @SETTINGS
-@given(st.binary(max_size=2000), PROFILES, st.integers(min_value=0, max_value=3000))
+@given(st.binary(max_size=2000), ALL_PROFILES, st.integers(min_value=0, max_value=3000))
 def test_parse_never_raises_on_bytes(data: bytes, profile: str, max_bytes: int) -> None:
     document = parse(data, profile=profile, max_bytes=max_bytes)
     assert isinstance(document, Document)
 
 
 @SETTINGS
-@given(st.text(max_size=2000), PROFILES)
+@given(st.text(max_size=2000), ALL_PROFILES)
 def test_parse_and_lint_never_raise_on_text(text: str, profile: str) -> None:
     parse(text, profile=profile)
     for diagnostic in lint(text, profile=profile):
@@ -112,7 +115,7 @@ def test_parse_and_lint_never_raise_on_text(text: str, profile: str) -> None:
 
 
 @SETTINGS
-@given(st.binary(max_size=2000), PROFILES)
+@given(st.binary(max_size=2000), ALL_PROFILES)
 def test_lint_never_raises_on_bytes(data: bytes, profile: str) -> None:
     lines = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").count(b"\n") + 1
     for diagnostic in lint(data, profile=profile):
@@ -120,7 +123,10 @@ def test_lint_never_raises_on_bytes(data: bytes, profile: str) -> None:
 
 
 @SETTINGS
-@given(st.one_of(ROBOTS_TXT, st.text(max_size=300), st.binary(max_size=300)), PROFILES)
+@given(
+    st.one_of(ROBOTS_TXT, st.text(max_size=300), st.binary(max_size=300)),
+    ALL_PROFILES,
+)
 def test_stringify_round_trip(source: str | bytes, profile: str) -> None:
     document = parse(source, profile=profile)
     again = parse(stringify(document), profile=profile)
@@ -128,7 +134,7 @@ def test_stringify_round_trip(source: str | bytes, profile: str) -> None:
 
 
 @SETTINGS
-@given(ROBOTS_TXT, PROFILES)
+@given(ROBOTS_TXT, ALL_PROFILES)
 def test_to_dict_round_trip(source: str, profile: str) -> None:
     document = parse(source, profile=profile)
     assert Document.from_dict(json.loads(json.dumps(document.to_dict()))) == document
@@ -440,3 +446,26 @@ def test_every_short_pattern_agrees_with_brute_force(profile: str) -> None:
             line = decision.rule.line if decision.rule is not None else 0
             expected = _reference(document, "bot", path)
             assert (decision.allowed, line) == expected, (body[:80], path)
+
+
+@SETTINGS
+@given(
+    ROBOTS_TXT,
+    st.sampled_from(
+        [
+            ("yandex", "Yandex"),
+            ("yandex", "YandexAdditionalBot"),
+            ("bing", "bingbot"),
+            ("bing", "AdIdxBot"),
+        ]
+    ),
+    URL,
+)
+def test_bounded_profiles_explain_and_for_agent_agree(
+    source: str, profile_agent: tuple[str, str], url: str
+) -> None:
+    profile, agent = profile_agent
+    document = parse(source, profile=profile)
+    decision = match.explain(document, agent, url)
+    assert match.is_allowed(document, agent, url) is decision.allowed
+    assert match.explain(document.for_agent(agent), agent, url) == decision

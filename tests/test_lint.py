@@ -167,4 +167,4 @@ def test_every_code_is_documented_with_a_severity() -> None:
 
 def test_unknown_profile() -> None:
     with pytest.raises(ValueError, match="profile"):
-        lint("", profile="yandex")
+        lint("", profile="msn")

@@ -302,7 +302,7 @@ def test_google_reads_keys_by_prefix() -> None:
 
 def test_unknown_profile() -> None:
     with pytest.raises(ValueError, match="profile"):
-        parse("", profile="bing")
+        parse("", profile="msn")
 
 
 def test_product_token() -> None:
@@ -343,7 +343,7 @@ def test_to_dict_round_trips_through_json() -> None:
     "data",
     [
         {},
-        {"profile": "bing", "groups": [], "sitemaps": []},
+        {"profile": "msn", "groups": [], "sitemaps": []},
         {
             "profile": "rfc9309",
             "groups": [{"user_agents": [1], "rules": []}],

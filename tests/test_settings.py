@@ -91,7 +91,8 @@ BAD = {
     ),
     "ROBOTS_PROFILE": (
         "yahoo",
-        "ROBOTS_PROFILE must be one of 'rfc9309', 'google', not 'yahoo'",
+        "ROBOTS_PROFILE must be one of 'rfc9309', 'google', 'yandex', 'bing',"
+        " not 'yahoo'",
     ),
     "ROBOTS_PURPOSES": (
         ["train"],
@@ -187,18 +188,23 @@ async def test_bad_value_stops_the_crawl_at_start_up(server: Server, name: str) 
 
 
 @pytest.mark.parametrize(
-    ("value", "reason"),
-    [("yandex", "not implemented yet"), ("Bing", "not implemented yet")],
+    ("value", "agent"),
+    [("yandex", "TestBot/1.0"), ("Bing", "YandexBot/3.0"), ("bing", "msnbot")],
 )
 @coroutine_test
-async def test_profiles_of_the_specification_not_implemented_yet(
-    server: Server, value: str, reason: str
+async def test_bounded_profile_refuses_an_agent_it_does_not_answer_for(
+    server: Server, value: str, agent: str
 ) -> None:
     message = (
-        f"ROBOTS_PROFILE must be one of 'rfc9309', 'google', not {value!r} ({reason})"
+        f"ROBOTS_USER_AGENT {agent!r} does not suit ROBOTS_PROFILE"
+        f" {value.lower()!r}: the {value.lower()} profile answers for the group"
+        " labels "
     )
-    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
-        await crawl([server.url("/page")], {"ROBOTS_PROFILE": value})
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        await crawl(
+            [server.url("/page")],
+            {"ROBOTS_PROFILE": value, "ROBOTS_USER_AGENT": agent},
+        )
     assert server.hits == []
 
 
