@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from scrapy.robotstxt import RobotParser as ScrapyRobotParser
 from scrapy.utils.python import to_unicode
 
-from ._settings import positive_int, setting
+from ._settings import positive_int, robots_profile
 from .match import Matcher, compile, crawl_delay
 from .outcome import Lifetimes, Outcome, explain_compiled, parsed
 from .parse import parse
@@ -59,7 +59,7 @@ class RobotParser(ScrapyRobotParser):
         profile, max_bytes = "rfc9309", 512_000
         if crawler is not None:
             settings = crawler.settings
-            profile = str(setting(settings, "ROBOTS_PROFILE")).strip().lower()
+            profile = robots_profile(settings)
             max_bytes = positive_int(settings, "ROBOTS_MAX_BYTES", minimum=1)
         document = parse(robotstxt_body, profile=profile, max_bytes=max_bytes)
         # Lifetimes are the calling middleware's business; a parsed outcome

@@ -111,6 +111,13 @@ def test_crawl_settings_are_read() -> None:
     assert not rfc.allowed("https://site.local/b", "bot")
 
 
+def test_a_bad_profile_setting_is_refused() -> None:
+    """As the middleware refuses it: never a silent answer by another profile."""
+    crawler = get_crawler(settings_dict={"ROBOTS_PROFILE": " Yahoo "})
+    with pytest.raises(ValueError, match=r"^ROBOTS_PROFILE must be one of "):
+        build_from_crawler(RobotParser, crawler, b"User-agent: *\nDisallow: /\n")
+
+
 def test_outcomes_other_than_parsed() -> None:
     """The parser sent with robots_parsed answers for the whole outcome."""
     now = time.time()
