@@ -30,6 +30,18 @@ META_KEY = FIELD = "robots_directives"
 MODES = ("drop", "annotate", "off")
 
 
+def annotate(item: Any, field: str, value: Any) -> None:
+    """Set ``field`` of ``item`` to ``value`` where the item takes it."""
+    adapter = ItemAdapter(item)
+    # Item classes (Scrapy Item, dataclass, attrs, pydantic) reject fields
+    # they do not declare; only dicts take any key.  A value the spider set
+    # itself is left alone.
+    if adapter.get(field) is None and (
+        isinstance(item, dict) or field in adapter.field_names()
+    ):
+        adapter[field] = value
+
+
 def _utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -88,7 +100,7 @@ class DirectivesMiddleware:
         if not self.drop:
             async for output in result:
                 if not isinstance(output, Request) and ItemAdapter.is_item(output):
-                    self._annotate(output, directives)
+                    annotate(output, FIELD, directives)
                 yield output
             return
         drop_items = directives.noindex or directives.is_expired(self.clock())
@@ -110,16 +122,6 @@ class DirectivesMiddleware:
                 self._dropped("items", output, response, reason)
                 continue
             yield output
-
-    def _annotate(self, item: Any, directives: DirectiveSet) -> None:
-        adapter = ItemAdapter(item)
-        # Item classes (Scrapy Item, dataclass, attrs, pydantic) reject fields
-        # they do not declare; only dicts take any key.  A value the spider
-        # set itself is left alone.
-        if adapter.get(FIELD) is None and (
-            isinstance(item, dict) or FIELD in adapter.field_names()
-        ):
-            adapter[FIELD] = directives
 
     def _dropped(self, kind: str, output: Any, response: Response, reason: str) -> None:
         self.stats.inc_value(f"robots/directives/{kind}_dropped")

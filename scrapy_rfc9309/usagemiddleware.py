@@ -21,6 +21,7 @@ from scrapy.exceptions import NotConfigured
 
 from ._settings import choice, crawl_purposes, ensure_enabled
 from .middleware import USAGE_META_KEY
+from .spidermiddleware import annotate
 from .usage import Preferences, combine, header_preferences, refused
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ class UsageMiddleware:
             if isinstance(output, Request) or not ItemAdapter.is_item(output):
                 yield output
             elif not self.drop:
-                _annotate(output, preferences)
+                annotate(output, FIELD, dict(preferences))
                 yield output
             elif purpose is None:
                 yield output
@@ -104,13 +105,3 @@ class UsageMiddleware:
                     {"output": output, "url": response.url, "purpose": purpose},
                     extra={"spider": self.crawler.spider},
                 )
-
-
-def _annotate(item: Any, preferences: Preferences) -> None:
-    adapter = ItemAdapter(item)
-    # As DirectivesMiddleware does: only dicts take any key, and a value the
-    # spider set itself is left alone.
-    if adapter.get(FIELD) is None and (
-        isinstance(item, dict) or FIELD in adapter.field_names()
-    ):
-        adapter[FIELD] = dict(preferences)
