@@ -129,13 +129,24 @@ def main(argv: list[str]) -> int:
     config = json.loads(argv[1])
     if config.get("clock_offset"):
         run_ahead(float(config["clock_offset"]))
-    process = AsyncCrawlerProcess(settings_for(config))
-    crawler = process.create_crawler(FleetSpider)
-    process.crawl(crawler, urls=config["urls"])
+    run_worker(config, settings_for(config), FleetSpider, urls=config["urls"])
+    return 0
+
+
+def run_worker(
+    config: dict[str, Any],
+    settings: dict[str, Any],
+    spidercls: type[Spider],
+    **kwargs: Any,
+) -> None:
+    """Crawl with ``spidercls`` to the end, then write the final stats to
+    the file ``config["stats"]`` names."""
+    process = AsyncCrawlerProcess(settings)
+    crawler = process.create_crawler(spidercls)
+    process.crawl(crawler, **kwargs)
     process.start()
     stats = crawler.stats.get_stats() if crawler.stats else {}
     Path(config["stats"]).write_text(json.dumps(stats, default=str), encoding="utf-8")
-    return 0
 
 
 if __name__ == "__main__":

@@ -39,7 +39,6 @@ import json
 import sys
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 from scrapy import Request
@@ -49,7 +48,7 @@ from scrapy_redis.spiders import RedisSpider
 
 from scrapy_rfc9309.stores.redis import RedisStore
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
-from tests.fleet_crawl import settings_for
+from tests.fleet_crawl import run_worker, settings_for
 
 SPIDER = "redisfleet"
 #: The scrapy-redis keys of a fleet, under its prefix.
@@ -193,18 +192,17 @@ def worker_settings(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    from scrapy.crawler import AsyncCrawlerProcess
-
     config = json.loads(argv[1])
     # An idle worker looks at the shared queue on the engine's heartbeat
     # (5 s): a shorter one keeps fleet tests and benchmarks short.
     ExecutionEngine._SLOT_HEARTBEAT_INTERVAL = 0.5
-    process = AsyncCrawlerProcess(worker_settings(config))
-    crawler = process.create_crawler(FleetRedisSpider)
-    process.crawl(crawler, warmup=config.get("warmup"), batch=config.get("batch", 1))
-    process.start()
-    stats = crawler.stats.get_stats() if crawler.stats else {}
-    Path(config["stats"]).write_text(json.dumps(stats, default=str), encoding="utf-8")
+    run_worker(
+        config,
+        worker_settings(config),
+        FleetRedisSpider,
+        warmup=config.get("warmup"),
+        batch=config.get("batch", 1),
+    )
     return 0
 
 
