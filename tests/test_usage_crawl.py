@@ -246,3 +246,37 @@ async def test_purposes_from_the_command_line(server: Server) -> None:
     crawler, items = await _crawl(server, {"ROBOTS_PURPOSES": "train-ai,search"})
     assert crawler.spider.dropped["/page"].cause == "content_usage"
     assert items == ["/ai-ok/plain", "/ai-ok/plain?2"]
+
+
+# attach-05 section 1.2, served as the draft writes it: the response, then
+# "alternatively, or additionally" the same preference in robots.txt.
+EXAMPLE_HEADERS = {
+    "Date": "Wed, 23 Apr 2025 04:48:02 GMT",
+    "Content-Type": "text/plain",
+    "Content-Usage": "train-ai=n",
+}
+EXAMPLE_ROBOTS = "User-Agent: *\nAllow: /\nContent-Usage: train-ai=n\n"
+
+
+@pytest.mark.parametrize("robots_txt", ["User-Agent: *\nAllow: /\n", EXAMPLE_ROBOTS])
+@coroutine_test
+async def test_the_drafts_example_in_a_crawl(server: Server, robots_txt: str) -> None:
+    server.route("/robots.txt", robots_txt)
+    server.route("/content", "This is some content.", headers=EXAMPLE_HEADERS)
+    urls = [server.url("/content")]
+    # A search crawl takes the content, with the preference that applied.
+    search = make_crawler({"ROBOTS_PURPOSES": ["search"]}, PageSpider)
+    await search.crawl_async(urls=urls)
+    assert search.spider.usage["/content"] == _usage(False)
+    assert stats(search, "item_scraped_count") == {"item_scraped_count": 1}
+    # A train-ai crawl: the header alone drops the item; robots.txt as
+    # well skips the URL before it is fetched.
+    train = make_crawler(TRAIN_AI, PageSpider)
+    await train.crawl_async(urls=urls)
+    assert stats(train, "item_scraped_count") == {}
+    if robots_txt == EXAMPLE_ROBOTS:
+        assert train.spider.dropped["/content"].cause == "content_usage"
+        assert server.count("/content") == 1
+    else:
+        assert stats(train)["robots/usage/items_dropped"] == 1
+        assert server.count("/content") == 2
