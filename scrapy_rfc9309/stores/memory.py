@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from ..match import Matcher
     from ..outcome import Outcome
-    from ..parse import Document
+    from ..parse import Document, Group
 
 __all__ = ["Entry", "MemoryStore", "entry_size", "new_entry"]
 
@@ -76,15 +76,27 @@ def new_entry(outcome: Outcome, user_agent: str | None) -> Entry:
 # ``python -m benchmarks.memory`` (CPython 3.11, 64-bit) on hostile bodies
 # of every shape (short, long, wildcard, non-ASCII patterns, sitemaps), and
 # rounded up so that the estimate stays above what is really held.
-#: The Outcome, its Document, the Matcher (its Content-Usage slot
-#: included), the LRU slots and the origin key.
+#: An entry that keeps documents (the whole outcome): the Outcome, its
+#: Document, the Matcher, the LRU slots and the origin key.
 _ENTRY_BYTES = 850
-#: A group: its tuple, user-agent strings, Content-Signal dict.
+#: An entry kept for one agent, which keeps no document: the Outcome, the
+#: Matcher's fixed part, the LRU slots and the origin key.
+_LEAN_ENTRY_BYTES = 700
+#: A group of a kept document: its tuple, user-agent strings, Content-Signal
+#: dict.
 _GROUP_BYTES = 400
-#: A rule: the Rule tuple and its line, the matcher's table slots.
+#: A rule of a kept document: the Rule tuple and its line, the matcher's
+#: table slots.
 _RULE_BYTES = 320
 #: Each ``*`` of a pattern: the pieces the matcher splits it into.
 _WILDCARD_BYTES = 12
+#: A rule as a matcher keeps it (each pattern once): its table slots and the
+#: pattern's object; a pattern with a ``*`` or a ``$`` costs more (a text
+#: table entry, and its spelling as written when that differs).
+_MATCHER_RULE_BYTES = 64
+_MATCHER_SPECIAL_BYTES = 100
+#: The tables of those patterns, once per matcher that has any.
+_MATCHER_SPECIAL_TABLES_BYTES = 600
 #: A sitemap URL, other record or Content-Signal pair.
 _LINE_BYTES = 100
 #: A Content-Usage rule: its UsageRule tuple, line, path and preference
@@ -96,6 +108,8 @@ _STRING_BYTES = 64
 # percent-encoded copies.  Beyond ASCII a character takes up to four bytes
 # as text and twelve percent-encoded.
 _PATTERN_CHAR = (3, 20)
+# Per character of a pattern as a matcher alone keeps it.
+_MATCHER_CHAR = (1, 28)
 # Per character of other text (sitemaps, records, Content-Signal values).
 _TEXT_CHAR = (1, 4)
 
@@ -117,20 +131,40 @@ def _document_size(document: Document) -> int:
             + _WILDCARD_BYTES * rule.pattern.count("*")
             for rule in group.rules
         )
-        size += sum(
-            _LINE_BYTES + _chars(f"{key}{value}", _TEXT_CHAR)
-            for key, value in group.content_signals.items()
-        )
-        size += sum(
-            _USAGE_RULE_BYTES + _chars(rule.path + rule.preference, _TEXT_CHAR)
-            for rule in group.content_usage
-        )
+        size += _extras_size(group)
     size += sum(_LINE_BYTES + _chars(url, _TEXT_CHAR) for url in document.sitemaps)
     size += sum(
         _LINE_BYTES + _chars(record.name, _TEXT_CHAR) + _chars(record.value, _TEXT_CHAR)
         for record in document.records
     )
     return size
+
+
+def _matcher_size(matcher: Matcher) -> int:
+    """What ``matcher`` holds, counted on the rules it answers with."""
+    size = 0
+    specials = 0
+    for group in matcher.document().groups:
+        for rule in group.rules:
+            pattern = rule.pattern
+            size += _MATCHER_RULE_BYTES + _chars(pattern, _MATCHER_CHAR)
+            stars = pattern.count("*")
+            if stars or pattern.endswith("$"):
+                specials += 1
+                size += _MATCHER_SPECIAL_BYTES + _WILDCARD_BYTES * stars
+        size += _extras_size(group)
+    return size + (_MATCHER_SPECIAL_TABLES_BYTES if specials else 0)
+
+
+def _extras_size(group: Group) -> int:
+    """A group's Content-Signal values and Content-Usage rules."""
+    return sum(
+        _LINE_BYTES + _chars(f"{key}{value}", _TEXT_CHAR)
+        for key, value in group.content_signals.items()
+    ) + sum(
+        _USAGE_RULE_BYTES + _chars(rule.path + rule.preference, _TEXT_CHAR)
+        for rule in group.content_usage
+    )
 
 
 def entry_size(origin: str, entry: Entry) -> int:
@@ -141,18 +175,24 @@ def entry_size(origin: str, entry: Entry) -> int:
     matcher, set to stay above what tracemalloc measures; no object walk.
     """
     outcome = entry.outcome
-    size = _ENTRY_BYTES + len(origin) + _chars(outcome.detail, _TEXT_CHAR)
+    documents = [
+        document
+        for document in (outcome.document, outcome.fallback)
+        if document is not None
+    ]
+    size = (
+        (_ENTRY_BYTES if documents else _LEAN_ENTRY_BYTES)
+        + len(origin)
+        + _chars(outcome.detail, _TEXT_CHAR)
+    )
     if entry.sitemaps:
         # One string, one a line: its text and its object's header.
         size += _STRING_BYTES + _chars(entry.sitemaps, _TEXT_CHAR)
-    documents = [outcome.document, outcome.fallback]
-    if entry.matcher is not None and outcome.rules is None:
-        # Kept for one agent: the matcher holds the rules that apply, the
-        # same ones (each pattern once) as the document it can give back.
-        documents.append(entry.matcher.document())
+    if entry.matcher is not None and not documents:
+        # Kept for one agent: the matcher alone holds the rules that apply.
+        size += _matcher_size(entry.matcher)
     for document in documents:
-        if document is not None:
-            size += _document_size(document)
+        size += _document_size(document)
     return size
 
 
