@@ -864,15 +864,12 @@ class Matcher:
         ):
             # No other entry could give another verdict.
             return best
-        # Only entries ranked above the best so far can decide; ranks are
-        # negated, lower is better (see _rank()).  In each table, the first
-        # entry that matches is its best.
-        if best >= 0:
-            bound = (meta[best] >> 1) - (
-                (len(plain[best]) << 1 | meta[best] & 1) << _LINE_BITS
-            )
-        else:
-            bound = 0
+        # The best special entry that matches, found table by table: in
+        # each, the first entry that matches is its best; ranks are negated,
+        # lower is better (see _rank()).  The plain prefix is ranked only if
+        # one matches.
+        candidate = _NO_RULE
+        bound = 0
         if contains is not None or ends is not None:
             rest = text[1:]
             if contains is not None:
@@ -880,9 +877,8 @@ class Matcher:
                 for needle in texts:
                     if needle in rest:
                         index = texts.index(needle)
-                        if ranks[index] < bound:
-                            best = base + index
-                            bound = ranks[index]
+                        candidate = base + index
+                        bound = ranks[index]
                         break
             if ends is not None:
                 texts, ranks, base = ends
@@ -891,45 +887,51 @@ class Matcher:
                         if rest.endswith(needle):
                             index = texts.index(needle)
                             if ranks[index] < bound:
-                                best = base + index
+                                candidate = base + index
                                 bound = ranks[index]
                             break
-        if headed is None:
-            return best
-        starts, needs, pieces, ranks, tails, base = headed
-        # The entries filed under each head the path starts with: that
-        # node and its parents.
-        while node >= 0:
-            start = starts[node]
-            stop = starts[node + 1]
-            if start < stop:
-                size = len(plain[node])
-                # A text each entry needs somewhere in the path rules out
-                # most of them in one test.
-                for index, needed in enumerate(needs[start:stop], start):
-                    if needed not in text:
-                        continue
-                    rank = ranks[index]
-                    if rank >= bound:
+        if headed is not None:
+            starts, needs, pieces, ranks, tails, base = headed
+            # The entries filed under each head the path starts with: that
+            # node and its parents.
+            while node >= 0:
+                start = starts[node]
+                stop = starts[node + 1]
+                if start < stop:
+                    size = len(plain[node])
+                    # A text each entry needs somewhere in the path rules
+                    # out most of them in one test.
+                    for index in range(start, stop):
+                        needed = needs[index]
+                        if needed not in text:
+                            continue
+                        rank = ranks[index]
+                        if rank >= bound:
+                            break
+                        tail = tails[index]
+                        if tail <= _FIND_STAR:
+                            if text.find(needed, size) == -1:
+                                continue
+                        elif tail == _SUFFIX:
+                            if len(text) - len(needed) < size or not text.endswith(
+                                needed
+                            ):
+                                continue
+                        elif tail == _END:
+                            if len(text) != size:
+                                continue
+                        elif tail <= _WILDCARDS_END and not _wildcards_match(
+                            text, size, pieces[index], tail == _WILDCARDS_END
+                        ):
+                            continue
+                        candidate = base + index
+                        bound = rank
                         break
-                    tail = tails[index]
-                    if tail <= _FIND_STAR:
-                        if text.find(needed, size) == -1:
-                            continue
-                    elif tail == _SUFFIX:
-                        if len(text) - len(needed) < size or not text.endswith(needed):
-                            continue
-                    elif tail == _END:
-                        if len(text) != size:
-                            continue
-                    elif tail <= _WILDCARDS_END and not _wildcards_match(
-                        text, size, pieces[index], tail == _WILDCARDS_END
-                    ):
-                        continue
-                    best = base + index
-                    bound = rank
-                    break
-            node = _NO_RULE if parents is None else parents[node]
+                node = _NO_RULE if parents is None else parents[node]
+        if candidate >= 0 and (
+            best < 0 or bound < -_rank(len(plain[best]), meta[best])
+        ):
+            return candidate
         return best
 
     def _pattern(self, entry: int) -> str:
