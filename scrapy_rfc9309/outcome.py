@@ -73,7 +73,7 @@ class Lifetimes:
     minimum: float = 600
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """The result of fetching one origin's robots.txt.
 
