@@ -9,6 +9,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import FrozenInstanceError, dataclass, field, replace
+from itertools import accumulate, chain, compress, repeat
 from typing import Any, NamedTuple
 
 from .profiles import (
@@ -167,7 +168,7 @@ class Document:
                 # it lets the text go).
                 return self._read()
             # Threads may both read it: the same value either way.
-            parts = read(lines_of(text), self.profile)._read()
+            parts = read_document(text, self.profile)
             _set(self, "_parts", parts)
             _set(self, "_text", None)
         return parts
@@ -500,8 +501,6 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 _WHITESPACE = " \t\n\v\f\r"
 # Google accepts a missing colon only between exactly two tokens.
 _TWO_TOKENS = re.compile(r"([^ \t]+)[ \t]+([^ \t]+)").fullmatch
-# What str.splitlines() ends ASCII lines at besides CR and LF.
-_ASCII_BREAKS = ("\v", "\f", "\x1c", "\x1d", "\x1e")
 # No line of a shorter text can exceed the cap, whatever its characters.
 _SAFE_CHARS = MAX_LINE_BYTES // 4
 
@@ -523,26 +522,6 @@ def body_text(source: str | bytes, max_bytes: int) -> str:
         while skip < 3 and data[skip : skip + 1] == _UTF8_BOM[skip : skip + 1]:
             skip += 1
     return data[skip:].decode("utf-8", "surrogateescape")
-
-
-def lines_of(text: str) -> list[str]:
-    """The lines of ``text`` as Google reads them: CR, LF and CRLF each end
-    one, a NUL ends a line's content, and a line keeps at most
-    :data:`MAX_LINE_BYTES` octets."""
-    if text.isascii() and not any(map(text.__contains__, _ASCII_BREAKS)):
-        # splitlines() ends lines at CR, LF and CRLF, and at the other ASCII
-        # breaks above, which this text does not have (Python's own is
-        # quicker than the replace-and-split below).
-        lines = text.splitlines()
-    else:
-        if "\r" in text:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        lines = text.split("\n")
-    if "\0" in text:
-        lines = [line.partition("\0")[0] for line in lines]
-    if len(text) > _SAFE_CHARS and max(map(len, lines)) > _SAFE_CHARS:
-        lines = [cap_line(line) for line in lines]
-    return lines
 
 
 def encode(text: str) -> bytes:
@@ -607,14 +586,8 @@ def parse_content_signal(value: str) -> tuple[dict[str, bool | str], list[str]]:
     return signals, invalid
 
 
-#: What a line's key is: its kind (_RECORD for another record, _NO_KEY for
-#: none), its lower-cased name, and the name it is a misspelling of.
-class KeyInfo(NamedTuple):
-    kind: int
-    name: str
-    typo_of: str | None
-
-
+# What each kind of key is called: a key read as one of them but written
+# otherwise is a misspelling (lint reports it).
 _CANONICAL = {
     _USER_AGENT: "user-agent",
     _ALLOW: "allow",
@@ -630,23 +603,13 @@ _CANONICAL = {
 _KIND_CACHE: dict[str, dict[str, int]] = {profile: {} for profile in PROFILES}
 _KIND_CACHE_SIZE = 2048
 
-
-def key_info(key: str, profile: Profile) -> KeyInfo:
-    """What ``key`` (as written, whitespace around it allowed) is in
-    ``profile``."""
-    kind = _kind(key, profile)
-    name = key.strip(_WHITESPACE).lower()
-    canonical = _CANONICAL.get(kind)
-    return KeyInfo(kind, name, None if canonical in (None, name) else canonical)
-
-
-#: Called by :func:`read` for what :func:`~scrapy_rfc9309.lint.lint` reports:
+#: Called by the reader for what :func:`~scrapy_rfc9309.lint.lint` reports:
 #: ``(line, event, detail)``.
 Reporter = Callable[[int, str, str], None]
 
 _new = tuple.__new__
 _set = object.__setattr__
-
+_object_new = object.__new__
 
 # Lines without a colon as written -> what they say, (key, value) or None:
 # the same few lines (blank ones, HTML tags) come back again and again.
@@ -656,140 +619,69 @@ _NO_COLON_SIZE = 1024
 _NO_COLON_LINE = 100
 # Told apart by identity: no line reads as it.
 _UNKNOWN = ("", "")
-_object_new = object.__new__
 
+# The reader.  One pass of regular expressions over the whole text finds the
+# groups (group_spans); read_chunk() reads the lines of a stretch of text.
+# A whole Document is every stretch read (read_document), the rules for one
+# agent only the groups that apply (rules_for), lint the whole with a
+# reporter.  Lines end at CR, LF and CRLF; a NUL ends a line's content and a
+# "#" starts a comment (_CUT); a line keeps MAX_LINE_BYTES octets
+# (cap_line); _read_lines() reads what the content says.
 
-def read(
-    lines: Iterable[str], profile: Profile, report: Reporter | None = None
-) -> Document:
-    """The :class:`Document` of robots.txt ``lines`` (see :func:`parse`).
-
-    ``report``, if given, hears about every user-agent and sitemap line and
-    every line read leniently or ignored (what :func:`~scrapy_rfc9309.lint.lint`
-    reports).
-    """
-    groups: list[Group] = []
-    sitemaps: dict[str, None] = {}
-    records: list[Record] = []
-    # The group being read: its agents, rules, delay, signals, line and
-    # Content-Usage rules.
-    agents: list[str] = []
-    rules: list[Rule] = []
-    delay: float | None = None
-    signals: dict[str, bool | str] = {}
-    usage: list[UsageRule] = []
-    first_line = 0
-    # Only a rule ends the user-agent lines of a group (RFC 9309 section
-    # 2.2.4: other records never end one), so a user-agent line after a
-    # rule starts the next group.
-    after_rule = False
-    kinds = _KIND_CACHE[profile]
-    no_colon = _NO_COLON
-    # Profile hook: Yandex and Bing need the colon.
-    colon_needed = not RULES[profile].missing_colon
-    # Hot loop, written for speed: str methods, cache lookups for the key
-    # and for lines without a colon, the branches in the order of how
-    # common they are; reporting only where there is something to report.
-    for number, line in enumerate(lines, 1):
-        if "#" in line:
-            line = line[: line.index("#")]
-        key, colon, value = line.partition(":")
-        if colon:
-            value = value.strip(_WHITESPACE)
-        elif not line:
-            continue
-        else:
-            # Google's GetKeyAndValueFrom when a line has no colon:
-            # whitespace may stand for it between exactly two tokens.
-            found = no_colon.get(line, _UNKNOWN)
-            if found is _UNKNOWN:
-                found = _without_colon(line)
-            if found is None:
-                if report is not None and line.strip(_WHITESPACE):
-                    report(number, "unparsable-line", line.strip(_WHITESPACE))
-                continue
-            if colon_needed:
-                if report is not None:
-                    report(number, "missing-colon-ignored", found[0])
-                continue
-            key, value = found
-        kind = kinds.get(key)
-        if kind is None:
-            kind = _kind(key, profile)
-        if report is not None:
-            if not colon and kind != _RECORD:
-                report(number, "missing-colon", key)
-            info = key_info(key, profile)
-            if info.typo_of is not None:
-                report(number, "typo-accepted", f"{info.name}\0{info.typo_of}")
-        if kind <= _ALLOW:
-            if agents:
-                rules.append(_new(Rule, (kind == _ALLOW, value, number)))
-                after_rule = True
-            elif report is not None:
-                report(number, "rule-outside-group", value)
-        elif kind == _USER_AGENT:
-            if after_rule:
-                groups.append(_group(agents, rules, delay, signals, first_line, usage))
-                agents, rules, delay, signals, usage = [], [], None, {}, []
-                after_rule = False
-            if not agents:
-                first_line = number
-            agents.append(value)
-            if report is not None:
-                report(number, "user-agent", value)
-        elif kind == _RECORD:
-            name = key.strip(_WHITESPACE).lower()
-            records.append(_new(Record, (name, value, number)))
-            if report is not None:
-                report(number, "record", name)
-        elif kind == _SITEMAP:
-            if value:
-                sitemaps[value] = None
-            if report is not None:
-                report(number, "sitemap", value)
-        elif kind == _NO_KEY:
-            if report is not None:
-                report(number, "unparsable-line", line.strip(_WHITESPACE))
-        elif not agents:
-            if report is not None:
-                name = key.strip(_WHITESPACE).lower()
-                report(number, "directive-outside-group", name)
-        elif kind == _CRAWL_DELAY:
-            parsed = parse_crawl_delay(value)
-            if report is not None:
-                event = (
-                    "invalid-crawl-delay"
-                    if parsed is None
-                    else "duplicate-crawl-delay"
-                    if delay is not None
-                    else "crawl-delay"
-                )
-                report(number, event, value)
-            if delay is None:
-                delay = parsed
-        elif kind == _CONTENT_USAGE:
-            usage.append(usage_rule(value, number))
-            if report is not None:
-                report(number, "content-usage", value)
-        else:
-            merge_signals(signals, parse_content_signal(value)[0])
-            if report is not None:
-                report(number, "content-signal", value)
-    if agents:
-        groups.append(_group(agents, rules, delay, signals, first_line, usage))
-    return Document(tuple(groups), tuple(sitemaps), tuple(records), profile)
-
-
-# First characters of the lines that never matter to the rules of one
-# agent (see scrapy_rfc9309._scan): the key of a rule, User-agent,
-# Crawl-delay or Content-Signal line (or a misspelling of one, in either
-# profile) starts with "u", "a", "d" or "c" in either case, after any
-# whitespace.  Blank lines, comments, other records, sitemaps and most junk
-# start with one of these.
-_IRRELEVANT_START = frozenset(
-    [""] + [chr(octet) for octet in range(0x80) if chr(octet) not in "uUaAdDcC \t\v\f"]
+# A CR not before a LF ends a line as well (this finds all but one at the
+# end of the text, quicker than a lookahead).
+_LONE_CR = re.compile(r"\r[^\n]").search
+# The rest of a line from a NUL or a "#".
+_CUT = re.compile("[\0#][^\n]*").sub
+# A line that is surely a rule in every profile: a usual spelling of the
+# key, then the colon, well within the line cap.
+_SURE = (
+    r"\n[ \t\v\f]{0,1000}+(?:Disallow|disallow|DISALLOW|Allow|allow|ALLOW)"
+    r"[ \t\v\f]{0,1000}+:"
 )
+_SURE_RULE = re.compile(_SURE).search
+# After any whitespace, the key of every User-agent line (misspellings and
+# Google's prefix keys included) starts with "user" in some case, and that
+# of every Allow or Disallow line with "al" or "di": no other character
+# lower-cases to those letters.  Searching from a "\n" lets the regex engine
+# skip ahead to each line start at C speed.  Group 2 tells a User-agent
+# line followed by a rule.
+_AGENT_LINE = r"([ \t\v\f]*+user[^\n]*+)(?=(?-i:(" + _SURE + "))|)"
+_AGENT_LINES = re.compile(r"(?i)\n" + _AGENT_LINE).finditer
+# The first line has no "\n" before it (adding one would copy the text).
+_FIRST_AGENT_LINE = re.compile(r"(?i)" + _AGENT_LINE).match
+_RULE_LINES = re.compile(r"(?i)\n([ \t\v\f]*+(?:al|di)[^\n]*+)").finditer
+# How nearly every rule line starts: what follows it is a Disallow pattern
+# (and, if another line follows, that line).
+_DISALLOW_LINE = "\nDisallow: "
+# And how nearly every other rule line starts.
+_ALLOW_KEY = "Allow: "
+# Reading everything: blank lines are skipped, and a piece of text holds
+# something to read if it has a line after its first.
+_EVERYTHING = (frozenset([""]), re.compile("[^\n]").search)
+# Reading the rules of a group that applies: the key of a rule, Crawl-delay,
+# Content-Signal or Content-Usage line (or a misspelling of one, in every
+# profile) starts with "a", "d" or "c" in either case, after any whitespace;
+# blank lines, User-agent lines (known already), sitemaps, other records
+# and most junk start with something else.
+_RULES_ONLY = (
+    frozenset(
+        [""]
+        + [chr(octet) for octet in range(0x80) if chr(octet) not in "aAdDcC \t\v\f"]
+    ),
+    re.compile(r"\n[ \t\v\f]*+[aAdDcC]").search,
+)
+# User-agent lines as written -> the token they name, or None for a line
+# that is no User-agent line; per profile.  The same few lines come back
+# again and again.
+_AGENT_LINE_TOKENS: dict[Profile, dict[str, str | None]] = {
+    profile: {} for profile in PROFILES
+}
+_AGENT_LINE_TOKENS_SIZE = 4096
+_AGENT_LINE_CHARS = 200
+# Told apart from any token by identity: no token holds a NUL.
+_MISSING = "\0"
+_ONE = 1
 
 #: What matching for one agent needs from a robots.txt: the patterns (none
 #: empty) of the rules of the groups that apply to it (merged, as
@@ -801,52 +693,393 @@ AgentRules = tuple[
 ]
 
 
-def _group(
-    agents: list[str],
-    rules: list[Rule],
-    delay: float | None,
-    signals: dict[str, bool | str],
-    line: int,
-    usage: list[UsageRule],
-) -> Group:
-    # Group(...) without its dataclass __init__ (five object.__setattr__
-    # calls), which costs four times as much: parse() makes thousands.
-    group = _object_new(Group)
-    fields = group.__dict__
-    fields["user_agents"] = tuple(agents)
-    fields["rules"] = tuple(rules)
-    fields["crawl_delay"] = delay
-    fields["content_signals"] = signals
-    fields["line"] = line
-    fields["content_usage"] = tuple(usage) if usage else ()
-    return group
+def group_spans(text: str, profile: Profile) -> tuple[str, list[int], list[list[str]]]:
+    """The groups of ``text`` (as :func:`body_text` gives it): the text with
+    every line ended by a LF (a CR may stay before it: every value is
+    stripped of it, and a line of it alone is blank), the offset where each
+    group starts (its first User-agent line), then the text's length, and
+    the tokens each group's User-agent lines name.  The text before the
+    first group is in none."""
+    if "\r" in text and (_LONE_CR(text) or text.endswith("\r")):
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    matches: Iterable[re.Match[str]] = _AGENT_LINES(text)
+    if text[:1] in " \t\v\fuU":
+        first = _FIRST_AGENT_LINE(text)
+        if first is not None:
+            matches = chain((first,), matches)
+    tokens = _AGENT_LINE_TOKENS[profile]
+    starts: list[int] = []
+    names: list[list[str]] = []
+    # Where the last User-agent line ends, and whether a rule surely follows
+    # it: a rule before the next one ends the group (RFC 9309 section
+    # 2.2.4; other lines never end one).
+    end = -1
+    ruled = False
+    # Hot loop, written for speed: a cache lookup per User-agent line, and
+    # seldom a regex search for a rule between two of them.
+    for match in matches:
+        agent = tokens.get(match[1], _MISSING)
+        if agent is _MISSING:
+            agent = _agent_of(match[1], profile)
+        if agent is None:
+            continue
+        start, stop = match.span(1)
+        if end < 0 or (
+            end + 1 < start
+            and (
+                ruled
+                or _SURE_RULE(text, end, start)
+                or _has_rule(text, end, start, profile)
+            )
+        ):
+            starts.append(start)
+            names.append([agent])
+        else:
+            names[-1].append(agent)
+        end = stop
+        ruled = match.lastindex == 2
+    starts.append(len(text))
+    return text, starts, names
 
 
-def kind_and_value(
-    line: str, kinds: dict[str, int], profile: Profile
-) -> tuple[int, str] | None:
-    """What a line (comment cut) is and says, as read() takes it: its kind
-    (``kinds`` is the profile's cache) and its value, not stripped; ``None``
-    for a line that says nothing."""
-    key, colon, value = line.partition(":")
-    if not colon:
-        if not line:
-            return None
-        found = _NO_COLON.get(line, _UNKNOWN)
-        if found is _UNKNOWN:
-            found = _without_colon(line)
-        if found is None or not RULES[profile].missing_colon:
-            return None
-        key, value = found
-    kind = kinds.get(key)
-    if kind is None:
-        kind = _kind(key, profile)
-    return kind, value
+def _agent_of(line: str, profile: Profile) -> str | None:
+    """The token a User-agent line names, ``None`` for another line; kept
+    in the cache (which the caller looked in first)."""
+    reading = _Reading(True, {}, [])
+    _read_lines(_capped([_CUT("", line)]), 1, profile, reading)
+    agent = agent_token(reading.agents[0]) if reading.agents else None
+    tokens = _AGENT_LINE_TOKENS[profile]
+    if len(tokens) < _AGENT_LINE_TOKENS_SIZE and len(line) <= _AGENT_LINE_CHARS:
+        tokens[line] = agent
+    return agent
+
+
+def _has_rule(text: str, start: int, end: int, profile: Profile) -> bool:
+    """Whether an Allow or Disallow line, spelt as it may be, lies between
+    ``start`` (a "\\n") and ``end``."""
+    reading = _Reading(True, {}, [])
+    lines = [_CUT("", match[1]) for match in _RULE_LINES(text, start, end)]
+    _read_lines(_capped(lines), 1, profile, reading)
+    return bool(reading.patterns)
+
+
+class _Reading:
+    """What read_chunk() gathers: of the group being read (none outside
+    one), its User-agent values, its rules (patterns and ``line << 1 |
+    allow``), its first valid Crawl-delay, Content-Signal values and
+    Content-Usage rules; the groups read before it; of the document, the
+    sitemaps and other records.  ``mode`` is ``_EVERYTHING`` or
+    ``_RULES_ONLY``; ``starts`` the lines where the groups to read start
+    (see :func:`group_spans`)."""
+
+    __slots__ = (
+        "agents",
+        "delay",
+        "groups",
+        "in_group",
+        "line",
+        "metas",
+        "mode",
+        "next",
+        "patterns",
+        "records",
+        "signals",
+        "sitemaps",
+        "starts",
+        "usage",
+    )
+
+    def __init__(
+        self,
+        in_group: bool,
+        sitemaps: dict[str, None],
+        records: list[Record],
+        mode: tuple[frozenset[str], Callable[..., Any]] = _EVERYTHING,
+        starts: Iterable[int] = (),
+    ) -> None:
+        self.in_group = in_group
+        self.sitemaps = sitemaps
+        self.records = records
+        self.mode = mode
+        self.agents: list[str] = []
+        self.patterns: list[str] = []
+        self.metas: list[int] = []
+        self.delay: float | None = None
+        self.signals: dict[str, bool | str] = {}
+        self.usage: list[UsageRule] = []
+        self.groups: list[Group] = []
+        # The line of the group being read (0: none), and of the next one.
+        self.line = 0
+        self.starts = iter(starts)
+        self.next = next(self.starts, 0)
+
+    def start(self, line: int) -> None:
+        """Start the group whose first User-agent line is ``line``."""
+        if self.line:
+            self.end()
+        self.line = line
+        self.next = next(self.starts, 0)
+
+    def end(self) -> None:
+        """End the group being read: add it to ``groups``."""
+        metas = self.metas
+        # Rule(meta & 1 == 1, pattern, meta >> 1) for each, at C speed.
+        allows = map(bool, map(_ONE.__and__, metas))
+        rules = map(
+            _new,
+            repeat(Rule),
+            zip(allows, self.patterns, map(_ONE.__rrshift__, metas), strict=True),
+        )
+        # Group(...) without its dataclass __init__ (six object.__setattr__
+        # calls), which costs four times as much: parse() makes thousands.
+        group = _object_new(Group)
+        fields = group.__dict__
+        fields["user_agents"] = tuple(self.agents)
+        fields["rules"] = tuple(rules)
+        fields["crawl_delay"] = self.delay
+        fields["content_signals"] = self.signals
+        fields["line"] = self.line
+        fields["content_usage"] = tuple(self.usage)
+        self.groups.append(group)
+        # The same lists for the next group: read_chunk() holds their append.
+        self.agents.clear()
+        self.patterns.clear()
+        metas.clear()
+        self.usage.clear()
+        self.delay = None
+        self.signals = {}
+
+
+def read_document(
+    text: str, profile: Profile, report: Reporter | None = None
+) -> tuple[tuple[Group, ...], tuple[str, ...], tuple[Record, ...]]:
+    """The groups, sitemaps and records of ``text`` (as :func:`body_text`
+    gives it).  ``report``, if given, hears about every user-agent and
+    sitemap line and every line read leniently or ignored (what
+    :func:`~scrapy_rfc9309.lint.lint` reports)."""
+    text, starts, _ = group_spans(text, profile)
+    sitemaps: dict[str, None] = {}
+    records: list[Record] = []
+    first = starts[0]
+    read_chunk(text[:first], 1, profile, _Reading(False, sitemaps, records), report)
+    # The groups are read in one go: each starts at its first line.
+    lines = accumulate(
+        map(text.count, repeat("\n"), starts, starts[1:-1]),
+        initial=1 + text.count("\n", 0, first),
+    )
+    reading = _Reading(True, sitemaps, records, _EVERYTHING, lines)
+    read_chunk(text[first:], reading.next, profile, reading, report)
+    if reading.line:
+        reading.end()
+    return tuple(reading.groups), tuple(sitemaps), tuple(records)
+
+
+def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
+    """The rules for the agent of product ``token`` of ``text`` (as
+    :func:`body_text` gives it), reading only the groups that apply: those
+    naming the token if any, else those naming ``*`` (RFC 9309 section
+    2.2.1, as :func:`applicable_groups`)."""
+    text, starts, names = group_spans(text, profile)
+    chosen = [index for index, agents in enumerate(names) if token in agents]
+    if not token or not chosen:
+        chosen = [index for index, agents in enumerate(names) if "*" in agents]
+    reading = _Reading(True, {}, [], _RULES_ONLY)
+    delays: list[float] = []
+    position, number = 0, 1
+    for index in chosen:
+        start = starts[index]
+        number += text.count("\n", position, start)
+        position = start
+        read_chunk(text[start : starts[index + 1]], number, profile, reading)
+        if reading.delay is not None:
+            delays.append(reading.delay)
+            reading.delay = None
+    patterns, metas = reading.patterns, reading.metas
+    if "" in patterns:
+        # An empty pattern matches nothing.
+        keep = list(map(bool, patterns))
+        patterns = list(compress(patterns, keep))
+        metas = list(compress(metas, keep))
+    delay = max(delays) if delays else None
+    return patterns, metas, delay, reading.signals, reading.usage
+
+
+def read_chunk(
+    chunk: str,
+    number: int,
+    profile: Profile,
+    reading: _Reading,
+    report: Reporter | None = None,
+) -> None:
+    """Read the lines of ``chunk`` (a stretch of :func:`group_spans`'s
+    text, its first line numbered ``number``) into ``reading``: a group's
+    by cutting it at each ``\\nDisallow: `` (so most rule lines cost a strip
+    and two appends) and reading the other lines one by one, the text
+    outside any group (or with a reporter) line by line."""
+    if "\0" in chunk or "#" in chunk:
+        # Cutting each line at "#" first reads the same: the comment goes
+        # whatever the line cap leaves of it.
+        chunk = _CUT("", chunk)
+    if report is not None or not reading.in_group:
+        _read_lines(_capped(chunk.split("\n")), number, profile, reading, report)
+        return
+    pieces = chunk.split(_DISALLOW_LINE)
+    # The line of a piece is "Disallow: " longer; no line of an ASCII text
+    # has more octets than characters.
+    longest = MAX_LINE_BYTES if chunk.isascii() else _SAFE_CHARS
+    if len(chunk) > longest and max(map(len, pieces)) >= longest - len(_DISALLOW_LINE):
+        lines = chunk.split("\n")
+        if max(map(len, lines)) > longest:
+            # A line over the cap: read them all, capped.
+            _read_lines(_capped(lines), number, profile, reading)
+            return
+    # The first piece holds the User-agent lines, each other piece starts
+    # with the pattern of a "Disallow: " line, and any line after it in the
+    # same piece is of another kind: read as lines, if any may matter.
+    head = pieces[0]
+    relevant = reading.mode[1]
+    if relevant(head):
+        _read_lines(head.split("\n"), number, profile, reading)
+    meta = number + head.count("\n") << 1
+    whitespace = _WHITESPACE
+    add_pattern = reading.patterns.append
+    add_meta = reading.metas.append
+    # Hot loop, written for speed: a piece is nearly always one line.
+    for piece in pieces[1:]:
+        meta += 2
+        if "\n" not in piece:
+            add_pattern(piece.strip(whitespace))
+            add_meta(meta)
+            continue
+        # The pattern, then lines of other kinds.
+        line, _, rest = piece.partition("\n")
+        add_pattern(line.strip(whitespace))
+        add_meta(meta)
+        if rest and relevant(piece, len(line)):
+            _read_lines(rest.split("\n"), (meta >> 1) + 1, profile, reading)
+        meta += rest.count("\n") + 1 << 1
+
+
+def _capped(lines: list[str]) -> list[str]:
+    """``lines``, each cut to :data:`MAX_LINE_BYTES` octets."""
+    if lines and max(map(len, lines)) > _SAFE_CHARS:
+        return [cap_line(line) for line in lines]
+    return lines
+
+
+def _read_lines(
+    lines: list[str],
+    number: int,
+    profile: Profile,
+    reading: _Reading,
+    report: Reporter | None = None,
+) -> None:
+    """Read ``lines`` (their content, within the line cap; the first
+    numbered ``number``) into ``reading``, telling ``report`` about them."""
+    skip = reading.mode[0]
+    in_group = reading.in_group
+    kinds = _KIND_CACHE[profile]
+    no_colon = _NO_COLON
+    # Profile hook: Yandex and Bing need the colon.
+    colon_needed = not RULES[profile].missing_colon
+    # Hot loop, written for speed: the branches in the order of how common
+    # they are; reporting only where there is something to report.
+    for line_number, line in enumerate(lines, number):
+        if line[:1] in skip:
+            continue
+        if in_group and line.startswith(_ALLOW_KEY):
+            # The usual spelling of most of the lines read here.
+            reading.patterns.append(line[len(_ALLOW_KEY) :].strip(_WHITESPACE))
+            reading.metas.append(line_number << 1 | _ALLOW)
+            continue
+        key, colon, value = line.partition(":")
+        if colon:
+            value = value.strip(_WHITESPACE)
+        else:
+            # Google's GetKeyAndValueFrom when a line has no colon:
+            # whitespace may stand for it between exactly two tokens.
+            found = no_colon.get(line, _UNKNOWN)
+            if found is _UNKNOWN:
+                found = _without_colon(line)
+            if found is None:
+                if report is not None and line.strip(_WHITESPACE):
+                    report(line_number, "unparsable-line", line.strip(_WHITESPACE))
+                continue
+            if colon_needed:
+                if report is not None:
+                    report(line_number, "missing-colon-ignored", found[0])
+                continue
+            key, value = found
+        kind = kinds.get(key)
+        if kind is None:
+            kind = _kind(key, profile)
+        if report is not None:
+            _report_key(report, line_number, colon, kind, key)
+        if kind <= _ALLOW:
+            if in_group:
+                reading.patterns.append(value)
+                reading.metas.append(line_number << 1 | kind)
+            elif report is not None:
+                report(line_number, "rule-outside-group", value)
+        elif kind == _USER_AGENT:
+            if line_number == reading.next:
+                reading.start(line_number)
+            reading.agents.append(value)
+            if report is not None:
+                report(line_number, "user-agent", value)
+        elif kind == _RECORD:
+            name = key.strip(_WHITESPACE).lower()
+            reading.records.append(_new(Record, (name, value, line_number)))
+            if report is not None:
+                report(line_number, "record", name)
+        elif kind == _SITEMAP:
+            if value:
+                reading.sitemaps[value] = None
+            if report is not None:
+                report(line_number, "sitemap", value)
+        elif kind == _NO_KEY:
+            if report is not None:
+                report(line_number, "unparsable-line", line.strip(_WHITESPACE))
+        elif not in_group:
+            if report is not None:
+                name = key.strip(_WHITESPACE).lower()
+                report(line_number, "directive-outside-group", name)
+        elif kind == _CRAWL_DELAY:
+            delay = parse_crawl_delay(value)
+            if report is not None:
+                event = (
+                    "invalid-crawl-delay"
+                    if delay is None
+                    else "duplicate-crawl-delay"
+                    if reading.delay is not None
+                    else "crawl-delay"
+                )
+                report(line_number, event, value)
+            if reading.delay is None:
+                reading.delay = delay
+        elif kind == _CONTENT_USAGE:
+            reading.usage.append(usage_rule(value, line_number))
+            if report is not None:
+                report(line_number, "content-usage", value)
+        else:
+            merge_signals(reading.signals, parse_content_signal(value)[0])
+            if report is not None:
+                report(line_number, "content-signal", value)
+
+
+def _report_key(report: Reporter, number: int, colon: str, kind: int, key: str) -> None:
+    """Report a key read leniently: without a colon, or misspelt."""
+    if not colon and kind != _RECORD:
+        report(number, "missing-colon", key)
+    name = key.strip(_WHITESPACE).lower()
+    canonical = _CANONICAL.get(kind)
+    if canonical not in (None, name):
+        report(number, "typo-accepted", f"{name}\0{canonical}")
 
 
 def _without_colon(line: str) -> tuple[str, str] | None:
-    """``(key, value)`` of a line without a colon, or ``None``, as read()
-    takes it; kept in the cache."""
+    """``(key, value)`` of a line without a colon, or ``None``; kept in the
+    cache."""
     stripped = line.strip(_WHITESPACE)
     two = _TWO_TOKENS(stripped) if stripped else None
     found = None if two is None else (two[1], two[2].strip(_WHITESPACE))
