@@ -625,14 +625,16 @@ _UNKNOWN = ("", "")
 # A whole Document is every stretch read (read_document), the rules for one
 # agent only the groups that apply (rules_for), lint the whole with a
 # reporter.  Lines end at CR, LF and CRLF; a NUL ends a line's content and a
-# "#" starts a comment (_CUT); a line keeps MAX_LINE_BYTES octets
-# (cap_line); _read_lines() reads what the content says.
+# "#" starts a comment (_content); a line keeps MAX_LINE_BYTES octets
+# (cap_line).
 
 # A CR not before a LF ends a line as well (this finds all but one at the
 # end of the text, quicker than a lookahead).
 _LONE_CR = re.compile(r"\r[^\n]").search
-# The rest of a line from a NUL or a "#".
-_CUT = re.compile("[\0#][^\n]*").sub
+# The rest of a line from a "#", and from a NUL (a literal first is what
+# the regex engine searches quickest).
+_COMMENT = re.compile("#.*").sub
+_AFTER_NUL = re.compile("\0.*").sub
 # A line that is surely a rule in every profile: a usual spelling of the
 # key, then the colon, well within the line cap.
 _SURE = (
@@ -656,20 +658,16 @@ _RULE_LINES = re.compile(r"(?i)\n([ \t\v\f]*+(?:al|di)[^\n]*+)").finditer
 _DISALLOW_LINE = "\nDisallow: "
 # And how nearly every other rule line starts.
 _ALLOW_KEY = "Allow: "
-# Reading everything: blank lines are skipped, and a piece of text holds
-# something to read if it has a line after its first.
-_EVERYTHING = (frozenset([""]), re.compile("[^\n]").search)
-# Reading the rules of a group that applies: the key of a rule, Crawl-delay,
-# Content-Signal or Content-Usage line (or a misspelling of one, in every
-# profile) starts with "a", "d" or "c" in either case, after any whitespace;
-# blank lines, User-agent lines (known already), sitemaps, other records
-# and most junk start with something else.
-_RULES_ONLY = (
-    frozenset(
-        [""]
-        + [chr(octet) for octet in range(0x80) if chr(octet) not in "aAdDcC \t\v\f"]
-    ),
-    re.compile(r"\n[ \t\v\f]*+[aAdDcC]").search,
+# Lines skipped unread: blank ones (of a CRLF text, too) when reading
+# everything, and when reading the rules of a group that applies, every
+# line but those of a rule, Crawl-delay, Content-Signal or Content-Usage
+# line, whose key (or a misspelling of it, in every profile) starts with
+# "a", "d" or "c" in either case, after any whitespace: blank lines,
+# User-agent lines (known already), sitemaps, other records and most junk
+# start with something else.
+_EVERYTHING = frozenset(["", "\r"])
+_RULES_ONLY = frozenset(
+    [""] + [chr(octet) for octet in range(0x80) if chr(octet) not in "aAdDcC \t\v\f"]
 )
 # User-agent lines as written -> the token they name, or None for a line
 # that is no User-agent line; per profile.  The same few lines come back
@@ -746,7 +744,7 @@ def _agent_of(line: str, profile: Profile) -> str | None:
     """The token a User-agent line names, ``None`` for another line; kept
     in the cache (which the caller looked in first)."""
     reading = _Reading(True, {}, [])
-    _read_lines(_capped([_CUT("", line)]), 1, profile, reading)
+    read_chunk(line, 1, profile, reading)
     agent = agent_token(reading.agents[0]) if reading.agents else None
     tokens = _AGENT_LINE_TOKENS[profile]
     if len(tokens) < _AGENT_LINE_TOKENS_SIZE and len(line) <= _AGENT_LINE_CHARS:
@@ -758,8 +756,8 @@ def _has_rule(text: str, start: int, end: int, profile: Profile) -> bool:
     """Whether an Allow or Disallow line, spelt as it may be, lies between
     ``start`` (a "\\n") and ``end``."""
     reading = _Reading(True, {}, [])
-    lines = [_CUT("", match[1]) for match in _RULE_LINES(text, start, end)]
-    _read_lines(_capped(lines), 1, profile, reading)
+    lines = [match[1] for match in _RULE_LINES(text, start, end)]
+    read_chunk("\n".join(lines), 1, profile, reading)
     return bool(reading.patterns)
 
 
@@ -768,7 +766,7 @@ class _Reading:
     one), its User-agent values, its rules (patterns and ``line << 1 |
     allow``), its first valid Crawl-delay, Content-Signal values and
     Content-Usage rules; the groups read before it; of the document, the
-    sitemaps and other records.  ``mode`` is ``_EVERYTHING`` or
+    sitemaps and other records.  ``skip`` is ``_EVERYTHING`` or
     ``_RULES_ONLY``; ``starts`` the lines where the groups to read start
     (see :func:`group_spans`)."""
 
@@ -779,12 +777,12 @@ class _Reading:
         "in_group",
         "line",
         "metas",
-        "mode",
         "next",
         "patterns",
         "records",
         "signals",
         "sitemaps",
+        "skip",
         "starts",
         "usage",
     )
@@ -794,13 +792,13 @@ class _Reading:
         in_group: bool,
         sitemaps: dict[str, None],
         records: list[Record],
-        mode: tuple[frozenset[str], Callable[..., Any]] = _EVERYTHING,
+        skip: frozenset[str] = _EVERYTHING,
         starts: Iterable[int] = (),
     ) -> None:
         self.in_group = in_group
         self.sitemaps = sitemaps
         self.records = records
-        self.mode = mode
+        self.skip = skip
         self.agents: list[str] = []
         self.patterns: list[str] = []
         self.metas: list[int] = []
@@ -823,13 +821,10 @@ class _Reading:
     def end(self) -> None:
         """End the group being read: add it to ``groups``."""
         metas = self.metas
-        # Rule(meta & 1 == 1, pattern, meta >> 1) for each, at C speed.
-        allows = map(bool, map(_ONE.__and__, metas))
-        rules = map(
-            _new,
-            repeat(Rule),
-            zip(allows, self.patterns, map(_ONE.__rrshift__, metas), strict=True),
-        )
+        rules = [
+            _new(Rule, (meta & 1 == 1, pattern, meta >> 1))
+            for pattern, meta in zip(self.patterns, metas, strict=True)
+        ]
         # Group(...) without its dataclass __init__ (six object.__setattr__
         # calls), which costs four times as much: parse() makes thousands.
         group = _object_new(Group)
@@ -912,159 +907,143 @@ def read_chunk(
     report: Reporter | None = None,
 ) -> None:
     """Read the lines of ``chunk`` (a stretch of :func:`group_spans`'s
-    text, its first line numbered ``number``) into ``reading``: a group's
-    by cutting it at each ``\\nDisallow: `` (so most rule lines cost a strip
-    and two appends) and reading the other lines one by one, the text
-    outside any group (or with a reporter) line by line."""
-    if "\0" in chunk or "#" in chunk:
-        # Cutting each line at "#" first reads the same: the comment goes
-        # whatever the line cap leaves of it.
-        chunk = _CUT("", chunk)
-    if report is not None or not reading.in_group:
-        _read_lines(_capped(chunk.split("\n")), number, profile, reading, report)
-        return
-    pieces = chunk.split(_DISALLOW_LINE)
-    # The line of a piece is "Disallow: " longer; no line of an ASCII text
-    # has more octets than characters.
-    longest = MAX_LINE_BYTES if chunk.isascii() else _SAFE_CHARS
-    if len(chunk) > longest and max(map(len, pieces)) >= longest - len(_DISALLOW_LINE):
+    text, its first line numbered ``number``) into ``reading``, telling
+    ``report`` about them.
+
+    Within groups the text is cut at each ``\\nDisallow: `` first, so that
+    most rule lines cost a strip and two appends; the other lines are read
+    one by one.
+    """
+    # Cutting each line at "#" before capping it reads the same: the
+    # comment goes whatever the line cap leaves of it.
+    chunk = _content(chunk)
+    # No line of a text this short in characters can be over the cap.
+    if len(chunk) > _SAFE_CHARS:
         lines = chunk.split("\n")
-        if max(map(len, lines)) > longest:
-            # A line over the cap: read them all, capped.
-            _read_lines(_capped(lines), number, profile, reading)
-            return
-    # The first piece holds the User-agent lines, each other piece starts
-    # with the pattern of a "Disallow: " line, and any line after it in the
-    # same piece is of another kind: read as lines, if any may matter.
-    head = pieces[0]
-    relevant = reading.mode[1]
-    if relevant(head):
-        _read_lines(head.split("\n"), number, profile, reading)
-    meta = number + head.count("\n") << 1
-    whitespace = _WHITESPACE
+        if max(map(len, lines)) > _SAFE_CHARS:
+            chunk = "\n".join(map(cap_line, lines))
+    # The first piece is read line by line; each other piece starts with
+    # the pattern of a "Disallow: " line, and any line after it in the same
+    # piece is of another kind.  Outside a group a rule is dropped (and
+    # reported), so it is read line by line too.
+    pieces = chunk.split(_DISALLOW_LINE) if reading.in_group else [chunk]
+    skip = reading.skip
+    in_group = reading.in_group
     add_pattern = reading.patterns.append
     add_meta = reading.metas.append
-    # Hot loop, written for speed: a piece is nearly always one line.
-    for piece in pieces[1:]:
-        meta += 2
-        if "\n" not in piece:
-            add_pattern(piece.strip(whitespace))
-            add_meta(meta)
-            continue
-        # The pattern, then lines of other kinds.
-        line, _, rest = piece.partition("\n")
-        add_pattern(line.strip(whitespace))
-        add_meta(meta)
-        if rest and relevant(piece, len(line)):
-            _read_lines(rest.split("\n"), (meta >> 1) + 1, profile, reading)
-        meta += rest.count("\n") + 1 << 1
-
-
-def _capped(lines: list[str]) -> list[str]:
-    """``lines``, each cut to :data:`MAX_LINE_BYTES` octets."""
-    if lines and max(map(len, lines)) > _SAFE_CHARS:
-        return [cap_line(line) for line in lines]
-    return lines
-
-
-def _read_lines(
-    lines: list[str],
-    number: int,
-    profile: Profile,
-    reading: _Reading,
-    report: Reporter | None = None,
-) -> None:
-    """Read ``lines`` (their content, within the line cap; the first
-    numbered ``number``) into ``reading``, telling ``report`` about them."""
-    skip = reading.mode[0]
-    in_group = reading.in_group
     kinds = _KIND_CACHE[profile]
     no_colon = _NO_COLON
     # Profile hook: Yandex and Bing need the colon.
     colon_needed = not RULES[profile].missing_colon
-    # Hot loop, written for speed: the branches in the order of how common
-    # they are; reporting only where there is something to report.
-    for line_number, line in enumerate(lines, number):
-        if line[:1] in skip:
-            continue
-        if in_group and line.startswith(_ALLOW_KEY):
-            # The usual spelling of most of the lines read here.
-            reading.patterns.append(line[len(_ALLOW_KEY) :].strip(_WHITESPACE))
-            reading.metas.append(line_number << 1 | _ALLOW)
-            continue
-        key, colon, value = line.partition(":")
-        if colon:
-            value = value.strip(_WHITESPACE)
-        else:
-            # Google's GetKeyAndValueFrom when a line has no colon:
-            # whitespace may stand for it between exactly two tokens.
-            found = no_colon.get(line, _UNKNOWN)
-            if found is _UNKNOWN:
-                found = _without_colon(line)
-            if found is None:
-                if report is not None and line.strip(_WHITESPACE):
-                    report(line_number, "unparsable-line", line.strip(_WHITESPACE))
+    whitespace = _WHITESPACE
+    # The number of the line before the piece.
+    number -= 1
+    # Hot loops, written for speed: a piece is nearly always one line, and
+    # the branches go in the order of how common they are, reporting only
+    # where there is something to report.
+    for index, piece in enumerate(pieces):
+        if index:
+            number += 1
+            if "\n" not in piece:
+                add_pattern(piece.strip(whitespace))
+                add_meta(number << 1)
                 continue
-            if colon_needed:
+            pattern, _, piece = piece.partition("\n")
+            add_pattern(pattern.strip(whitespace))
+            add_meta(number << 1)
+        lines = piece.split("\n")
+        for line_number, line in enumerate(lines, number + 1):
+            if line[:1] in skip:
+                continue
+            if in_group and line.startswith(_ALLOW_KEY):
+                # The usual spelling of the other rule lines.
+                add_pattern(line[len(_ALLOW_KEY) :].strip(whitespace))
+                add_meta(line_number << 1 | _ALLOW)
+                continue
+            key, colon, value = line.partition(":")
+            if colon:
+                value = value.strip(_WHITESPACE)
+            else:
+                # Google's GetKeyAndValueFrom when a line has no colon:
+                # whitespace may stand for it between exactly two tokens.
+                found = no_colon.get(line, _UNKNOWN)
+                if found is _UNKNOWN:
+                    found = _without_colon(line)
+                if found is None:
+                    if report is not None and line.strip(_WHITESPACE):
+                        report(line_number, "unparsable-line", line.strip(_WHITESPACE))
+                    continue
+                if colon_needed:
+                    if report is not None:
+                        report(line_number, "missing-colon-ignored", found[0])
+                    continue
+                key, value = found
+            kind = kinds.get(key)
+            if kind is None:
+                kind = _kind(key, profile)
+            if report is not None:
+                _report_key(report, line_number, colon, kind, key)
+            if kind <= _ALLOW:
+                if in_group:
+                    add_pattern(value)
+                    add_meta(line_number << 1 | kind)
+                elif report is not None:
+                    report(line_number, "rule-outside-group", value)
+            elif kind == _USER_AGENT:
+                if line_number == reading.next:
+                    reading.start(line_number)
+                reading.agents.append(value)
                 if report is not None:
-                    report(line_number, "missing-colon-ignored", found[0])
-                continue
-            key, value = found
-        kind = kinds.get(key)
-        if kind is None:
-            kind = _kind(key, profile)
-        if report is not None:
-            _report_key(report, line_number, colon, kind, key)
-        if kind <= _ALLOW:
-            if in_group:
-                reading.patterns.append(value)
-                reading.metas.append(line_number << 1 | kind)
-            elif report is not None:
-                report(line_number, "rule-outside-group", value)
-        elif kind == _USER_AGENT:
-            if line_number == reading.next:
-                reading.start(line_number)
-            reading.agents.append(value)
-            if report is not None:
-                report(line_number, "user-agent", value)
-        elif kind == _RECORD:
-            name = key.strip(_WHITESPACE).lower()
-            reading.records.append(_new(Record, (name, value, line_number)))
-            if report is not None:
-                report(line_number, "record", name)
-        elif kind == _SITEMAP:
-            if value:
-                reading.sitemaps[value] = None
-            if report is not None:
-                report(line_number, "sitemap", value)
-        elif kind == _NO_KEY:
-            if report is not None:
-                report(line_number, "unparsable-line", line.strip(_WHITESPACE))
-        elif not in_group:
-            if report is not None:
+                    report(line_number, "user-agent", value)
+            elif kind == _RECORD:
                 name = key.strip(_WHITESPACE).lower()
-                report(line_number, "directive-outside-group", name)
-        elif kind == _CRAWL_DELAY:
-            delay = parse_crawl_delay(value)
-            if report is not None:
-                event = (
-                    "invalid-crawl-delay"
-                    if delay is None
-                    else "duplicate-crawl-delay"
-                    if reading.delay is not None
-                    else "crawl-delay"
-                )
-                report(line_number, event, value)
-            if reading.delay is None:
-                reading.delay = delay
-        elif kind == _CONTENT_USAGE:
-            reading.usage.append(usage_rule(value, line_number))
-            if report is not None:
-                report(line_number, "content-usage", value)
-        else:
-            merge_signals(reading.signals, parse_content_signal(value)[0])
-            if report is not None:
-                report(line_number, "content-signal", value)
+                reading.records.append(_new(Record, (name, value, line_number)))
+                if report is not None:
+                    report(line_number, "record", name)
+            elif kind == _SITEMAP:
+                if value:
+                    reading.sitemaps[value] = None
+                if report is not None:
+                    report(line_number, "sitemap", value)
+            elif kind == _NO_KEY:
+                if report is not None:
+                    report(line_number, "unparsable-line", line.strip(_WHITESPACE))
+            elif not in_group:
+                if report is not None:
+                    name = key.strip(_WHITESPACE).lower()
+                    report(line_number, "directive-outside-group", name)
+            elif kind == _CRAWL_DELAY:
+                delay = parse_crawl_delay(value)
+                if report is not None:
+                    event = (
+                        "invalid-crawl-delay"
+                        if delay is None
+                        else "duplicate-crawl-delay"
+                        if reading.delay is not None
+                        else "crawl-delay"
+                    )
+                    report(line_number, event, value)
+                if reading.delay is None:
+                    reading.delay = delay
+            elif kind == _CONTENT_USAGE:
+                reading.usage.append(usage_rule(value, line_number))
+                if report is not None:
+                    report(line_number, "content-usage", value)
+            else:
+                merge_signals(reading.signals, parse_content_signal(value)[0])
+                if report is not None:
+                    report(line_number, "content-signal", value)
+        number += len(lines)
+
+
+def _content(text: str) -> str:
+    """``text`` with each line cut to its content: a NUL ends it, a "#"
+    starts a comment."""
+    if "#" in text:
+        text = _COMMENT("", text)
+    if "\0" in text:
+        text = _AFTER_NUL("", text)
+    return text
 
 
 def _report_key(report: Reporter, number: int, colon: str, kind: int, key: str) -> None:
