@@ -68,7 +68,7 @@ def clear_caches() -> None:
     _clear(
         modules["scrapy_rfc9309.match"], "_NORMALS", "_TOKENS", "_DECISIONS", "_CACHE"
     )
-    _clear(modules.get("scrapy_rfc9309._scan"), "_AGENT_LINE_TOKENS")
+    _clear(modules["scrapy_rfc9309.parse"], "_AGENT_LINE_TOKENS")
 
 
 def _clear(module: Any, *names: str) -> None:

@@ -9,7 +9,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import FrozenInstanceError, dataclass, field, replace
-from itertools import accumulate, chain, compress, repeat
+from itertools import chain, compress
 from typing import Any, NamedTuple
 
 from .profiles import (
@@ -666,6 +666,9 @@ _ALLOW_KEY = "Allow: "
 # User-agent lines (known already), sitemaps, other records and most junk
 # start with something else.
 _EVERYTHING = frozenset(["", "\r"])
+# Whether a piece may hold such a line after its first (the first line of
+# a group read for one agent is a User-agent line).
+_RELEVANT = re.compile(r"\n[ \t\v\f]*+[aAdDcC]").search
 _RULES_ONLY = frozenset(
     [""] + [chr(octet) for octet in range(0x80) if chr(octet) not in "aAdDcC \t\v\f"]
 )
@@ -691,53 +694,12 @@ AgentRules = tuple[
 ]
 
 
-def group_spans(text: str, profile: Profile) -> tuple[str, list[int], list[list[str]]]:
-    """The groups of ``text`` (as :func:`body_text` gives it): the text with
-    every line ended by a LF (a CR may stay before it: every value is
-    stripped of it, and a line of it alone is blank), the offset where each
-    group starts (its first User-agent line), then the text's length, and
-    the tokens each group's User-agent lines name.  The text before the
-    first group is in none."""
+def _line_ends(text: str) -> str:
+    """``text`` with every line ended by a LF (a CR may stay before it:
+    every value is stripped of it, and a line of it alone is blank)."""
     if "\r" in text and (_LONE_CR(text) or text.endswith("\r")):
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    matches: Iterable[re.Match[str]] = _AGENT_LINES(text)
-    if text[:1] in " \t\v\fuU":
-        first = _FIRST_AGENT_LINE(text)
-        if first is not None:
-            matches = chain((first,), matches)
-    tokens = _AGENT_LINE_TOKENS[profile]
-    starts: list[int] = []
-    names: list[list[str]] = []
-    # Where the last User-agent line ends, and whether a rule surely follows
-    # it: a rule before the next one ends the group (RFC 9309 section
-    # 2.2.4; other lines never end one).
-    end = -1
-    ruled = False
-    # Hot loop, written for speed: a cache lookup per User-agent line, and
-    # seldom a regex search for a rule between two of them.
-    for match in matches:
-        agent = tokens.get(match[1], _MISSING)
-        if agent is _MISSING:
-            agent = _agent_of(match[1], profile)
-        if agent is None:
-            continue
-        start, stop = match.span(1)
-        if end < 0 or (
-            end + 1 < start
-            and (
-                ruled
-                or _SURE_RULE(text, end, start)
-                or _has_rule(text, end, start, profile)
-            )
-        ):
-            starts.append(start)
-            names.append([agent])
-        else:
-            names[-1].append(agent)
-        end = stop
-        ruled = match.lastindex == 2
-    starts.append(len(text))
-    return text, starts, names
+        return text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
 
 
 def _agent_of(line: str, profile: Profile) -> str | None:
@@ -762,13 +724,13 @@ def _has_rule(text: str, start: int, end: int, profile: Profile) -> bool:
 
 
 class _Reading:
-    """What read_chunk() gathers: of the group being read (none outside
-    one), its User-agent values, its rules (patterns and ``line << 1 |
-    allow``), its first valid Crawl-delay, Content-Signal values and
-    Content-Usage rules; the groups read before it; of the document, the
-    sitemaps and other records.  ``skip`` is ``_EVERYTHING`` or
-    ``_RULES_ONLY``; ``starts`` the lines where the groups to read start
-    (see :func:`group_spans`)."""
+    """What read_chunk() gathers: of the group being read (if
+    ``in_group``), its User-agent values, its rules (patterns and ``line <<
+    1 | allow``), its first valid Crawl-delay, Content-Signal values and
+    Content-Usage rules; the groups read before it (``None``: reading the
+    rules of one agent, where groups are not told apart); of the document,
+    the sitemaps and other records.  ``skip`` is ``_EVERYTHING`` or
+    ``_RULES_ONLY``."""
 
     __slots__ = (
         "agents",
@@ -777,13 +739,11 @@ class _Reading:
         "in_group",
         "line",
         "metas",
-        "next",
         "patterns",
         "records",
         "signals",
         "sitemaps",
         "skip",
-        "starts",
         "usage",
     )
 
@@ -793,7 +753,6 @@ class _Reading:
         sitemaps: dict[str, None],
         records: list[Record],
         skip: frozenset[str] = _EVERYTHING,
-        starts: Iterable[int] = (),
     ) -> None:
         self.in_group = in_group
         self.sitemaps = sitemaps
@@ -805,18 +764,16 @@ class _Reading:
         self.delay: float | None = None
         self.signals: dict[str, bool | str] = {}
         self.usage: list[UsageRule] = []
-        self.groups: list[Group] = []
-        # The line of the group being read (0: none), and of the next one.
+        self.groups: list[Group] | None = None if skip is _RULES_ONLY else []
+        # The line of the group being read.
         self.line = 0
-        self.starts = iter(starts)
-        self.next = next(self.starts, 0)
 
     def start(self, line: int) -> None:
         """Start the group whose first User-agent line is ``line``."""
-        if self.line:
+        if self.in_group:
             self.end()
+        self.in_group = True
         self.line = line
-        self.next = next(self.starts, 0)
 
     def end(self) -> None:
         """End the group being read: add it to ``groups``."""
@@ -835,6 +792,7 @@ class _Reading:
         fields["content_signals"] = self.signals
         fields["line"] = self.line
         fields["content_usage"] = tuple(self.usage)
+        assert self.groups is not None
         self.groups.append(group)
         # The same lists for the next group: read_chunk() holds their append.
         self.agents.clear()
@@ -852,36 +810,73 @@ def read_document(
     gives it).  ``report``, if given, hears about every user-agent and
     sitemap line and every line read leniently or ignored (what
     :func:`~scrapy_rfc9309.lint.lint` reports)."""
-    text, starts, _ = group_spans(text, profile)
     sitemaps: dict[str, None] = {}
     records: list[Record] = []
-    first = starts[0]
-    read_chunk(text[:first], 1, profile, _Reading(False, sitemaps, records), report)
-    # The groups are read in one go: each starts at its first line.
-    lines = accumulate(
-        map(text.count, repeat("\n"), starts, starts[1:-1]),
-        initial=1 + text.count("\n", 0, first),
-    )
-    reading = _Reading(True, sitemaps, records, _EVERYTHING, lines)
-    read_chunk(text[first:], reading.next, profile, reading, report)
-    if reading.line:
+    reading = _Reading(False, sitemaps, records)
+    read_chunk(_line_ends(text), 1, profile, reading, report)
+    if reading.in_group:
         reading.end()
+    assert reading.groups is not None
     return tuple(reading.groups), tuple(sitemaps), tuple(records)
 
 
 def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
     """The rules for the agent of product ``token`` of ``text`` (as
-    :func:`body_text` gives it), reading only the groups that apply: those
-    naming the token if any, else those naming ``*`` (RFC 9309 section
-    2.2.1, as :func:`applicable_groups`)."""
-    text, starts, names = group_spans(text, profile)
-    chosen = [index for index, agents in enumerate(names) if token in agents]
-    if not token or not chosen:
-        chosen = [index for index, agents in enumerate(names) if "*" in agents]
+    :func:`body_text` gives it): those of the groups naming the token if
+    any, else of those naming ``*`` (RFC 9309 section 2.2.1), merged.
+
+    Only those groups are read.  Regular expressions run over the whole
+    text find the User-agent lines (each read by :func:`read_chunk`) and,
+    between two of them, whether a rule ends a group (RFC 9309 section
+    2.2.4).
+    """
+    text = _line_ends(text)
+    matches: Iterable[re.Match[str]] = _AGENT_LINES(text)
+    if text[:1] in " \t\v\fuU":
+        first = _FIRST_AGENT_LINE(text)
+        if first is not None:
+            matches = chain((first,), matches)
+    tokens = _AGENT_LINE_TOKENS[profile]
+    # Where each group starts; the groups naming the token, and those
+    # naming "*", by number, each once (the last number is the group being
+    # found).
+    starts: list[int] = []
+    named: list[int] = []
+    starred: list[int] = []
+    # Where the last User-agent line ends, and whether a rule surely follows
+    # it: a rule before the next one ends the group.
+    end = -1
+    ruled = False
+    # Hot loop, written for speed: a cache lookup per User-agent line, and
+    # seldom a regex search for a rule between two of them.
+    for match in matches:
+        agent = tokens.get(match[1], _MISSING)
+        if agent is _MISSING:
+            agent = _agent_of(match[1], profile)
+        if agent is None:
+            continue
+        start, stop = match.span(1)
+        if end < 0 or (
+            end + 1 < start
+            and (
+                ruled
+                or _SURE_RULE(text, end, start)
+                or _has_rule(text, end, start, profile)
+            )
+        ):
+            starts.append(start)
+        if agent == token:
+            if not named or named[-1] != len(starts) - 1:
+                named.append(len(starts) - 1)
+        elif agent == "*" and (not starred or starred[-1] != len(starts) - 1):
+            starred.append(len(starts) - 1)
+        end = stop
+        ruled = match.lastindex == 2
+    starts.append(len(text))
     reading = _Reading(True, {}, [], _RULES_ONLY)
     delays: list[float] = []
     position, number = 0, 1
-    for index in chosen:
+    for index in named if token and named else starred:
         start = starts[index]
         number += text.count("\n", position, start)
         position = start
@@ -917,19 +912,29 @@ def read_chunk(
     # Cutting each line at "#" before capping it reads the same: the
     # comment goes whatever the line cap leaves of it.
     chunk = _content(chunk)
-    # No line of a text this short in characters can be over the cap.
-    if len(chunk) > _SAFE_CHARS:
-        lines = chunk.split("\n")
-        if max(map(len, lines)) > _SAFE_CHARS:
-            chunk = "\n".join(map(cap_line, lines))
     # The first piece is read line by line; each other piece starts with
     # the pattern of a "Disallow: " line, and any line after it in the same
-    # piece is of another kind.  Outside a group a rule is dropped (and
-    # reported), so it is read line by line too.
-    pieces = chunk.split(_DISALLOW_LINE) if reading.in_group else [chunk]
+    # piece is of another kind.
+    pieces = chunk.split(_DISALLOW_LINE)
+    # No line of a text this short in characters can be over the cap, nor
+    # one of more characters if it is ASCII; a piece's line is "Disallow: "
+    # longer.
+    if len(chunk) > _SAFE_CHARS:
+        longest = MAX_LINE_BYTES if chunk.isascii() else _SAFE_CHARS
+        if len(chunk) > longest and max(map(len, pieces)) >= longest - 11:
+            lines = chunk.split("\n")
+            if max(map(len, lines)) > longest:
+                pieces = "\n".join(map(cap_line, lines)).split(_DISALLOW_LINE)
     skip = reading.skip
+    # Reading the rules of one agent: a piece whose lines are all skipped
+    # is not split into lines.
+    relevant = _RELEVANT if skip is _RULES_ONLY else None
     in_group = reading.in_group
-    add_pattern = reading.patterns.append
+    # Reading a whole text: a User-agent line starts a group unless the
+    # group being read has no rule yet (RFC 9309 section 2.2.4).
+    grouping = reading.groups is not None
+    patterns = reading.patterns
+    add_pattern = patterns.append
     add_meta = reading.metas.append
     kinds = _KIND_CACHE[profile]
     no_colon = _NO_COLON
@@ -944,14 +949,25 @@ def read_chunk(
     for index, piece in enumerate(pieces):
         if index:
             number += 1
-            if "\n" not in piece:
+            if in_group and "\n" not in piece:
                 add_pattern(piece.strip(whitespace))
                 add_meta(number << 1)
                 continue
-            pattern, _, piece = piece.partition("\n")
-            add_pattern(pattern.strip(whitespace))
-            add_meta(number << 1)
-        lines = piece.split("\n")
+            pattern, newline, rest = piece.partition("\n")
+            if in_group:
+                add_pattern(pattern.strip(whitespace))
+                add_meta(number << 1)
+            elif report is not None:
+                report(number, "rule-outside-group", pattern.strip(whitespace))
+            if not newline:
+                continue
+            after = len(pattern)
+        else:
+            rest, after = piece, 0
+        if relevant is not None and not relevant(piece, after):
+            number += rest.count("\n") + 1
+            continue
+        lines = rest.split("\n")
         for line_number, line in enumerate(lines, number + 1):
             if line[:1] in skip:
                 continue
@@ -990,8 +1006,9 @@ def read_chunk(
                 elif report is not None:
                     report(line_number, "rule-outside-group", value)
             elif kind == _USER_AGENT:
-                if line_number == reading.next:
+                if grouping and (patterns or not in_group):
                     reading.start(line_number)
+                    in_group = True
                 reading.agents.append(value)
                 if report is not None:
                     report(line_number, "user-agent", value)
