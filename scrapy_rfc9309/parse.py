@@ -694,10 +694,11 @@ AgentRules = tuple[
 ]
 
 
-def _line_ends(text: str) -> str:
-    """``text`` with every line ended by a LF (a CR may stay before it:
-    every value is stripped of it, and a line of it alone is blank)."""
-    if "\r" in text and (_LONE_CR(text) or text.endswith("\r")):
+def _line_ends(text: str, keep_crlf: bool = False) -> str:
+    """``text`` with every line ended by a LF.  With ``keep_crlf`` a CR may
+    stay before it, which saves a copy: every value is stripped of it, and
+    a line of it alone is blank."""
+    if "\r" in text and (not keep_crlf or _LONE_CR(text) or text.endswith("\r")):
         return text.replace("\r\n", "\n").replace("\r", "\n")
     return text
 
@@ -705,7 +706,7 @@ def _line_ends(text: str) -> str:
 def _agent_of(line: str, profile: Profile) -> str | None:
     """The token a User-agent line names, ``None`` for another line; kept
     in the cache (which the caller looked in first)."""
-    reading = _Reading(True, {}, [])
+    reading = _Reading()
     read_chunk(line, 1, profile, reading)
     agent = agent_token(reading.agents[0]) if reading.agents else None
     tokens = _AGENT_LINE_TOKENS[profile]
@@ -717,90 +718,71 @@ def _agent_of(line: str, profile: Profile) -> str | None:
 def _has_rule(text: str, start: int, end: int, profile: Profile) -> bool:
     """Whether an Allow or Disallow line, spelt as it may be, lies between
     ``start`` (a "\\n") and ``end``."""
-    reading = _Reading(True, {}, [])
+    reading = _Reading(line=1)
     lines = [match[1] for match in _RULE_LINES(text, start, end)]
     read_chunk("\n".join(lines), 1, profile, reading)
-    return bool(reading.patterns)
+    return bool(reading.rules)
 
 
 class _Reading:
-    """What read_chunk() gathers: of the group being read (if
-    ``in_group``), its User-agent values, its rules (patterns and ``line <<
-    1 | allow``), its first valid Crawl-delay, Content-Signal values and
-    Content-Usage rules; the groups read before it (``None``: reading the
-    rules of one agent, where groups are not told apart); of the document,
-    the sitemaps and other records.  ``skip`` is ``_EVERYTHING`` or
+    """What :func:`read_chunk` reads into: the document's sitemaps, other
+    records and groups (``None`` when reading the rules of one agent, whose
+    groups are not told apart), and the group being read, left for the next
+    chunk: its User-agent values, its rules (reading the rules of one
+    agent: their patterns and ``line << 1 | allow``), its first valid
+    Crawl-delay, Content-Signal values and Content-Usage rules, and its
+    first line (0: no group yet).  ``skip`` is ``_EVERYTHING`` or
     ``_RULES_ONLY``."""
 
     __slots__ = (
         "agents",
         "delay",
         "groups",
-        "in_group",
         "line",
         "metas",
         "patterns",
         "records",
+        "rules",
         "signals",
         "sitemaps",
         "skip",
         "usage",
     )
 
-    def __init__(
-        self,
-        in_group: bool,
-        sitemaps: dict[str, None],
-        records: list[Record],
-        skip: frozenset[str] = _EVERYTHING,
-    ) -> None:
-        self.in_group = in_group
-        self.sitemaps = sitemaps
-        self.records = records
+    def __init__(self, skip: frozenset[str] = _EVERYTHING, line: int = 0) -> None:
         self.skip = skip
+        self.sitemaps: dict[str, None] = {}
+        self.records: list[Record] = []
+        self.groups: list[Group] | None = None if skip is _RULES_ONLY else []
         self.agents: list[str] = []
+        self.rules: list[Rule] | None = None if skip is _RULES_ONLY else []
         self.patterns: list[str] = []
         self.metas: list[int] = []
         self.delay: float | None = None
         self.signals: dict[str, bool | str] = {}
         self.usage: list[UsageRule] = []
-        self.groups: list[Group] | None = None if skip is _RULES_ONLY else []
-        # The line of the group being read.
-        self.line = 0
-
-    def start(self, line: int) -> None:
-        """Start the group whose first User-agent line is ``line``."""
-        if self.in_group:
-            self.end()
-        self.in_group = True
         self.line = line
 
-    def end(self) -> None:
-        """End the group being read: add it to ``groups``."""
-        metas = self.metas
-        rules = [
-            _new(Rule, (meta & 1 == 1, pattern, meta >> 1))
-            for pattern, meta in zip(self.patterns, metas, strict=True)
-        ]
-        # Group(...) without its dataclass __init__ (six object.__setattr__
-        # calls), which costs four times as much: parse() makes thousands.
-        group = _object_new(Group)
-        fields = group.__dict__
-        fields["user_agents"] = tuple(self.agents)
-        fields["rules"] = tuple(rules)
-        fields["crawl_delay"] = self.delay
-        fields["content_signals"] = self.signals
-        fields["line"] = self.line
-        fields["content_usage"] = tuple(self.usage)
-        assert self.groups is not None
-        self.groups.append(group)
-        # The same lists for the next group: read_chunk() holds their append.
-        self.agents.clear()
-        self.patterns.clear()
-        metas.clear()
-        self.usage.clear()
-        self.delay = None
-        self.signals = {}
+
+def _group(
+    agents: list[str],
+    rules: list[Rule],
+    delay: float | None,
+    signals: dict[str, bool | str],
+    line: int,
+    usage: list[UsageRule],
+) -> Group:
+    # Group(...) without its dataclass __init__ (six object.__setattr__
+    # calls), which costs four times as much: parse() makes thousands.
+    group = _object_new(Group)
+    fields = group.__dict__
+    fields["user_agents"] = tuple(agents)
+    fields["rules"] = tuple(rules)
+    fields["crawl_delay"] = delay
+    fields["content_signals"] = signals
+    fields["line"] = line
+    fields["content_usage"] = tuple(usage)
+    return group
 
 
 def read_document(
@@ -810,14 +792,23 @@ def read_document(
     gives it).  ``report``, if given, hears about every user-agent and
     sitemap line and every line read leniently or ignored (what
     :func:`~scrapy_rfc9309.lint.lint` reports)."""
-    sitemaps: dict[str, None] = {}
-    records: list[Record] = []
-    reading = _Reading(False, sitemaps, records)
+    reading = _Reading()
     read_chunk(_line_ends(text), 1, profile, reading, report)
-    if reading.in_group:
-        reading.end()
-    assert reading.groups is not None
-    return tuple(reading.groups), tuple(sitemaps), tuple(records)
+    groups, rules = reading.groups, reading.rules
+    assert groups is not None
+    assert rules is not None
+    if reading.line:
+        groups.append(
+            _group(
+                reading.agents,
+                rules,
+                reading.delay,
+                reading.signals,
+                reading.line,
+                reading.usage,
+            )
+        )
+    return tuple(groups), tuple(reading.sitemaps), tuple(reading.records)
 
 
 def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
@@ -830,7 +821,7 @@ def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
     between two of them, whether a rule ends a group (RFC 9309 section
     2.2.4).
     """
-    text = _line_ends(text)
+    text = _line_ends(text, keep_crlf=True)
     matches: Iterable[re.Match[str]] = _AGENT_LINES(text)
     if text[:1] in " \t\v\fuU":
         first = _FIRST_AGENT_LINE(text)
@@ -873,13 +864,14 @@ def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
         end = stop
         ruled = match.lastindex == 2
     starts.append(len(text))
-    reading = _Reading(True, {}, [], _RULES_ONLY)
+    reading = _Reading(_RULES_ONLY)
     delays: list[float] = []
     position, number = 0, 1
     for index in named if token and named else starred:
         start = starts[index]
         number += text.count("\n", position, start)
         position = start
+        reading.line = number
         read_chunk(text[start : starts[index + 1]], number, profile, reading)
         if reading.delay is not None:
             delays.append(reading.delay)
@@ -901,13 +893,14 @@ def read_chunk(
     reading: _Reading,
     report: Reporter | None = None,
 ) -> None:
-    """Read the lines of ``chunk`` (a stretch of :func:`group_spans`'s
-    text, its first line numbered ``number``) into ``reading``, telling
-    ``report`` about them.
+    """Read the lines of ``chunk`` (its line ends as :func:`_line_ends`
+    leaves them, its first line numbered ``number``) into ``reading``,
+    telling ``report`` about them.
 
-    Within groups the text is cut at each ``\\nDisallow: `` first, so that
-    most rule lines cost a strip and two appends; the other lines are read
-    one by one.
+    The text is cut at each ``\\nDisallow: `` first, so that most rule
+    lines cost a strip and two appends; the other lines are read one by
+    one.  Reading a whole document, a User-agent line starts a group unless
+    the group being read has no rule yet (RFC 9309 section 2.2.4).
     """
     # Cutting each line at "#" before capping it reads the same: the
     # comment goes whatever the line cap leaves of it.
@@ -929,13 +922,23 @@ def read_chunk(
     # Reading the rules of one agent: a piece whose lines are all skipped
     # is not split into lines.
     relevant = _RELEVANT if skip is _RULES_ONLY else None
-    in_group = reading.in_group
-    # Reading a whole text: a User-agent line starts a group unless the
-    # group being read has no rule yet (RFC 9309 section 2.2.4).
-    grouping = reading.groups is not None
+    groups = reading.groups
+    sitemaps = reading.sitemaps
+    add_record = reading.records.append
+    # The group being read.
+    first = reading.line
+    agents = reading.agents
+    # Reading a whole document: its rules, made as they are read;
+    # reading the rules of one agent: their patterns and metas.
+    rules = reading.rules
+    add_rule = None if rules is None else rules.append
     patterns = reading.patterns
+    metas = reading.metas
+    delay = reading.delay
+    signals = reading.signals
+    usage = reading.usage
     add_pattern = patterns.append
-    add_meta = reading.metas.append
+    add_meta = metas.append
     kinds = _KIND_CACHE[profile]
     no_colon = _NO_COLON
     # Profile hook: Yandex and Bing need the colon.
@@ -949,36 +952,37 @@ def read_chunk(
     for index, piece in enumerate(pieces):
         if index:
             number += 1
-            if in_group and "\n" not in piece:
-                add_pattern(piece.strip(whitespace))
-                add_meta(number << 1)
+            if first and "\n" not in piece:
+                if add_rule is None:
+                    add_pattern(piece.strip(whitespace))
+                    add_meta(number << 1)
+                else:
+                    add_rule(_new(Rule, (False, piece.strip(whitespace), number)))
                 continue
-            pattern, newline, rest = piece.partition("\n")
-            if in_group:
-                add_pattern(pattern.strip(whitespace))
+            lines = piece.split("\n")
+            # The pattern's line ends where the other lines start.
+            after = len(lines[0])
+            pattern = lines.pop(0).strip(whitespace)
+            if not first:
+                if report is not None:
+                    report(number, "rule-outside-group", pattern)
+            elif add_rule is None:
+                add_pattern(pattern)
                 add_meta(number << 1)
-            elif report is not None:
-                report(number, "rule-outside-group", pattern.strip(whitespace))
-            if not newline:
-                continue
-            after = len(pattern)
+            else:
+                add_rule(_new(Rule, (False, pattern, number)))
         else:
-            rest, after = piece, 0
+            lines = piece.split("\n")
+            after = 0
         if relevant is not None and not relevant(piece, after):
-            number += rest.count("\n") + 1
+            number += len(lines)
             continue
-        lines = rest.split("\n")
         for line_number, line in enumerate(lines, number + 1):
-            if line[:1] in skip:
-                continue
-            if in_group and line.startswith(_ALLOW_KEY):
-                # The usual spelling of the other rule lines.
-                add_pattern(line[len(_ALLOW_KEY) :].strip(whitespace))
-                add_meta(line_number << 1 | _ALLOW)
-                continue
             key, colon, value = line.partition(":")
             if colon:
-                value = value.strip(_WHITESPACE)
+                value = value.strip(whitespace)
+            elif not line:
+                continue
             else:
                 # Google's GetKeyAndValueFrom when a line has no colon:
                 # whitespace may stand for it between exactly two tokens.
@@ -986,8 +990,8 @@ def read_chunk(
                 if found is _UNKNOWN:
                     found = _without_colon(line)
                 if found is None:
-                    if report is not None and line.strip(_WHITESPACE):
-                        report(line_number, "unparsable-line", line.strip(_WHITESPACE))
+                    if report is not None and line.strip(whitespace):
+                        report(line_number, "unparsable-line", line.strip(whitespace))
                     continue
                 if colon_needed:
                     if report is not None:
@@ -1000,57 +1004,73 @@ def read_chunk(
             if report is not None:
                 _report_key(report, line_number, colon, kind, key)
             if kind <= _ALLOW:
-                if in_group:
+                if not first:
+                    if report is not None:
+                        report(line_number, "rule-outside-group", value)
+                elif add_rule is None:
                     add_pattern(value)
                     add_meta(line_number << 1 | kind)
-                elif report is not None:
-                    report(line_number, "rule-outside-group", value)
+                else:
+                    add_rule(_new(Rule, (kind == _ALLOW, value, line_number)))
             elif kind == _USER_AGENT:
-                if grouping and (patterns or not in_group):
-                    reading.start(line_number)
-                    in_group = True
-                reading.agents.append(value)
+                if rules is not None and (rules or not first):
+                    # A new group: the one being read (if any) is done.
+                    if first:
+                        assert groups is not None
+                        groups.append(
+                            _group(agents, rules, delay, signals, first, usage)
+                        )
+                    agents, rules, usage = [], [], []
+                    delay, signals, first = None, {}, line_number
+                    add_rule = rules.append
+                agents.append(value)
                 if report is not None:
                     report(line_number, "user-agent", value)
             elif kind == _RECORD:
-                name = key.strip(_WHITESPACE).lower()
-                reading.records.append(_new(Record, (name, value, line_number)))
+                name = key.strip(whitespace).lower()
+                add_record(_new(Record, (name, value, line_number)))
                 if report is not None:
                     report(line_number, "record", name)
             elif kind == _SITEMAP:
                 if value:
-                    reading.sitemaps[value] = None
+                    sitemaps[value] = None
                 if report is not None:
                     report(line_number, "sitemap", value)
             elif kind == _NO_KEY:
                 if report is not None:
-                    report(line_number, "unparsable-line", line.strip(_WHITESPACE))
-            elif not in_group:
+                    report(line_number, "unparsable-line", line.strip(whitespace))
+            elif not first:
                 if report is not None:
-                    name = key.strip(_WHITESPACE).lower()
+                    name = key.strip(whitespace).lower()
                     report(line_number, "directive-outside-group", name)
             elif kind == _CRAWL_DELAY:
-                delay = parse_crawl_delay(value)
+                seconds = parse_crawl_delay(value)
                 if report is not None:
                     event = (
                         "invalid-crawl-delay"
-                        if delay is None
+                        if seconds is None
                         else "duplicate-crawl-delay"
-                        if reading.delay is not None
+                        if delay is not None
                         else "crawl-delay"
                     )
                     report(line_number, event, value)
-                if reading.delay is None:
-                    reading.delay = delay
+                if delay is None:
+                    delay = seconds
             elif kind == _CONTENT_USAGE:
-                reading.usage.append(usage_rule(value, line_number))
+                usage.append(usage_rule(value, line_number))
                 if report is not None:
                     report(line_number, "content-usage", value)
             else:
-                merge_signals(reading.signals, parse_content_signal(value)[0])
+                merge_signals(signals, parse_content_signal(value)[0])
                 if report is not None:
                     report(line_number, "content-signal", value)
         number += len(lines)
+    reading.line = first
+    reading.agents = agents
+    reading.rules = rules
+    reading.delay = delay
+    reading.signals = signals
+    reading.usage = usage
 
 
 def _content(text: str) -> str:
