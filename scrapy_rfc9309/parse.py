@@ -706,9 +706,20 @@ def _line_ends(text: str, keep_crlf: bool = False) -> str:
 def _agent_of(line: str, profile: Profile) -> str | None:
     """The token a User-agent line names, ``None`` for another line; kept
     in the cache (which the caller looked in first)."""
-    reading = _Reading()
-    read_chunk(line, 1, profile, reading)
-    agent = agent_token(reading.agents[0]) if reading.agents else None
+    key, colon, value = line.partition(":")
+    if (
+        colon
+        and _KIND_CACHE[profile].get(key) == _USER_AGENT
+        and "#" not in value
+        and "\0" not in value
+        and len(line) <= _SAFE_CHARS
+    ):
+        # How read_chunk() reads the usual ones, without its setting up.
+        agent: str | None = agent_token(value.strip(_WHITESPACE))
+    else:
+        reading = _Reading()
+        read_chunk(line, 1, profile, reading)
+        agent = agent_token(reading.agents[0]) if reading.agents else None
     tokens = _AGENT_LINE_TOKENS[profile]
     if len(tokens) < _AGENT_LINE_TOKENS_SIZE and len(line) <= _AGENT_LINE_CHARS:
         tokens[line] = agent
