@@ -918,8 +918,9 @@ def read_chunk(
     chunk = _content(chunk)
     # The first piece is read line by line; each other piece starts with
     # the pattern of a "Disallow: " line, and any line after it in the same
-    # piece is of another kind.
-    pieces = chunk.split(_DISALLOW_LINE)
+    # piece is of another kind.  Rules read so before the first group are
+    # dropped when it starts (reported: line by line).
+    pieces = chunk.split(_DISALLOW_LINE) if report is None else [chunk]
     # No line of a text this short in characters can be over the cap, nor
     # one of more characters if it is ASCII; a piece's line is "Disallow: "
     # longer.
@@ -928,7 +929,8 @@ def read_chunk(
         if len(chunk) > longest and max(map(len, pieces)) >= longest - 11:
             lines = chunk.split("\n")
             if max(map(len, lines)) > longest:
-                pieces = "\n".join(map(cap_line, lines)).split(_DISALLOW_LINE)
+                chunk = "\n".join(map(cap_line, lines))
+                pieces = chunk.split(_DISALLOW_LINE) if report is None else [chunk]
     skip = reading.skip
     # Reading the rules of one agent: a piece whose lines are all skipped
     # is not split into lines.
@@ -963,7 +965,7 @@ def read_chunk(
     for index, piece in enumerate(pieces):
         if index:
             number += 1
-            if first and "\n" not in piece:
+            if "\n" not in piece:
                 if add_rule is None:
                     add_pattern(piece.strip(whitespace))
                     add_meta(number << 1)
@@ -974,10 +976,7 @@ def read_chunk(
             # The pattern's line ends where the other lines start.
             after = len(lines[0])
             pattern = lines.pop(0).strip(whitespace)
-            if not first:
-                if report is not None:
-                    report(number, "rule-outside-group", pattern)
-            elif add_rule is None:
+            if add_rule is None:
                 add_pattern(pattern)
                 add_meta(number << 1)
             else:
