@@ -620,13 +620,12 @@ _NO_COLON_LINE = 100
 # Told apart by identity: no line reads as it.
 _UNKNOWN = ("", "")
 
-# The reader.  One pass of regular expressions over the whole text finds the
-# groups (group_spans); read_chunk() reads the lines of a stretch of text.
-# A whole Document is every stretch read (read_document), the rules for one
-# agent only the groups that apply (rules_for), lint the whole with a
-# reporter.  Lines end at CR, LF and CRLF; a NUL ends a line's content and a
-# "#" starts a comment (_content); a line keeps MAX_LINE_BYTES octets
-# (cap_line).
+# The reader: read_chunk() reads lines (which end at CR, LF and CRLF; a NUL
+# ends a line's content, a "#" starts a comment and a line keeps
+# MAX_LINE_BYTES octets) into groups.  A whole Document is the whole text
+# read (read_document), lint the same with a reporter; the rules for one
+# agent are the groups that apply read (rules_for), which regular
+# expressions find without reading the others.
 
 # A CR not before a LF ends a line as well (this finds all but one at the
 # end of the text, quicker than a lookahead).
@@ -656,22 +655,12 @@ _RULE_LINES = re.compile(r"(?i)\n([ \t\v\f]*+(?:al|di)[^\n]*+)").finditer
 # How nearly every rule line starts: what follows it is a Disallow pattern
 # (and, if another line follows, that line).
 _DISALLOW_LINE = "\nDisallow: "
-# And how nearly every other rule line starts.
-_ALLOW_KEY = "Allow: "
-# Lines skipped unread: blank ones (of a CRLF text, too) when reading
-# everything, and when reading the rules of a group that applies, every
-# line but those of a rule, Crawl-delay, Content-Signal or Content-Usage
-# line, whose key (or a misspelling of it, in every profile) starts with
-# "a", "d" or "c" in either case, after any whitespace: blank lines,
-# User-agent lines (known already), sitemaps, other records and most junk
-# start with something else.
-_EVERYTHING = frozenset(["", "\r"])
-# Whether a piece may hold such a line after its first (the first line of
-# a group read for one agent is a User-agent line).
+# Reading the rules of one agent, only a rule, Crawl-delay, Content-Signal
+# or Content-Usage line matters, whose key (or a misspelling of it, in
+# every profile) starts with "a", "d" or "c" in either case, after any
+# whitespace: whether a piece of text may hold one after its first line
+# (the first line of a group read is a User-agent line).
 _RELEVANT = re.compile(r"\n[ \t\v\f]*+[aAdDcC]").search
-_RULES_ONLY = frozenset(
-    [""] + [chr(octet) for octet in range(0x80) if chr(octet) not in "aAdDcC \t\v\f"]
-)
 # User-agent lines as written -> the token they name, or None for a line
 # that is no User-agent line; per profile.  The same few lines come back
 # again and again.
@@ -682,7 +671,6 @@ _AGENT_LINE_TOKENS_SIZE = 4096
 _AGENT_LINE_CHARS = 200
 # Told apart from any token by identity: no token holds a NUL.
 _MISSING = "\0"
-_ONE = 1
 
 #: What matching for one agent needs from a robots.txt: the patterns (none
 #: empty) of the rules of the groups that apply to it (merged, as
@@ -736,14 +724,13 @@ def _has_rule(text: str, start: int, end: int, profile: Profile) -> bool:
 
 
 class _Reading:
-    """What :func:`read_chunk` reads into: the document's sitemaps, other
-    records and groups (``None`` when reading the rules of one agent, whose
-    groups are not told apart), and the group being read, left for the next
-    chunk: its User-agent values, its rules (reading the rules of one
-    agent: their patterns and ``line << 1 | allow``), its first valid
-    Crawl-delay, Content-Signal values and Content-Usage rules, and its
-    first line (0: no group yet).  ``skip`` is ``_EVERYTHING`` or
-    ``_RULES_ONLY``."""
+    """What :func:`read_chunk` reads into: the groups read (reading the
+    rules of ``one_agent``, groups are not told apart: ``None``), the
+    sitemaps and other records, and the group being read, left for the
+    next chunk: its User-agent values, its rules (for one agent: their
+    patterns and ``line << 1 | allow``), first valid Crawl-delay,
+    Content-Signal values, Content-Usage rules and first line (0: no group
+    yet)."""
 
     __slots__ = (
         "agents",
@@ -756,19 +743,17 @@ class _Reading:
         "rules",
         "signals",
         "sitemaps",
-        "skip",
         "usage",
     )
 
-    def __init__(self, skip: frozenset[str] = _EVERYTHING, line: int = 0) -> None:
-        self.skip = skip
-        self.sitemaps: dict[str, None] = {}
-        self.records: list[Record] = []
-        self.groups: list[Group] | None = None if skip is _RULES_ONLY else []
-        self.agents: list[str] = []
-        self.rules: list[Rule] | None = None if skip is _RULES_ONLY else []
+    def __init__(self, one_agent: bool = False, line: int = 0) -> None:
+        self.groups: list[Group] | None = None if one_agent else []
+        self.rules: list[Rule] | None = None if one_agent else []
         self.patterns: list[str] = []
         self.metas: list[int] = []
+        self.sitemaps: dict[str, None] = {}
+        self.records: list[Record] = []
+        self.agents: list[str] = []
         self.delay: float | None = None
         self.signals: dict[str, bool | str] = {}
         self.usage: list[UsageRule] = []
@@ -875,7 +860,7 @@ def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
         end = stop
         ruled = match.lastindex == 2
     starts.append(len(text))
-    reading = _Reading(_RULES_ONLY)
+    reading = _Reading(one_agent=True)
     delays: list[float] = []
     position, number = 0, 1
     for index in named if token and named else starred:
@@ -913,9 +898,12 @@ def read_chunk(
     one.  Reading a whole document, a User-agent line starts a group unless
     the group being read has no rule yet (RFC 9309 section 2.2.4).
     """
-    # Cutting each line at "#" before capping it reads the same: the
-    # comment goes whatever the line cap leaves of it.
-    chunk = _content(chunk)
+    # Each line cut at a "#" (a comment) and at a NUL (which ends its
+    # content), before the cap: the rest goes whatever the cap leaves of it.
+    if "#" in chunk:
+        chunk = _COMMENT("", chunk)
+    if "\0" in chunk:
+        chunk = _AFTER_NUL("", chunk)
     # The first piece is read line by line; each other piece starts with
     # the pattern of a "Disallow: " line, and any line after it in the same
     # piece is of another kind.  Rules read so before the first group are
@@ -931,20 +919,17 @@ def read_chunk(
             if max(map(len, lines)) > longest:
                 chunk = "\n".join(map(cap_line, lines))
                 pieces = chunk.split(_DISALLOW_LINE) if report is None else [chunk]
-    skip = reading.skip
-    # Reading the rules of one agent: a piece whose lines are all skipped
-    # is not split into lines.
-    relevant = _RELEVANT if skip is _RULES_ONLY else None
+    rules = reading.rules
+    add_rule = None if rules is None else rules.append
+    # Reading the rules of one agent: a piece whose lines cannot matter is
+    # not split into lines.
+    relevant = _RELEVANT if rules is None else None
     groups = reading.groups
     sitemaps = reading.sitemaps
     add_record = reading.records.append
     # The group being read.
     first = reading.line
     agents = reading.agents
-    # Reading a whole document: its rules, made as they are read;
-    # reading the rules of one agent: their patterns and metas.
-    rules = reading.rules
-    add_rule = None if rules is None else rules.append
     patterns = reading.patterns
     metas = reading.metas
     delay = reading.delay
@@ -972,21 +957,23 @@ def read_chunk(
                 else:
                     add_rule(_new(Rule, (False, piece.strip(whitespace), number)))
                 continue
-            lines = piece.split("\n")
-            # The pattern's line ends where the other lines start.
-            after = len(lines[0])
-            pattern = lines.pop(0).strip(whitespace)
+            # The pattern's line, then the others.
+            after = piece.index("\n")
+            pattern = piece[:after].strip(whitespace)
             if add_rule is None:
                 add_pattern(pattern)
                 add_meta(number << 1)
             else:
                 add_rule(_new(Rule, (False, pattern, number)))
+            if relevant is not None and not relevant(piece, after):
+                number += piece.count("\n")
+                continue
+            lines = piece[after + 1 :].split("\n")
         else:
+            if relevant is not None and not relevant(piece):
+                number += piece.count("\n") + 1
+                continue
             lines = piece.split("\n")
-            after = 0
-        if relevant is not None and not relevant(piece, after):
-            number += len(lines)
-            continue
         for line_number, line in enumerate(lines, number + 1):
             key, colon, value = line.partition(":")
             if colon:
@@ -1081,16 +1068,6 @@ def read_chunk(
     reading.delay = delay
     reading.signals = signals
     reading.usage = usage
-
-
-def _content(text: str) -> str:
-    """``text`` with each line cut to its content: a NUL ends it, a "#"
-    starts a comment."""
-    if "#" in text:
-        text = _COMMENT("", text)
-    if "\0" in text:
-        text = _AFTER_NUL("", text)
-    return text
 
 
 def _report_key(report: Reporter, number: int, colon: str, kind: int, key: str) -> None:
