@@ -965,7 +965,10 @@ def read_chunk(
                 add_meta(number << 1)
             else:
                 add_rule(_new(Rule, (False, pattern, number)))
-            if relevant is not None and not relevant(piece, after):
+            if after + 1 == len(piece) or (
+                relevant is not None and not relevant(piece, after)
+            ):
+                # Nothing after the pattern's line, or nothing that matters.
                 number += piece.count("\n")
                 continue
             lines = piece[after + 1 :].split("\n")
