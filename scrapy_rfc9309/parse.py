@@ -9,7 +9,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import FrozenInstanceError, dataclass, field, replace
-from itertools import chain, compress
+from itertools import chain
 from typing import Any, NamedTuple
 
 from .profiles import (
@@ -748,7 +748,7 @@ class _Reading:
 
     def __init__(self, one_agent: bool = False, line: int = 0) -> None:
         self.groups: list[Group] | None = None if one_agent else []
-        self.rules: list[Rule] | None = None if one_agent else []
+        self.rules: list[Rule] = []
         self.patterns: list[str] = []
         self.metas: list[int] = []
         self.sitemaps: dict[str, None] = {}
@@ -792,7 +792,6 @@ def read_document(
     read_chunk(_line_ends(text), 1, profile, reading, report)
     groups, rules = reading.groups, reading.rules
     assert groups is not None
-    assert rules is not None
     if reading.line:
         groups.append(
             _group(
@@ -817,7 +816,8 @@ def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
     between two of them, whether a rule ends a group (RFC 9309 section
     2.2.4).
     """
-    text = _line_ends(text, keep_crlf=True)
+    if "\r" in text:
+        text = _line_ends(text, keep_crlf=True)
     matches: Iterable[re.Match[str]] = _AGENT_LINES(text)
     if text[:1] in " \t\v\fuU":
         first = _FIRST_AGENT_LINE(text)
@@ -860,7 +860,7 @@ def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
         end = stop
         ruled = match.lastindex == 2
     starts.append(len(text))
-    reading = _Reading(one_agent=True)
+    reading = _Reading(True)
     delays: list[float] = []
     position, number = 0, 1
     for index in named if token and named else starred:
@@ -872,14 +872,8 @@ def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
         if reading.delay is not None:
             delays.append(reading.delay)
             reading.delay = None
-    patterns, metas = reading.patterns, reading.metas
-    if "" in patterns:
-        # An empty pattern matches nothing.
-        keep = list(map(bool, patterns))
-        patterns = list(compress(patterns, keep))
-        metas = list(compress(metas, keep))
     delay = max(delays) if delays else None
-    return patterns, metas, delay, reading.signals, reading.usage
+    return reading.patterns, reading.metas, delay, reading.signals, reading.usage
 
 
 def read_chunk(
@@ -906,7 +900,7 @@ def read_chunk(
         chunk = _AFTER_NUL("", chunk)
     # The first piece is read line by line; each other piece starts with
     # the pattern of a "Disallow: " line, and any line after it in the same
-    # piece is of another kind.  Rules read so before the first group are
+    # piece is of another kind.  Rules read before the first group are
     # dropped when it starts (reported: line by line).
     pieces = chunk.split(_DISALLOW_LINE) if report is None else [chunk]
     # No line of a text this short in characters can be over the cap, nor
@@ -919,17 +913,18 @@ def read_chunk(
             if max(map(len, lines)) > longest:
                 chunk = "\n".join(map(cap_line, lines))
                 pieces = chunk.split(_DISALLOW_LINE) if report is None else [chunk]
-    rules = reading.rules
-    add_rule = None if rules is None else rules.append
+    groups = reading.groups
+    one_agent = groups is None
     # Reading the rules of one agent: a piece whose lines cannot matter is
     # not split into lines.
-    relevant = _RELEVANT if rules is None else None
-    groups = reading.groups
+    relevant = _RELEVANT if one_agent else None
     sitemaps = reading.sitemaps
     add_record = reading.records.append
     # The group being read.
     first = reading.line
     agents = reading.agents
+    rules = reading.rules
+    add_rule = rules.append
     patterns = reading.patterns
     metas = reading.metas
     delay = reading.delay
@@ -942,41 +937,23 @@ def read_chunk(
     # Profile hook: Yandex and Bing need the colon.
     colon_needed = not RULES[profile].missing_colon
     whitespace = _WHITESPACE
-    # The number of the line before the piece.
-    number -= 1
+    # The head (before the first "Disallow: " line) is read line by line,
+    # unless nothing in it can matter; then the other pieces, each the
+    # pattern of a "Disallow: " line and, if other lines follow it, those
+    # lines, read line by line.
+    pieces_left = iter(pieces)
+    head = next(pieces_left)
+    if relevant is not None and ("\n" not in head or not relevant(head)):
+        number += head.count("\n")
+        lines = []
+    else:
+        lines = head.split("\n")
+        number -= 1
     # Hot loops, written for speed: a piece is nearly always one line, and
     # the branches go in the order of how common they are, reporting only
-    # where there is something to report.
-    for index, piece in enumerate(pieces):
-        if index:
-            number += 1
-            if "\n" not in piece:
-                if add_rule is None:
-                    add_pattern(piece.strip(whitespace))
-                    add_meta(number << 1)
-                else:
-                    add_rule(_new(Rule, (False, piece.strip(whitespace), number)))
-                continue
-            # The pattern's line, then the others.
-            after = piece.index("\n")
-            pattern = piece[:after].strip(whitespace)
-            if add_rule is None:
-                add_pattern(pattern)
-                add_meta(number << 1)
-            else:
-                add_rule(_new(Rule, (False, pattern, number)))
-            if after + 1 == len(piece) or (
-                relevant is not None and not relevant(piece, after)
-            ):
-                # Nothing after the pattern's line, or nothing that matters.
-                number += piece.count("\n")
-                continue
-            lines = piece[after + 1 :].split("\n")
-        else:
-            if relevant is not None and not relevant(piece):
-                number += piece.count("\n") + 1
-                continue
-            lines = piece.split("\n")
+    # where there is something to report.  ``number`` is that of the line
+    # before ``lines``.
+    while True:
         for line_number, line in enumerate(lines, number + 1):
             key, colon, value = line.partition(":")
             if colon:
@@ -1007,16 +984,16 @@ def read_chunk(
                 if not first:
                     if report is not None:
                         report(line_number, "rule-outside-group", value)
-                elif add_rule is None:
-                    add_pattern(value)
-                    add_meta(line_number << 1 | kind)
+                elif one_agent:
+                    if value:
+                        add_pattern(value)
+                        add_meta(line_number << 1 | kind)
                 else:
                     add_rule(_new(Rule, (kind == _ALLOW, value, line_number)))
             elif kind == _USER_AGENT:
-                if rules is not None and (rules or not first):
+                if groups is not None and (rules or not first):
                     # A new group: the one being read (if any) is done.
                     if first:
-                        assert groups is not None
                         groups.append(
                             _group(agents, rules, delay, signals, first, usage)
                         )
@@ -1064,7 +1041,40 @@ def read_chunk(
                 merge_signals(signals, parse_content_signal(value)[0])
                 if report is not None:
                     report(line_number, "content-signal", value)
-        number += len(lines)
+        # The pieces, counted in metas: ``line << 1`` of a "Disallow: " line.
+        meta = number + len(lines) << 1
+        for piece in pieces_left:
+            meta += 2
+            if "\n" not in piece:
+                if one_agent:
+                    # For one agent, an empty pattern (which matches
+                    # nothing) is left out.
+                    pattern = piece.strip(whitespace)
+                    if pattern:
+                        add_pattern(pattern)
+                        add_meta(meta)
+                else:
+                    add_rule(_new(Rule, (False, piece.strip(whitespace), meta >> 1)))
+                continue
+            # The pattern's line, then the others.
+            after = piece.index("\n")
+            pattern = piece[:after].strip(whitespace)
+            if not one_agent:
+                add_rule(_new(Rule, (False, pattern, meta >> 1)))
+            elif pattern:
+                add_pattern(pattern)
+                add_meta(meta)
+            if after + 1 == len(piece) or (
+                relevant is not None and not relevant(piece, after)
+            ):
+                # Nothing after the pattern's line, or nothing that matters.
+                meta += piece.count("\n") << 1
+                continue
+            lines = piece[after + 1 :].split("\n")
+            number = meta >> 1
+            break
+        else:
+            break
     reading.line = first
     reading.agents = agents
     reading.rules = rules
