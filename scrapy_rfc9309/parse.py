@@ -682,11 +682,11 @@ AgentRules = tuple[
 ]
 
 
-def _line_ends(text: str, keep_crlf: bool = False) -> str:
-    """``text`` with every line ended by a LF.  With ``keep_crlf`` a CR may
-    stay before it, which saves a copy: every value is stripped of it, and
-    a line of it alone is blank."""
-    if "\r" in text and (not keep_crlf or _LONE_CR(text) or text.endswith("\r")):
+def _line_ends(text: str) -> str:
+    """``text`` with every line ended by a LF; a CR may stay before it,
+    which saves a copy: every value is stripped of it, and a line of it
+    alone is blank."""
+    if "\r" in text and (_LONE_CR(text) or text.endswith("\r")):
         return text.replace("\r\n", "\n").replace("\r", "\n")
     return text
 
@@ -817,7 +817,7 @@ def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
     2.2.4).
     """
     if "\r" in text:
-        text = _line_ends(text, keep_crlf=True)
+        text = _line_ends(text)
     matches: Iterable[re.Match[str]] = _AGENT_LINES(text)
     if text[:1] in " \t\v\fuU":
         first = _FIRST_AGENT_LINE(text)
@@ -1097,7 +1097,8 @@ def _without_colon(line: str) -> tuple[str, str] | None:
     """``(key, value)`` of a line without a colon, or ``None``; kept in the
     cache."""
     stripped = line.strip(_WHITESPACE)
-    two = _TWO_TOKENS(stripped) if stripped else None
+    # One token (most junk: "}", "</div>") needs no regex to tell.
+    two = _TWO_TOKENS(stripped) if " " in stripped or "\t" in stripped else None
     found = None if two is None else (two[1], two[2].strip(_WHITESPACE))
     if len(_NO_COLON) < _NO_COLON_SIZE and len(line) <= _NO_COLON_LINE:
         _NO_COLON[line] = found
