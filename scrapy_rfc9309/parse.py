@@ -9,7 +9,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import FrozenInstanceError, dataclass, field, replace
-from itertools import chain
+from itertools import chain, compress
 from typing import Any, NamedTuple
 
 from .profiles import (
@@ -619,6 +619,8 @@ _NO_COLON_SIZE = 1024
 _NO_COLON_LINE = 100
 # Told apart by identity: no line reads as it.
 _UNKNOWN = ("", "")
+# Profile hook: Yandex and Bing need the colon.
+_COLON_NEEDED = {profile: not rules.missing_colon for profile, rules in RULES.items()}
 
 # The reader: read_chunk() reads lines (which end at CR, LF and CRLF; a NUL
 # ends a line's content, a "#" starts a comment and a line keeps
@@ -661,6 +663,8 @@ _DISALLOW_LINE = "\nDisallow: "
 # whitespace: whether a piece of text may hold one after its first line
 # (the first line of a group read is a User-agent line).
 _RELEVANT = re.compile(r"\n[ \t\v\f]*+[aAdDcC]").search
+# And whether a line may be one (the others are passed over at C speed).
+_MATTERS = re.compile(r"[ \t\v\f]*+[aAdDcC]").match
 # User-agent lines as written -> the token they name, or None for a line
 # that is no User-agent line; per profile.  The same few lines come back
 # again and again.
@@ -934,8 +938,7 @@ def read_chunk(
     add_meta = metas.append
     kinds = _KIND_CACHE[profile]
     no_colon = _NO_COLON
-    # Profile hook: Yandex and Bing need the colon.
-    colon_needed = not RULES[profile].missing_colon
+    colon_needed = _COLON_NEEDED[profile]
     whitespace = _WHITESPACE
     # The head (before the first "Disallow: " line) is read line by line,
     # unless nothing in it can matter; then the other pieces, each the
@@ -954,7 +957,10 @@ def read_chunk(
     # where there is something to report.  ``number`` is that of the line
     # before ``lines``.
     while True:
-        for line_number, line in enumerate(lines, number + 1):
+        numbered: Iterable[tuple[int, str]] = enumerate(lines, number + 1)
+        if one_agent:
+            numbered = compress(numbered, map(_MATTERS, lines))
+        for line_number, line in numbered:
             key, colon, value = line.partition(":")
             if colon:
                 value = value.strip(whitespace)
@@ -1075,12 +1081,15 @@ def read_chunk(
             break
         else:
             break
-    reading.line = first
-    reading.agents = agents
-    reading.rules = rules
     reading.delay = delay
-    reading.signals = signals
-    reading.usage = usage
+    if not one_agent:
+        # The group being read, for the next chunk (reading the rules of
+        # one agent, only the lists and the dict it filled are kept).
+        reading.line = first
+        reading.agents = agents
+        reading.rules = rules
+        reading.signals = signals
+        reading.usage = usage
 
 
 def _report_key(report: Reporter, number: int, colon: str, kind: int, key: str) -> None:
