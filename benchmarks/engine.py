@@ -64,11 +64,16 @@ def clear_caches() -> None:
     """Empty the engine's caches of what it has read before (a name no
     longer there is passed over)."""
     modules = sys.modules
-    _clear(modules["scrapy_rfc9309.parse"], "_KIND_CACHE", "_AGENT_TOKENS", "_NO_COLON")
+    _clear(
+        modules["scrapy_rfc9309.parse"],
+        "_KIND_CACHE",
+        "_AGENT_TOKENS",
+        "_NO_COLON",
+        "_AGENT_LINE_TOKENS",
+    )
     _clear(
         modules["scrapy_rfc9309.match"], "_NORMALS", "_TOKENS", "_DECISIONS", "_CACHE"
     )
-    _clear(modules.get("scrapy_rfc9309._scan"), "_AGENT_LINE_TOKENS")
 
 
 def _clear(module: Any, *names: str) -> None:

@@ -22,11 +22,10 @@ from .parse import (
     cut,
     encode,
     key_kind,
-    lines_of,
     oversize_allows_all,
     parse_content_signal,
     product_token,
-    read,
+    read_document,
     usage_rule,
 )
 from .profiles import GOOGLE, RULES
@@ -400,15 +399,15 @@ def lint(
     linter.body(data, max_bytes)
     text = body_text(source, max_bytes)
     linter.lines(text)
-    document = read(lines_of(text), profile, linter.event)
-    for group in document.groups:
+    groups = read_document(text, profile, linter.event)[0]
+    for group in groups:
         linter.rules(group.rules)
-    if not document.groups:
+    if not groups:
         linter.add(
             0, "no-groups", "no User-agent group: every crawler may fetch everything"
         )
-    elif not document.groups[-1].rules:
-        group = document.groups[-1]
+    elif not groups[-1].rules:
+        group = groups[-1]
         linter.add(
             group.line,
             "group-without-rules",
@@ -416,7 +415,7 @@ def lint(
             "they may fetch everything",
         )
     if linter.rules_of.ignores_delay:
-        for group in document.groups:
+        for group in groups:
             if group.crawl_delay is not None or group.content_signals:
                 linter.add(
                     group.line,

@@ -16,7 +16,6 @@ from itertools import accumulate, compress, count, repeat
 from operator import add, and_, is_not, lshift
 from typing import Any, Literal, NamedTuple
 
-from ._scan import scan_for
 from .parse import (
     Document,
     Group,
@@ -26,6 +25,7 @@ from .parse import (
     applicable_groups,
     merge_groups,
     product_token,
+    rules_for,
 )
 from .profiles import RULES, Percent
 from .urls import escape_pattern, normalize_path, normalize_pattern, request_path
@@ -1075,7 +1075,7 @@ def _compile_text(text: str, profile: Profile, user_agent: str) -> Matcher:
         token = product_token(user_agent)
         if len(_TOKENS) < _TOKENS_SIZE:
             _TOKENS[user_agent] = token
-    patterns, metas, delay, signals, usage = scan_for(text, profile, token)
+    patterns, metas, delay, signals, usage = rules_for(text, profile, token)
     matcher = Matcher.__new__(Matcher)
     matcher._setup(profile, delay, signals, patterns, metas)
     matcher._usage = tuple(usage) if usage else ()

@@ -9,6 +9,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import FrozenInstanceError, dataclass, field, replace
+from itertools import chain, compress
 from typing import Any, NamedTuple
 
 from .profiles import (
@@ -167,7 +168,7 @@ class Document:
                 # it lets the text go).
                 return self._read()
             # Threads may both read it: the same value either way.
-            parts = read(lines_of(text), self.profile)._read()
+            parts = read_document(text, self.profile)
             _set(self, "_parts", parts)
             _set(self, "_text", None)
         return parts
@@ -500,8 +501,6 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 _WHITESPACE = " \t\n\v\f\r"
 # Google accepts a missing colon only between exactly two tokens.
 _TWO_TOKENS = re.compile(r"([^ \t]+)[ \t]+([^ \t]+)").fullmatch
-# What str.splitlines() ends ASCII lines at besides CR and LF.
-_ASCII_BREAKS = ("\v", "\f", "\x1c", "\x1d", "\x1e")
 # No line of a shorter text can exceed the cap, whatever its characters.
 _SAFE_CHARS = MAX_LINE_BYTES // 4
 
@@ -523,26 +522,6 @@ def body_text(source: str | bytes, max_bytes: int) -> str:
         while skip < 3 and data[skip : skip + 1] == _UTF8_BOM[skip : skip + 1]:
             skip += 1
     return data[skip:].decode("utf-8", "surrogateescape")
-
-
-def lines_of(text: str) -> list[str]:
-    """The lines of ``text`` as Google reads them: CR, LF and CRLF each end
-    one, a NUL ends a line's content, and a line keeps at most
-    :data:`MAX_LINE_BYTES` octets."""
-    if text.isascii() and not any(map(text.__contains__, _ASCII_BREAKS)):
-        # splitlines() ends lines at CR, LF and CRLF, and at the other ASCII
-        # breaks above, which this text does not have (Python's own is
-        # quicker than the replace-and-split below).
-        lines = text.splitlines()
-    else:
-        if "\r" in text:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        lines = text.split("\n")
-    if "\0" in text:
-        lines = [line.partition("\0")[0] for line in lines]
-    if len(text) > _SAFE_CHARS and max(map(len, lines)) > _SAFE_CHARS:
-        lines = [cap_line(line) for line in lines]
-    return lines
 
 
 def encode(text: str) -> bytes:
@@ -607,14 +586,8 @@ def parse_content_signal(value: str) -> tuple[dict[str, bool | str], list[str]]:
     return signals, invalid
 
 
-#: What a line's key is: its kind (_RECORD for another record, _NO_KEY for
-#: none), its lower-cased name, and the name it is a misspelling of.
-class KeyInfo(NamedTuple):
-    kind: int
-    name: str
-    typo_of: str | None
-
-
+# What each kind of key is called: a key read as one of them but written
+# otherwise is a misspelling (lint reports it).
 _CANONICAL = {
     _USER_AGENT: "user-agent",
     _ALLOW: "allow",
@@ -630,23 +603,13 @@ _CANONICAL = {
 _KIND_CACHE: dict[str, dict[str, int]] = {profile: {} for profile in PROFILES}
 _KIND_CACHE_SIZE = 2048
 
-
-def key_info(key: str, profile: Profile) -> KeyInfo:
-    """What ``key`` (as written, whitespace around it allowed) is in
-    ``profile``."""
-    kind = _kind(key, profile)
-    name = key.strip(_WHITESPACE).lower()
-    canonical = _CANONICAL.get(kind)
-    return KeyInfo(kind, name, None if canonical in (None, name) else canonical)
-
-
-#: Called by :func:`read` for what :func:`~scrapy_rfc9309.lint.lint` reports:
+#: Called by the reader for what :func:`~scrapy_rfc9309.lint.lint` reports:
 #: ``(line, event, detail)``.
 Reporter = Callable[[int, str, str], None]
 
 _new = tuple.__new__
 _set = object.__setattr__
-
+_object_new = object.__new__
 
 # Lines without a colon as written -> what they say, (key, value) or None:
 # the same few lines (blank ones, HTML tags) come back again and again.
@@ -656,140 +619,62 @@ _NO_COLON_SIZE = 1024
 _NO_COLON_LINE = 100
 # Told apart by identity: no line reads as it.
 _UNKNOWN = ("", "")
-_object_new = object.__new__
+# Profile hook: Yandex and Bing need the colon.
+_COLON_NEEDED = {profile: not rules.missing_colon for profile, rules in RULES.items()}
 
+# The reader: read_chunk() reads lines (which end at CR, LF and CRLF; a NUL
+# ends a line's content, a "#" starts a comment and a line keeps
+# MAX_LINE_BYTES octets) into groups.  A whole Document is the whole text
+# read (read_document), lint the same with a reporter; the rules for one
+# agent are the groups that apply read (rules_for), which regular
+# expressions find without reading the others.
 
-def read(
-    lines: Iterable[str], profile: Profile, report: Reporter | None = None
-) -> Document:
-    """The :class:`Document` of robots.txt ``lines`` (see :func:`parse`).
-
-    ``report``, if given, hears about every user-agent and sitemap line and
-    every line read leniently or ignored (what :func:`~scrapy_rfc9309.lint.lint`
-    reports).
-    """
-    groups: list[Group] = []
-    sitemaps: dict[str, None] = {}
-    records: list[Record] = []
-    # The group being read: its agents, rules, delay, signals, line and
-    # Content-Usage rules.
-    agents: list[str] = []
-    rules: list[Rule] = []
-    delay: float | None = None
-    signals: dict[str, bool | str] = {}
-    usage: list[UsageRule] = []
-    first_line = 0
-    # Only a rule ends the user-agent lines of a group (RFC 9309 section
-    # 2.2.4: other records never end one), so a user-agent line after a
-    # rule starts the next group.
-    after_rule = False
-    kinds = _KIND_CACHE[profile]
-    no_colon = _NO_COLON
-    # Profile hook: Yandex and Bing need the colon.
-    colon_needed = not RULES[profile].missing_colon
-    # Hot loop, written for speed: str methods, cache lookups for the key
-    # and for lines without a colon, the branches in the order of how
-    # common they are; reporting only where there is something to report.
-    for number, line in enumerate(lines, 1):
-        if "#" in line:
-            line = line[: line.index("#")]
-        key, colon, value = line.partition(":")
-        if colon:
-            value = value.strip(_WHITESPACE)
-        elif not line:
-            continue
-        else:
-            # Google's GetKeyAndValueFrom when a line has no colon:
-            # whitespace may stand for it between exactly two tokens.
-            found = no_colon.get(line, _UNKNOWN)
-            if found is _UNKNOWN:
-                found = _without_colon(line)
-            if found is None:
-                if report is not None and line.strip(_WHITESPACE):
-                    report(number, "unparsable-line", line.strip(_WHITESPACE))
-                continue
-            if colon_needed:
-                if report is not None:
-                    report(number, "missing-colon-ignored", found[0])
-                continue
-            key, value = found
-        kind = kinds.get(key)
-        if kind is None:
-            kind = _kind(key, profile)
-        if report is not None:
-            if not colon and kind != _RECORD:
-                report(number, "missing-colon", key)
-            info = key_info(key, profile)
-            if info.typo_of is not None:
-                report(number, "typo-accepted", f"{info.name}\0{info.typo_of}")
-        if kind <= _ALLOW:
-            if agents:
-                rules.append(_new(Rule, (kind == _ALLOW, value, number)))
-                after_rule = True
-            elif report is not None:
-                report(number, "rule-outside-group", value)
-        elif kind == _USER_AGENT:
-            if after_rule:
-                groups.append(_group(agents, rules, delay, signals, first_line, usage))
-                agents, rules, delay, signals, usage = [], [], None, {}, []
-                after_rule = False
-            if not agents:
-                first_line = number
-            agents.append(value)
-            if report is not None:
-                report(number, "user-agent", value)
-        elif kind == _RECORD:
-            name = key.strip(_WHITESPACE).lower()
-            records.append(_new(Record, (name, value, number)))
-            if report is not None:
-                report(number, "record", name)
-        elif kind == _SITEMAP:
-            if value:
-                sitemaps[value] = None
-            if report is not None:
-                report(number, "sitemap", value)
-        elif kind == _NO_KEY:
-            if report is not None:
-                report(number, "unparsable-line", line.strip(_WHITESPACE))
-        elif not agents:
-            if report is not None:
-                name = key.strip(_WHITESPACE).lower()
-                report(number, "directive-outside-group", name)
-        elif kind == _CRAWL_DELAY:
-            parsed = parse_crawl_delay(value)
-            if report is not None:
-                event = (
-                    "invalid-crawl-delay"
-                    if parsed is None
-                    else "duplicate-crawl-delay"
-                    if delay is not None
-                    else "crawl-delay"
-                )
-                report(number, event, value)
-            if delay is None:
-                delay = parsed
-        elif kind == _CONTENT_USAGE:
-            usage.append(usage_rule(value, number))
-            if report is not None:
-                report(number, "content-usage", value)
-        else:
-            merge_signals(signals, parse_content_signal(value)[0])
-            if report is not None:
-                report(number, "content-signal", value)
-    if agents:
-        groups.append(_group(agents, rules, delay, signals, first_line, usage))
-    return Document(tuple(groups), tuple(sitemaps), tuple(records), profile)
-
-
-# First characters of the lines that never matter to the rules of one
-# agent (see scrapy_rfc9309._scan): the key of a rule, User-agent,
-# Crawl-delay or Content-Signal line (or a misspelling of one, in either
-# profile) starts with "u", "a", "d" or "c" in either case, after any
-# whitespace.  Blank lines, comments, other records, sitemaps and most junk
-# start with one of these.
-_IRRELEVANT_START = frozenset(
-    [""] + [chr(octet) for octet in range(0x80) if chr(octet) not in "uUaAdDcC \t\v\f"]
+# A CR not before a LF ends a line as well (this finds all but one at the
+# end of the text, quicker than a lookahead).
+_LONE_CR = re.compile(r"\r[^\n]").search
+# The rest of a line from a "#", and from a NUL (a literal first is what
+# the regex engine searches quickest).
+_COMMENT = re.compile("#.*").sub
+_AFTER_NUL = re.compile("\0.*").sub
+# A line that is surely a rule in every profile: a usual spelling of the
+# key, then the colon, well within the line cap.
+_SURE = (
+    r"\n[ \t\v\f]{0,1000}+(?:Disallow|disallow|DISALLOW|Allow|allow|ALLOW)"
+    r"[ \t\v\f]{0,1000}+:"
 )
+_SURE_RULE = re.compile(_SURE).search
+# After any whitespace, the key of every User-agent line (misspellings and
+# Google's prefix keys included) starts with "user" in some case, and that
+# of every Allow or Disallow line with "al" or "di": no other character
+# lower-cases to those letters.  Searching from a "\n" lets the regex engine
+# skip ahead to each line start at C speed.  Group 2 tells a User-agent
+# line followed by a rule.
+_AGENT_LINE = r"([ \t\v\f]*+user[^\n]*+)(?=(?-i:(" + _SURE + "))|)"
+_AGENT_LINES = re.compile(r"(?i)\n" + _AGENT_LINE).finditer
+# The first line has no "\n" before it (adding one would copy the text).
+_FIRST_AGENT_LINE = re.compile(r"(?i)" + _AGENT_LINE).match
+_RULE_LINES = re.compile(r"(?i)\n([ \t\v\f]*+(?:al|di)[^\n]*+)").finditer
+# How nearly every rule line starts: what follows it is a Disallow pattern
+# (and, if another line follows, that line).
+_DISALLOW_LINE = "\nDisallow: "
+# Reading the rules of one agent, only a rule, Crawl-delay, Content-Signal
+# or Content-Usage line matters, whose key (or a misspelling of it, in
+# every profile) starts with "a", "d" or "c" in either case, after any
+# whitespace: whether a piece of text may hold one after its first line
+# (the first line of a group read is a User-agent line).
+_RELEVANT = re.compile(r"\n[ \t\v\f]*+[aAdDcC]").search
+# And whether a line may be one (the others are passed over at C speed).
+_MATTERS = re.compile(r"[ \t\v\f]*+[aAdDcC]").match
+# User-agent lines as written -> the token they name, or None for a line
+# that is no User-agent line; per profile.  The same few lines come back
+# again and again.
+_AGENT_LINE_TOKENS: dict[Profile, dict[str, str | None]] = {
+    profile: {} for profile in PROFILES
+}
+_AGENT_LINE_TOKENS_SIZE = 4096
+_AGENT_LINE_CHARS = 200
+# Told apart from any token by identity: no token holds a NUL.
+_MISSING = "\0"
 
 #: What matching for one agent needs from a robots.txt: the patterns (none
 #: empty) of the rules of the groups that apply to it (merged, as
@@ -801,6 +686,84 @@ AgentRules = tuple[
 ]
 
 
+def _line_ends(text: str) -> str:
+    """``text`` with every line ended by a LF; a CR may stay before it,
+    which saves a copy: every value is stripped of it, and a line of it
+    alone is blank."""
+    if "\r" in text and (_LONE_CR(text) or text.endswith("\r")):
+        return text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def _agent_of(line: str, profile: Profile) -> str | None:
+    """The token a User-agent line names, ``None`` for another line; kept
+    in the cache (which the caller looked in first)."""
+    key, colon, value = line.partition(":")
+    if (
+        colon
+        and _KIND_CACHE[profile].get(key) == _USER_AGENT
+        and "#" not in value
+        and "\0" not in value
+        and len(line) <= _SAFE_CHARS
+    ):
+        # How read_chunk() reads the usual ones, without its setting up.
+        agent: str | None = agent_token(value.strip(_WHITESPACE))
+    else:
+        reading = _Reading()
+        read_chunk(line, 1, profile, reading)
+        agent = agent_token(reading.agents[0]) if reading.agents else None
+    tokens = _AGENT_LINE_TOKENS[profile]
+    if len(tokens) < _AGENT_LINE_TOKENS_SIZE and len(line) <= _AGENT_LINE_CHARS:
+        tokens[line] = agent
+    return agent
+
+
+def _has_rule(text: str, start: int, end: int, profile: Profile) -> bool:
+    """Whether an Allow or Disallow line, spelt as it may be, lies between
+    ``start`` (a "\\n") and ``end``."""
+    reading = _Reading(line=1)
+    lines = [match[1] for match in _RULE_LINES(text, start, end)]
+    read_chunk("\n".join(lines), 1, profile, reading)
+    return bool(reading.rules)
+
+
+class _Reading:
+    """What :func:`read_chunk` reads into: the groups read (reading the
+    rules of ``one_agent``, groups are not told apart: ``None``), the
+    sitemaps and other records, and the group being read, left for the
+    next chunk: its User-agent values, its rules (for one agent: their
+    patterns and ``line << 1 | allow``), first valid Crawl-delay,
+    Content-Signal values, Content-Usage rules and first line (0: no group
+    yet)."""
+
+    __slots__ = (
+        "agents",
+        "delay",
+        "groups",
+        "line",
+        "metas",
+        "patterns",
+        "records",
+        "rules",
+        "signals",
+        "sitemaps",
+        "usage",
+    )
+
+    def __init__(self, one_agent: bool = False, line: int = 0) -> None:
+        self.groups: list[Group] | None = None if one_agent else []
+        self.rules: list[Rule] = []
+        self.patterns: list[str] = []
+        self.metas: list[int] = []
+        self.sitemaps: dict[str, None] = {}
+        self.records: list[Record] = []
+        self.agents: list[str] = []
+        self.delay: float | None = None
+        self.signals: dict[str, bool | str] = {}
+        self.usage: list[UsageRule] = []
+        self.line = line
+
+
 def _group(
     agents: list[str],
     rules: list[Rule],
@@ -809,7 +772,7 @@ def _group(
     line: int,
     usage: list[UsageRule],
 ) -> Group:
-    # Group(...) without its dataclass __init__ (five object.__setattr__
+    # Group(...) without its dataclass __init__ (six object.__setattr__
     # calls), which costs four times as much: parse() makes thousands.
     group = _object_new(Group)
     fields = group.__dict__
@@ -818,37 +781,333 @@ def _group(
     fields["crawl_delay"] = delay
     fields["content_signals"] = signals
     fields["line"] = line
-    fields["content_usage"] = tuple(usage) if usage else ()
+    fields["content_usage"] = tuple(usage)
     return group
 
 
-def kind_and_value(
-    line: str, kinds: dict[str, int], profile: Profile
-) -> tuple[int, str] | None:
-    """What a line (comment cut) is and says, as read() takes it: its kind
-    (``kinds`` is the profile's cache) and its value, not stripped; ``None``
-    for a line that says nothing."""
-    key, colon, value = line.partition(":")
-    if not colon:
-        if not line:
-            return None
-        found = _NO_COLON.get(line, _UNKNOWN)
-        if found is _UNKNOWN:
-            found = _without_colon(line)
-        if found is None or not RULES[profile].missing_colon:
-            return None
-        key, value = found
-    kind = kinds.get(key)
-    if kind is None:
-        kind = _kind(key, profile)
-    return kind, value
+def read_document(
+    text: str, profile: Profile, report: Reporter | None = None
+) -> tuple[tuple[Group, ...], tuple[str, ...], tuple[Record, ...]]:
+    """The groups, sitemaps and records of ``text`` (as :func:`body_text`
+    gives it).  ``report``, if given, hears about every user-agent and
+    sitemap line and every line read leniently or ignored (what
+    :func:`~scrapy_rfc9309.lint.lint` reports)."""
+    reading = _Reading()
+    read_chunk(_line_ends(text), 1, profile, reading, report)
+    groups, rules = reading.groups, reading.rules
+    assert groups is not None
+    if reading.line:
+        groups.append(
+            _group(
+                reading.agents,
+                rules,
+                reading.delay,
+                reading.signals,
+                reading.line,
+                reading.usage,
+            )
+        )
+    return tuple(groups), tuple(reading.sitemaps), tuple(reading.records)
+
+
+def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
+    """The rules for the agent of product ``token`` of ``text`` (as
+    :func:`body_text` gives it): those of the groups naming the token if
+    any, else of those naming ``*`` (RFC 9309 section 2.2.1), merged.
+
+    Only those groups are read.  Regular expressions run over the whole
+    text find the User-agent lines (each read by :func:`read_chunk`) and,
+    between two of them, whether a rule ends a group (RFC 9309 section
+    2.2.4).
+    """
+    if "\r" in text:
+        text = _line_ends(text)
+    matches: Iterable[re.Match[str]] = _AGENT_LINES(text)
+    if text[:1] in " \t\v\fuU":
+        first = _FIRST_AGENT_LINE(text)
+        if first is not None:
+            matches = chain((first,), matches)
+    tokens = _AGENT_LINE_TOKENS[profile]
+    # Where each group starts; the groups naming the token, and those
+    # naming "*", by number, each once (the last number is the group being
+    # found).
+    starts: list[int] = []
+    named: list[int] = []
+    starred: list[int] = []
+    # Where the last User-agent line ends, and whether a rule surely follows
+    # it: a rule before the next one ends the group.
+    end = -1
+    ruled = False
+    # Hot loop, written for speed: a cache lookup per User-agent line, and
+    # seldom a regex search for a rule between two of them.
+    for match in matches:
+        agent = tokens.get(match[1], _MISSING)
+        if agent is _MISSING:
+            agent = _agent_of(match[1], profile)
+        if agent is None:
+            continue
+        start, stop = match.span(1)
+        if end < 0 or (
+            end + 1 < start
+            and (
+                ruled
+                or _SURE_RULE(text, end, start)
+                or _has_rule(text, end, start, profile)
+            )
+        ):
+            starts.append(start)
+        if agent == token:
+            if not named or named[-1] != len(starts) - 1:
+                named.append(len(starts) - 1)
+        elif agent == "*" and (not starred or starred[-1] != len(starts) - 1):
+            starred.append(len(starts) - 1)
+        end = stop
+        ruled = match.lastindex == 2
+    starts.append(len(text))
+    reading = _Reading(True)
+    delays: list[float] = []
+    position, number = 0, 1
+    for index in named if token and named else starred:
+        start = starts[index]
+        number += text.count("\n", position, start)
+        position = start
+        reading.line = number
+        read_chunk(text[start : starts[index + 1]], number, profile, reading)
+        if reading.delay is not None:
+            delays.append(reading.delay)
+            reading.delay = None
+    delay = max(delays) if delays else None
+    return reading.patterns, reading.metas, delay, reading.signals, reading.usage
+
+
+def read_chunk(
+    chunk: str,
+    number: int,
+    profile: Profile,
+    reading: _Reading,
+    report: Reporter | None = None,
+) -> None:
+    """Read the lines of ``chunk`` (its line ends as :func:`_line_ends`
+    leaves them, its first line numbered ``number``) into ``reading``,
+    telling ``report`` about them.
+
+    The text is cut at each ``\\nDisallow: `` first, so that most rule
+    lines cost a strip and two appends; the other lines are read one by
+    one.  Reading a whole document, a User-agent line starts a group unless
+    the group being read has no rule yet (RFC 9309 section 2.2.4).
+    """
+    # Each line cut at a "#" (a comment) and at a NUL (which ends its
+    # content), before the cap: the rest goes whatever the cap leaves of it.
+    if "#" in chunk:
+        chunk = _COMMENT("", chunk)
+    if "\0" in chunk:
+        chunk = _AFTER_NUL("", chunk)
+    # The first piece is read line by line; each other piece starts with
+    # the pattern of a "Disallow: " line, and any line after it in the same
+    # piece is of another kind.  Rules read before the first group are
+    # dropped when it starts (reported: line by line).
+    pieces = chunk.split(_DISALLOW_LINE) if report is None else [chunk]
+    # No line of a text this short in characters can be over the cap, nor
+    # one of more characters if it is ASCII; a piece's line is "Disallow: "
+    # longer.
+    if len(chunk) > _SAFE_CHARS:
+        longest = MAX_LINE_BYTES if chunk.isascii() else _SAFE_CHARS
+        if len(chunk) > longest and max(map(len, pieces)) >= longest - 11:
+            lines = chunk.split("\n")
+            if max(map(len, lines)) > longest:
+                chunk = "\n".join(map(cap_line, lines))
+                pieces = chunk.split(_DISALLOW_LINE) if report is None else [chunk]
+    groups = reading.groups
+    one_agent = groups is None
+    # Reading the rules of one agent: a piece whose lines cannot matter is
+    # not split into lines.
+    relevant = _RELEVANT if one_agent else None
+    sitemaps = reading.sitemaps
+    add_record = reading.records.append
+    # The group being read.
+    first = reading.line
+    agents = reading.agents
+    rules = reading.rules
+    add_rule = rules.append
+    patterns = reading.patterns
+    metas = reading.metas
+    delay = reading.delay
+    signals = reading.signals
+    usage = reading.usage
+    add_pattern = patterns.append
+    add_meta = metas.append
+    kinds = _KIND_CACHE[profile]
+    no_colon = _NO_COLON
+    colon_needed = _COLON_NEEDED[profile]
+    whitespace = _WHITESPACE
+    # The head (before the first "Disallow: " line) is read line by line,
+    # unless nothing in it can matter; then the other pieces, each the
+    # pattern of a "Disallow: " line and, if other lines follow it, those
+    # lines, read line by line.
+    pieces_left = iter(pieces)
+    head = next(pieces_left)
+    if relevant is not None and ("\n" not in head or not relevant(head)):
+        number += head.count("\n")
+        lines = []
+    else:
+        lines = head.split("\n")
+        number -= 1
+    # Hot loops, written for speed: a piece is nearly always one line, and
+    # the branches go in the order of how common they are, reporting only
+    # where there is something to report.  ``number`` is that of the line
+    # before ``lines``.
+    while True:
+        numbered: Iterable[tuple[int, str]] = enumerate(lines, number + 1)
+        if one_agent:
+            numbered = compress(numbered, map(_MATTERS, lines))
+        for line_number, line in numbered:
+            key, colon, value = line.partition(":")
+            if colon:
+                value = value.strip(whitespace)
+            elif not line:
+                continue
+            else:
+                # Google's GetKeyAndValueFrom when a line has no colon:
+                # whitespace may stand for it between exactly two tokens.
+                found = no_colon.get(line, _UNKNOWN)
+                if found is _UNKNOWN:
+                    found = _without_colon(line)
+                if found is None:
+                    if report is not None and line.strip(whitespace):
+                        report(line_number, "unparsable-line", line.strip(whitespace))
+                    continue
+                if colon_needed:
+                    if report is not None:
+                        report(line_number, "missing-colon-ignored", found[0])
+                    continue
+                key, value = found
+            kind = kinds.get(key)
+            if kind is None:
+                kind = _kind(key, profile)
+            if report is not None:
+                _report_key(report, line_number, colon, kind, key)
+            if kind <= _ALLOW:
+                if not first:
+                    if report is not None:
+                        report(line_number, "rule-outside-group", value)
+                elif one_agent:
+                    if value:
+                        add_pattern(value)
+                        add_meta(line_number << 1 | kind)
+                else:
+                    add_rule(_new(Rule, (kind == _ALLOW, value, line_number)))
+            elif kind == _USER_AGENT:
+                if groups is not None and (rules or not first):
+                    # A new group: the one being read (if any) is done.
+                    if first:
+                        groups.append(
+                            _group(agents, rules, delay, signals, first, usage)
+                        )
+                    agents, rules, usage = [], [], []
+                    delay, signals, first = None, {}, line_number
+                    add_rule = rules.append
+                agents.append(value)
+                if report is not None:
+                    report(line_number, "user-agent", value)
+            elif kind == _RECORD:
+                name = key.strip(whitespace).lower()
+                add_record(_new(Record, (name, value, line_number)))
+                if report is not None:
+                    report(line_number, "record", name)
+            elif kind == _SITEMAP:
+                if value:
+                    sitemaps[value] = None
+                if report is not None:
+                    report(line_number, "sitemap", value)
+            elif kind == _NO_KEY:
+                if report is not None:
+                    report(line_number, "unparsable-line", line.strip(whitespace))
+            elif not first:
+                if report is not None:
+                    name = key.strip(whitespace).lower()
+                    report(line_number, "directive-outside-group", name)
+            elif kind == _CRAWL_DELAY:
+                seconds = parse_crawl_delay(value)
+                if report is not None:
+                    event = (
+                        "invalid-crawl-delay"
+                        if seconds is None
+                        else "duplicate-crawl-delay"
+                        if delay is not None
+                        else "crawl-delay"
+                    )
+                    report(line_number, event, value)
+                if delay is None:
+                    delay = seconds
+            elif kind == _CONTENT_USAGE:
+                usage.append(usage_rule(value, line_number))
+                if report is not None:
+                    report(line_number, "content-usage", value)
+            else:
+                merge_signals(signals, parse_content_signal(value)[0])
+                if report is not None:
+                    report(line_number, "content-signal", value)
+        # The pieces, counted in metas: ``line << 1`` of a "Disallow: " line.
+        meta = number + len(lines) << 1
+        for piece in pieces_left:
+            meta += 2
+            if "\n" not in piece:
+                if one_agent:
+                    # For one agent, an empty pattern (which matches
+                    # nothing) is left out.
+                    pattern = piece.strip(whitespace)
+                    if pattern:
+                        add_pattern(pattern)
+                        add_meta(meta)
+                else:
+                    add_rule(_new(Rule, (False, piece.strip(whitespace), meta >> 1)))
+                continue
+            # The pattern's line, then the others.
+            after = piece.index("\n")
+            pattern = piece[:after].strip(whitespace)
+            if not one_agent:
+                add_rule(_new(Rule, (False, pattern, meta >> 1)))
+            elif pattern:
+                add_pattern(pattern)
+                add_meta(meta)
+            if after + 1 == len(piece) or (
+                relevant is not None and not relevant(piece, after)
+            ):
+                # Nothing after the pattern's line, or nothing that matters.
+                meta += piece.count("\n") << 1
+                continue
+            lines = piece[after + 1 :].split("\n")
+            number = meta >> 1
+            break
+        else:
+            break
+    reading.delay = delay
+    if not one_agent:
+        # The group being read, for the next chunk (reading the rules of
+        # one agent, only the lists and the dict it filled are kept).
+        reading.line = first
+        reading.agents = agents
+        reading.rules = rules
+        reading.signals = signals
+        reading.usage = usage
+
+
+def _report_key(report: Reporter, number: int, colon: str, kind: int, key: str) -> None:
+    """Report a key read leniently: without a colon, or misspelt."""
+    if not colon and kind != _RECORD:
+        report(number, "missing-colon", key)
+    name = key.strip(_WHITESPACE).lower()
+    canonical = _CANONICAL.get(kind)
+    if canonical not in (None, name):
+        report(number, "typo-accepted", f"{name}\0{canonical}")
 
 
 def _without_colon(line: str) -> tuple[str, str] | None:
-    """``(key, value)`` of a line without a colon, or ``None``, as read()
-    takes it; kept in the cache."""
+    """``(key, value)`` of a line without a colon, or ``None``; kept in the
+    cache."""
     stripped = line.strip(_WHITESPACE)
-    two = _TWO_TOKENS(stripped) if stripped else None
+    # One token (most junk: "}", "</div>") needs no regex to tell.
+    two = _TWO_TOKENS(stripped) if " " in stripped or "\t" in stripped else None
     found = None if two is None else (two[1], two[2].strip(_WHITESPACE))
     if len(_NO_COLON) < _NO_COLON_SIZE and len(line) <= _NO_COLON_LINE:
         _NO_COLON[line] = found

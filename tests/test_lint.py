@@ -42,6 +42,12 @@ def test_diagnostic_shape() -> None:
     ("source", "expected"),
     [
         ("Disallow: /\nUser-agent: *\nAllow: /\n", [(1, "rule-outside-group")]),
+        # After a first line, as parse() reads it by the cut at each
+        # "Disallow: " line.
+        (
+            "# note\nDisallow: /\nUser-agent: *\nAllow: /\n",
+            [(2, "rule-outside-group")],
+        ),
         ("User-agent: *\nFoo: bar\nAllow: /\n", [(2, "unknown-directive")]),
         ("User-agent: *\nHost: a.com\nAllow: /\n", [(2, "unsupported-directive")]),
         ("User-agent: *\nDisallow /x\n", [(2, "missing-colon")]),

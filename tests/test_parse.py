@@ -215,6 +215,11 @@ def test_rules_before_any_group_are_ignored() -> None:
     )
     assert rules(document) == [(False, "/y", 5)]
     assert document.groups[0].crawl_delay is None
+    # After a first line, a usual "Disallow: " line is read by the cut at
+    # each such line, which must drop it too, also when no group follows.
+    document = parse("# x\nDisallow: /a\nDisallow: /b\nUser-agent: a\nDisallow: /y\n")
+    assert rules(document) == [(False, "/y", 5)]
+    assert parse("# x\nDisallow: /a\n").groups == ()
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,9 @@
-"""scan_for() reads a robots.txt for one agent exactly as the Document
-route does (the groups of ``read()`` that apply, merged): the same patterns,
-line numbers, Crawl-delay, Content-Signal values and Content-Usage rules,
-whatever the text."""
+"""The one-agent route reads a robots.txt exactly as the whole-Document
+route does: ``rules_for()`` (which finds the groups that apply by regular
+expressions and reads only those) gives what the groups of
+``read_document()`` that apply give, merged: the same patterns, line
+numbers, Crawl-delay, Content-Signal values and Content-Usage rules,
+whatever the text.  And a reporter (lint's) changes nothing read."""
 
 from __future__ import annotations
 
@@ -9,15 +11,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scrapy_rfc9309._scan import scan_for
 from scrapy_rfc9309.parse import (
     MAX_LINE_BYTES,
     AgentRules,
+    Document,
     applicable_groups,
     body_text,
-    lines_of,
     merge_signals,
-    read,
+    read_document,
+    rules_for,
 )
 
 PROFILES = ("rfc9309", "google")
@@ -27,12 +29,13 @@ TOKENS = ("examplebot", "other", "")
 PAST_CAP = MAX_LINE_BYTES + 10
 
 
-def rules_for(text: str, profile: str, token: str) -> AgentRules:
-    """What scan_for() must give: the rules (empty patterns left out, as
+def document_rules(text: str, profile: str, token: str) -> AgentRules:
+    """What rules_for() must give: the rules (empty patterns left out, as
     they match nothing), the largest Crawl-delay, the Content-Signal
     values and the Content-Usage rules (in file order) of the groups of the
-    Document that apply to ``token``."""
-    groups = applicable_groups(read(lines_of(text), profile), token)
+    whole Document that apply to ``token``."""
+    document = Document(*read_document(text, profile), profile=profile)
+    groups = applicable_groups(document, token)
     rules = sorted(
         (rule for group in groups for rule in group.rules), key=lambda r: r.line
     )
@@ -165,15 +168,25 @@ TEXTS = {
 
 @pytest.mark.parametrize("profile", PROFILES)
 @pytest.mark.parametrize("name", sorted(TEXTS))
-def test_scan_reads_as_the_document(name: str, profile: str) -> None:
+def test_one_agent_reads_as_the_document(name: str, profile: str) -> None:
     text = TEXTS[name]
     for token in TOKENS:
-        assert scan_for(text, profile, token) == rules_for(text, profile, token)
+        assert rules_for(text, profile, token) == document_rules(text, profile, token)
+    assert_reporting_changes_nothing(text, profile)
 
 
-def test_scan_finds_rules_line_numbers_and_values() -> None:
+def assert_reporting_changes_nothing(text: str, profile: str) -> None:
+    # lint's route (line by line, with a reporter) reads what parse's does.
+    events: list[tuple[int, str, str]] = []
+    reported = read_document(text, profile, lambda *event: events.append(event))
+    assert reported == read_document(text, profile)
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").count("\n") + 1
+    assert all(1 <= line <= lines for line, _, _ in events)
+
+
+def test_one_agent_finds_rules_line_numbers_and_values() -> None:
     text = TEXTS["crawl-delay and content-signal"]
-    patterns, metas, delay, signals, _ = scan_for(text, "rfc9309", "examplebot")
+    patterns, metas, delay, signals, _ = rules_for(text, "rfc9309", "examplebot")
     assert patterns == ["/a", "/b"]
     assert metas == [5 << 1, 11 << 1]
     assert delay == 5.0
@@ -278,6 +291,9 @@ ROBOTS_TXT = st.lists(st.tuples(_LINE, _NEWLINE).map("".join), max_size=30).map(
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ROBOTS_TXT, st.sampled_from(PROFILES))
-def test_scan_reads_generated_texts_as_the_document(text: str, profile: str) -> None:
+def test_one_agent_reads_generated_texts_as_the_document(
+    text: str, profile: str
+) -> None:
     for token in TOKENS:
-        assert scan_for(text, profile, token) == rules_for(text, profile, token)
+        assert rules_for(text, profile, token) == document_rules(text, profile, token)
+    assert_reporting_changes_nothing(text, profile)
