@@ -156,10 +156,6 @@ _Shape = tuple[int, str, int, _Piece, str]
 # Disallow, then the earlier line (RFC 9309 2.2.2, and which rule reports).
 # Lines stay below 2 ** 40 (a terabyte of robots.txt).
 _LINE_BITS = 40
-# Up to this many plain prefixes are first tried as one chunk: one
-# startswith() call rules out a path that starts with none of them.  Past
-# it, that call costs more than the bisection it saves.
-_CHUNKED_MAX = 16
 
 
 def _rank(size: int, meta: int) -> int:
@@ -544,7 +540,6 @@ class Matcher:
         "_originals",
         "_parent",
         "_plain",
-        "_prefilter",
         "_signals",
         "_special",
         "_usage",
@@ -556,7 +551,6 @@ class Matcher:
     _originals: dict[int, str] | None
     _parent: array[int] | None
     _plain: tuple[bytes, ...]
-    _prefilter: bool
     _signals: tuple[tuple[str, bool | str], ...]
     _special: _Special | None
     # The Content-Usage rules that apply, in file order (see
@@ -637,7 +631,6 @@ class Matcher:
             # rules are empty): nothing to build.
             self._meta = _NO_METAS
             self._plain = ()
-            self._prefilter = True
             self._parent = None
             self._originals = None
             self._special = None
@@ -660,7 +653,6 @@ class Matcher:
             plain = sorted(prefixes)
             self._meta = _uints(list(map(prefixes.__getitem__, plain)))
             self._plain = _encoded(plain)
-            self._prefilter = len(plain) <= _CHUNKED_MAX
             self._parent = _parents(self._plain)
             self._originals = None
             self._special = None
@@ -764,7 +756,6 @@ class Matcher:
                     originals[base + offset] = pattern
             tables.append(_Texts(item_texts, array("q", ranks), base))
         self._plain = _encoded(plain)
-        self._prefilter = len(plain) <= _CHUNKED_MAX
         self._parent = _parents(self._plain)
         headed = self._headed(plain, filed, metas, originals) if filed else None
         # Only their verdicts: those of the plain prefixes were filed first.
@@ -811,8 +802,7 @@ class Matcher:
         """The entry deciding for ``url``, or a negative code; with
         ``verdict_only``, perhaps another entry that gives the same verdict."""
         # Hot path, written for speed: one regex for the usual URL shape,
-        # one bisection (after one startswith() call over a few prefixes)
-        # for the plain prefixes and heads, C-level string tests for the
+        # one bisection for the plain prefixes and heads, C-level string tests for the
         # rest, everything in local variables.
         # The plain prefixes are kept as bytes (smaller), the rest as str
         # (bytes substring tests are slower): the path is needed as both.
@@ -831,20 +821,17 @@ class Matcher:
             text = request_path(url) if found is None else found[1]
             path = text.encode("utf-8", "surrogatepass")
         plain = self._plain
-        if self._prefilter and not path.startswith(plain):
-            node = _NO_RULE
-        else:
-            # The greatest prefix not after the path: the longest one the
-            # path starts with, or a string that one of those is a prefix of.
-            node = bisect_right(plain, path) - 1
-            if node >= 0 and not path.startswith(plain[node]):
-                parents = self._parent
-                if parents is None:
-                    node = _NO_RULE
-                else:
+        # The greatest prefix not after the path: the longest one the path
+        # starts with, or a string that one of those is a prefix of.
+        node = bisect_right(plain, path) - 1
+        if node >= 0 and not path.startswith(plain[node]):
+            parents = self._parent
+            if parents is None:
+                node = _NO_RULE
+            else:
+                node = parents[node]
+                while node >= 0 and not path.startswith(plain[node]):
                     node = parents[node]
-                    while node >= 0 and not path.startswith(plain[node]):
-                        node = parents[node]
         special = self._special
         if special is None:
             return node
