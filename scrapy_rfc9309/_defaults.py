@@ -22,10 +22,11 @@ DEFAULTS: dict[str, Any] = {
     "ROBOTS_ENABLED": True,
     "ROBOTS_MAX_BYTES": 512_000,
     "ROBOTS_MAX_REDIRECTS": 5,
-    # 256 MiB, as entry_size() counts (2-4x what is really held): ~18,000
-    # origins of the real-world mix, whose mean is ~15 KB, ~53,000 of its
-    # median (~5 KB), at least 23 hostile ones of ~11 MB
-    # (python -m benchmarks.memory prints these).
+    # 256 MiB, as entry_size() counts (about 1.3x what is really held):
+    # ~55,000 origins of the real-world mix, whose estimated mean is
+    # ~4.9 KB, 100,000 (ROBOTS_MEMORY_MAX_ORIGINS) of its median (~2 KB),
+    # at least 38 hostile ones of ~7 MB (python -m benchmarks.memory
+    # prints these).
     "ROBOTS_MEMORY_MAX_BYTES": 268_435_456,
     "ROBOTS_MEMORY_MAX_ORIGINS": 100_000,
     "ROBOTS_PROFILE": "rfc9309",

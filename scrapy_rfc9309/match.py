@@ -984,6 +984,39 @@ class Matcher:
         """The Content-Usage rules that apply, in file order."""
         return self._usage
 
+    def _written(self) -> tuple[bytes, list[str]]:
+        """The patterns of the entries this matcher answers with, as
+        written, without making a rule of each: the plain prefixes of ASCII
+        kept as written, one a line in one string, and the other patterns.
+        A rule is one entry, but for Google's reading of an Allow of
+        ``.../index.html``, which also allows ``.../``: two, spelt alike.
+
+        For the memory store's size estimate, which a robots.txt of tens of
+        thousands of rules must not turn into tens of milliseconds.
+        """
+        plain = self._plain
+        meta = self._meta
+        size = len(plain)
+        # The entries with a spelling of their own are among the others,
+        # and a head that is no rule of its own has meta 0.
+        spelt = [entry for entry in self._originals or () if entry < size]
+        kept = list(meta[:size])
+        for entry in spelt:
+            kept[entry] = 0
+        lines = list(compress(plain, kept))
+        others = [self._pattern(entry) for entry in spelt if meta[entry]]
+        others.extend(map(self._pattern, range(size, len(meta))))
+        text = b"\n".join(lines)
+        if not text.isascii():
+            # A profile that keeps octets beyond ASCII as they are.
+            others.extend(
+                line.decode("utf-8", "surrogatepass")
+                for line in lines
+                if not line.isascii()
+            )
+            text = b"\n".join(line for line in lines if line.isascii())
+        return text, others
+
     def document(self, sitemaps: tuple[str, ...] = ()) -> Document:
         """A document that answers for any agent as this matcher answers:
         its rules (each pattern once, as written, with its line),

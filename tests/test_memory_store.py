@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from scrapy.utils.test import get_crawler
 
-from scrapy_rfc9309.match import content_signals, crawl_delay
+from scrapy_rfc9309.match import Matcher, content_signals, crawl_delay
 from scrapy_rfc9309.outcome import (
     Lifetimes,
     explain_by,
@@ -18,8 +18,9 @@ from scrapy_rfc9309.outcome import (
     unreachable,
 )
 from scrapy_rfc9309.parse import Rule, parse
+from scrapy_rfc9309.stores import memory
 from scrapy_rfc9309.stores.base import OutcomeStore
-from scrapy_rfc9309.stores.memory import MemoryStore, entry_size, new_entry
+from scrapy_rfc9309.stores.memory import Entry, MemoryStore, entry_size, new_entry
 from scrapy_rfc9309.usage import usage_explained, usage_preferences
 from tests.crawl_helpers import crawl, middleware
 from tests.server import Server
@@ -281,6 +282,77 @@ def test_the_estimate_stays_above_what_is_held_and_near_it(body: str | bytes) ->
     # Nor overcount them much: the bound would keep far fewer origins
     # than it could.
     assert entry_size(origin, entry) <= 2 * held
+
+
+def _counted_by_rules(origin: str, entry: Entry) -> int:
+    # The estimate counted rule by rule on the matcher's document: what
+    # entry_size() must give without making that document.
+    matcher = entry.matcher
+    assert matcher is not None
+    size = entry_size(origin, entry._replace(matcher=None))
+    specials = 0
+    for group in matcher.document().groups:
+        for rule in group.rules:
+            size += memory._MATCHER_RULE_BYTES + memory._chars(
+                rule.pattern, memory._MATCHER_CHAR
+            )
+            stars = rule.pattern.count("*")
+            if stars or rule.pattern.endswith("$"):
+                specials += 1
+                size += memory._MATCHER_SPECIAL_BYTES + memory._WILDCARD_BYTES * stars
+        size += memory._extras_size(group)
+    return size + (memory._MATCHER_SPECIAL_TABLES_BYTES if specials else 0)
+
+
+@pytest.mark.parametrize(
+    ("body", "profile"),
+    [
+        (
+            "User-agent: *\n" + "".join(f"Disallow: /p{i}/x\n" for i in range(3000)),
+            "rfc9309",
+        ),
+        (
+            "User-agent: *\nDisallow: /a\nAllow: /a/b\nDisallow: /*.pdf$\n"
+            "Allow: /s*q=\nDisallow: /%7Ex\nDisallow: /\u00e9t\u00e9\nAllow: /x*\n"
+            "Disallow: /x\nDisallow: /p$\nContent-Signal: search=yes\n"
+            "Content-Usage: /u train-ai=n\n",
+            "rfc9309",
+        ),
+        (
+            "User-agent: *\nDisallow: /\u00e9t\u00e9\nAllow: /\u00e9*\nDisallow: /a\n",
+            "bing",
+        ),
+        ("User-agent: *\nDisallow:\nDisallow: /a\n", "yandex"),
+        ("User-agent: *\nDisallow: /%61b\nAllow: /*\u0436$\n", "google"),
+    ],
+    ids=["plain", "every-shape", "verbatim-octets", "empty-disallow", "google"],
+)
+def test_the_estimate_counts_each_rule_without_making_it(
+    body: str, profile: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outcome = parsed(parse(body, profile=profile), now=0, lifetimes=LIFETIMES)
+    origin = "http://example.com/robots.txt"
+    entry = new_entry(
+        outcome, {"yandex": "Yandex", "bing": "bingbot"}.get(profile, "bot")
+    )
+    expected = _counted_by_rules(origin, entry)
+    # A robots.txt of tens of thousands of plain prefixes is counted from
+    # one string: no document, and the spelling of a pattern is read only
+    # for those that are not a plain prefix kept as written.
+    matcher = entry.matcher
+    assert matcher is not None
+    read = []
+    spelling = Matcher._pattern
+
+    def counted(self: Matcher, index: int) -> str:
+        read.append(index)
+        return spelling(self, index)
+
+    monkeypatch.setattr(Matcher, "_pattern", counted)
+    monkeypatch.setattr(Matcher, "document", None)
+    assert entry_size(origin, entry) == expected
+    plain = len(matcher._plain)
+    assert all(index >= plain or index in (matcher._originals or {}) for index in read)
 
 
 def test_an_entry_over_the_bound_is_kept_alone() -> None:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from ..match import Matcher
     from ..outcome import Outcome
-    from ..parse import Document, Group
+    from ..parse import Document, Group, UsageRule
 
 __all__ = ["Entry", "MemoryStore", "entry_size", "new_entry"]
 
@@ -142,29 +142,38 @@ def _document_size(document: Document) -> int:
 
 def _matcher_size(matcher: Matcher) -> int:
     """What ``matcher`` holds, counted on the rules it answers with."""
-    size = 0
+    text, others = matcher._written()
+    # The plain prefixes (most rules): counted together, one a line.
+    rules = text.count(b"\n") + 1 if text else 0
+    size = rules * _MATCHER_RULE_BYTES + (len(text) - rules + 1 if text else 0)
     specials = 0
-    for group in matcher.document().groups:
-        for rule in group.rules:
-            pattern = rule.pattern
-            size += _MATCHER_RULE_BYTES + _chars(pattern, _MATCHER_CHAR)
-            stars = pattern.count("*")
-            if stars or pattern.endswith("$"):
-                specials += 1
-                size += _MATCHER_SPECIAL_BYTES + _WILDCARD_BYTES * stars
-        size += _extras_size(group)
+    for pattern in others:
+        size += _MATCHER_RULE_BYTES + _chars(pattern, _MATCHER_CHAR)
+        stars = pattern.count("*")
+        if stars or pattern.endswith("$"):
+            specials += 1
+            size += _MATCHER_SPECIAL_BYTES + _WILDCARD_BYTES * stars
+    size += _signals_size(matcher.content_signals)
+    size += sum(_usage_size(rule) for rule in matcher.content_usage)
     return size + (_MATCHER_SPECIAL_TABLES_BYTES if specials else 0)
 
 
 def _extras_size(group: Group) -> int:
     """A group's Content-Signal values and Content-Usage rules."""
+    return _signals_size(group.content_signals) + sum(
+        _usage_size(rule) for rule in group.content_usage
+    )
+
+
+def _signals_size(signals: dict[str, bool | str]) -> int:
     return sum(
         _LINE_BYTES + _chars(f"{key}{value}", _TEXT_CHAR)
-        for key, value in group.content_signals.items()
-    ) + sum(
-        _USAGE_RULE_BYTES + _chars(rule.path + rule.preference, _TEXT_CHAR)
-        for rule in group.content_usage
+        for key, value in signals.items()
     )
+
+
+def _usage_size(rule: UsageRule) -> int:
+    return _USAGE_RULE_BYTES + _chars(rule.path + rule.preference, _TEXT_CHAR)
 
 
 def entry_size(origin: str, entry: Entry) -> int:
