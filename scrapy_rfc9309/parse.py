@@ -734,7 +734,8 @@ class _Reading:
     next chunk: its User-agent values, its rules (for one agent: their
     patterns and ``line << 1 | allow``), first valid Crawl-delay,
     Content-Signal values, Content-Usage rules and first line (0: no group
-    yet)."""
+    yet); and the numbers of the lines that start a group (reading the
+    rules of one agent, none)."""
 
     __slots__ = (
         "agents",
@@ -747,6 +748,7 @@ class _Reading:
         "rules",
         "signals",
         "sitemaps",
+        "starts",
         "usage",
     )
 
@@ -762,6 +764,7 @@ class _Reading:
         self.signals: dict[str, bool | str] = {}
         self.usage: list[UsageRule] = []
         self.line = line
+        self.starts: set[int] = set()
 
 
 def _group(
@@ -792,8 +795,17 @@ def read_document(
     gives it).  ``report``, if given, hears about every user-agent and
     sitemap line and every line read leniently or ignored (what
     :func:`~scrapy_rfc9309.lint.lint` reports)."""
+    text = _line_ends(text)
     reading = _Reading()
-    read_chunk(_line_ends(text), 1, profile, reading, report)
+    # The whole text in one read, told where the groups start (one call:
+    # a call per group would cost more than reading most groups).
+    starts = reading.starts
+    number, position = 1, 0
+    for start in group_starts(text, profile)[0]:
+        number += text.count("\n", position, start)
+        position = start
+        starts.add(number)
+    read_chunk(text, 1, profile, reading, report)
     groups, rules = reading.groups, reading.rules
     assert groups is not None
     if reading.line:
@@ -810,30 +822,26 @@ def read_document(
     return tuple(groups), tuple(reading.sitemaps), tuple(reading.records)
 
 
-def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
-    """The rules for the agent of product ``token`` of ``text`` (as
-    :func:`body_text` gives it): those of the groups naming the token if
-    any, else of those naming ``*`` (RFC 9309 section 2.2.1), merged.
+def group_starts(text: str, profile: Profile) -> tuple[list[int], list[int], list[str]]:
+    """Where the groups of ``text`` (its line ends as :func:`_line_ends`
+    leaves them) start, and, for each User-agent line, the number of its
+    group and the token it names: the one place that decides where a group
+    starts.  A User-agent line starts one unless the group being read has no
+    rule yet (RFC 9309 section 2.2.4).
 
-    Only those groups are read.  Regular expressions run over the whole
-    text find the User-agent lines (each read by :func:`read_chunk`) and,
-    between two of them, whether a rule ends a group (RFC 9309 section
-    2.2.4).
+    Regular expressions over the whole text find the lines that may be
+    User-agent lines (each read by :func:`read_chunk`, or a cache of what
+    it read) and, between two of them, whether a rule ends the group.
     """
-    if "\r" in text:
-        text = _line_ends(text)
     matches: Iterable[re.Match[str]] = _AGENT_LINES(text)
     if text[:1] in " \t\v\fuU":
         first = _FIRST_AGENT_LINE(text)
         if first is not None:
             matches = chain((first,), matches)
     tokens = _AGENT_LINE_TOKENS[profile]
-    # Where each group starts; the groups naming the token, and those
-    # naming "*", by number, each once (the last number is the group being
-    # found).
     starts: list[int] = []
-    named: list[int] = []
-    starred: list[int] = []
+    numbers: list[int] = []
+    agents: list[str] = []
     # Where the last User-agent line ends, and whether a rule surely follows
     # it: a rule before the next one ends the group.
     end = -1
@@ -856,13 +864,32 @@ def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
             )
         ):
             starts.append(start)
-        if agent == token:
-            if not named or named[-1] != len(starts) - 1:
-                named.append(len(starts) - 1)
-        elif agent == "*" and (not starred or starred[-1] != len(starts) - 1):
-            starred.append(len(starts) - 1)
+        numbers.append(len(starts) - 1)
+        agents.append(agent)
         end = stop
         ruled = match.lastindex == 2
+    return starts, numbers, agents
+
+
+def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
+    """The rules for the agent of product ``token`` of ``text`` (as
+    :func:`body_text` gives it): those of the groups naming the token if
+    any, else of those naming ``*`` (RFC 9309 section 2.2.1), merged.
+
+    Only those groups are read: :func:`group_starts` tells where they are.
+    """
+    if "\r" in text:
+        text = _line_ends(text)
+    starts, numbers, agents = group_starts(text, profile)
+    # The groups naming the token, and those naming "*", by number, each
+    # once.
+    named: dict[int, None] = {}
+    starred: dict[int, None] = {}
+    for index, agent in zip(numbers, agents, strict=True):
+        if agent == token:
+            named[index] = None
+        elif agent == "*":
+            starred[index] = None
     starts.append(len(text))
     reading = _Reading(True)
     delays: list[float] = []
@@ -893,8 +920,8 @@ def read_chunk(
 
     The text is cut at each ``\\nDisallow: `` first, so that most rule
     lines cost a strip and two appends; the other lines are read one by
-    one.  Reading a whole document, a User-agent line starts a group unless
-    the group being read has no rule yet (RFC 9309 section 2.2.4).
+    one.  A User-agent line starts a group if its number is in
+    ``reading.starts`` (see :func:`group_starts`).
     """
     # Each line cut at a "#" (a comment) and at a NUL (which ends its
     # content), before the cap: the rest goes whatever the cap leaves of it.
@@ -919,6 +946,7 @@ def read_chunk(
                 pieces = chunk.split(_DISALLOW_LINE) if report is None else [chunk]
     groups = reading.groups
     one_agent = groups is None
+    starts = reading.starts
     # Reading the rules of one agent: a piece whose lines cannot matter is
     # not split into lines.
     relevant = _RELEVANT if one_agent else None
@@ -997,8 +1025,9 @@ def read_chunk(
                 else:
                     add_rule(_new(Rule, (kind == _ALLOW, value, line_number)))
             elif kind == _USER_AGENT:
-                if groups is not None and (rules or not first):
-                    # A new group: the one being read (if any) is done.
+                if line_number in starts:
+                    # A new group (group_starts() says where): the one being
+                    # read (if any) is done.
                     if first:
                         groups.append(
                             _group(agents, rules, delay, signals, first, usage)
