@@ -1028,7 +1028,7 @@ def read_chunk(
                 if line_number in starts:
                     # A new group (group_starts() says where): the one being
                     # read (if any) is done.
-                    if first:
+                    if first and groups is not None:
                         groups.append(
                             _group(agents, rules, delay, signals, first, usage)
                         )
