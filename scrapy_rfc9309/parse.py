@@ -822,12 +822,14 @@ def read_document(
     return tuple(groups), tuple(reading.sitemaps), tuple(reading.records)
 
 
-def group_starts(text: str, profile: Profile) -> tuple[list[int], list[int], list[str]]:
+def group_starts(
+    text: str, profile: Profile, token: str = ""
+) -> tuple[list[int], list[int], list[int]]:
     """Where the groups of ``text`` (its line ends as :func:`_line_ends`
-    leaves them) start, and, for each User-agent line, the number of its
-    group and the token it names: the one place that decides where a group
-    starts.  A User-agent line starts one unless the group being read has no
-    rule yet (RFC 9309 section 2.2.4).
+    leaves them) start, and the groups naming ``token`` and those naming
+    ``*``, by number, each once: the one place that decides where a group
+    starts.  A User-agent line starts one unless the group being read has
+    no rule yet (RFC 9309 section 2.2.4).
 
     Regular expressions over the whole text find the lines that may be
     User-agent lines (each read by :func:`read_chunk`, or a cache of what
@@ -840,8 +842,8 @@ def group_starts(text: str, profile: Profile) -> tuple[list[int], list[int], lis
             matches = chain((first,), matches)
     tokens = _AGENT_LINE_TOKENS[profile]
     starts: list[int] = []
-    numbers: list[int] = []
-    agents: list[str] = []
+    named: list[int] = []
+    starred: list[int] = []
     # Where the last User-agent line ends, and whether a rule surely follows
     # it: a rule before the next one ends the group.
     end = -1
@@ -864,11 +866,14 @@ def group_starts(text: str, profile: Profile) -> tuple[list[int], list[int], lis
             )
         ):
             starts.append(start)
-        numbers.append(len(starts) - 1)
-        agents.append(agent)
+        if agent == token:
+            if not named or named[-1] != len(starts) - 1:
+                named.append(len(starts) - 1)
+        elif agent == "*" and (not starred or starred[-1] != len(starts) - 1):
+            starred.append(len(starts) - 1)
         end = stop
         ruled = match.lastindex == 2
-    return starts, numbers, agents
+    return starts, named, starred
 
 
 def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
@@ -880,16 +885,7 @@ def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
     """
     if "\r" in text:
         text = _line_ends(text)
-    starts, numbers, agents = group_starts(text, profile)
-    # The groups naming the token, and those naming "*", by number, each
-    # once.
-    named: dict[int, None] = {}
-    starred: dict[int, None] = {}
-    for index, agent in zip(numbers, agents, strict=True):
-        if agent == token:
-            named[index] = None
-        elif agent == "*":
-            starred[index] = None
+    starts, named, starred = group_starts(text, profile, token)
     starts.append(len(text))
     reading = _Reading(True)
     delays: list[float] = []
