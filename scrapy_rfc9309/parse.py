@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import FrozenInstanceError, dataclass, field, replace
 from itertools import chain, compress
 from typing import Any, NamedTuple
@@ -727,6 +728,10 @@ def _has_rule(text: str, start: int, end: int, profile: Profile) -> bool:
     return bool(reading.rules)
 
 
+# Reading the rules of one agent, no line starts a group.
+_NO_STARTS: frozenset[int] = frozenset()
+
+
 class _Reading:
     """What :func:`read_chunk` reads into: the groups read (reading the
     rules of ``one_agent``, groups are not told apart: ``None``), the
@@ -764,7 +769,7 @@ class _Reading:
         self.signals: dict[str, bool | str] = {}
         self.usage: list[UsageRule] = []
         self.line = line
-        self.starts: set[int] = set()
+        self.starts: AbstractSet[int] = _NO_STARTS
 
 
 def _group(
@@ -799,7 +804,8 @@ def read_document(
     reading = _Reading()
     # The whole text in one read, told where the groups start (one call:
     # a call per group would cost more than reading most groups).
-    starts = reading.starts
+    starts: set[int] = set()
+    reading.starts = starts
     number, position = 1, 0
     for start in group_starts(text, profile)[0]:
         number += text.count("\n", position, start)
