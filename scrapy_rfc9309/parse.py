@@ -710,9 +710,11 @@ def _agent_of(line: str, profile: Profile) -> str | None:
         # How read_chunk() reads the usual ones, without its setting up.
         agent: str | None = agent_token(value.strip(_WHITESPACE))
     else:
-        reading = _Reading()
+        reading = _Reading(line=1)
         read_chunk(line, 1, profile, reading)
-        agent = agent_token(reading.agents[0]) if reading.agents else None
+        assert reading.groups
+        agents = reading.groups[0].user_agents
+        agent = agent_token(agents[0]) if agents else None
     tokens = _AGENT_LINE_TOKENS[profile]
     if len(tokens) < _AGENT_LINE_TOKENS_SIZE and len(line) <= _AGENT_LINE_CHARS:
         tokens[line] = agent
@@ -725,7 +727,8 @@ def _has_rule(text: str, start: int, end: int, profile: Profile) -> bool:
     reading = _Reading(line=1)
     lines = [match[1] for match in _RULE_LINES(text, start, end)]
     read_chunk("\n".join(lines), 1, profile, reading)
-    return bool(reading.rules)
+    assert reading.groups
+    return bool(reading.groups[0].rules)
 
 
 # Reading the rules of one agent, no line starts a group.
@@ -733,24 +736,22 @@ _NO_STARTS: frozenset[int] = frozenset()
 
 
 class _Reading:
-    """What :func:`read_chunk` reads into: the groups read (reading the
-    rules of ``one_agent``, groups are not told apart: ``None``), the
-    sitemaps and other records, and the group being read, left for the
-    next chunk: its User-agent values, its rules (for one agent: their
-    patterns and ``line << 1 | allow``), first valid Crawl-delay,
-    Content-Signal values, Content-Usage rules and first line (0: no group
-    yet); and the numbers of the lines that start a group (reading the
-    rules of one agent, none)."""
+    """What :func:`read_chunk` reads into: the groups (reading the rules of
+    ``one_agent``, groups are not told apart: ``None``), the sitemaps and
+    other records, and the numbers of the lines that start a group (see
+    :func:`group_starts`; for one agent, none).  Reading the rules of one
+    agent, a chunk at a time: the first line of its group, the patterns of
+    its rules and their ``line << 1 | allow``, its Crawl-delay (the first
+    valid one), and the Content-Signal values and Content-Usage rules of
+    the groups read."""
 
     __slots__ = (
-        "agents",
         "delay",
         "groups",
         "line",
         "metas",
         "patterns",
         "records",
-        "rules",
         "signals",
         "sitemaps",
         "starts",
@@ -759,12 +760,10 @@ class _Reading:
 
     def __init__(self, one_agent: bool = False, line: int = 0) -> None:
         self.groups: list[Group] | None = None if one_agent else []
-        self.rules: list[Rule] = []
         self.patterns: list[str] = []
         self.metas: list[int] = []
         self.sitemaps: dict[str, None] = {}
         self.records: list[Record] = []
-        self.agents: list[str] = []
         self.delay: float | None = None
         self.signals: dict[str, bool | str] = {}
         self.usage: list[UsageRule] = []
@@ -812,20 +811,8 @@ def read_document(
         position = start
         starts.add(number)
     read_chunk(text, 1, profile, reading, report)
-    groups, rules = reading.groups, reading.rules
-    assert groups is not None
-    if reading.line:
-        groups.append(
-            _group(
-                reading.agents,
-                rules,
-                reading.delay,
-                reading.signals,
-                reading.line,
-                reading.usage,
-            )
-        )
-    return tuple(groups), tuple(reading.sitemaps), tuple(reading.records)
+    assert reading.groups is not None
+    return tuple(reading.groups), tuple(reading.sitemaps), tuple(reading.records)
 
 
 def group_starts(
@@ -954,10 +941,11 @@ def read_chunk(
     relevant = _RELEVANT if one_agent else None
     sitemaps = reading.sitemaps
     add_record = reading.records.append
-    # The group being read.
+    # The group being read (reading the rules of one agent, the group whose
+    # first line is reading.line).
     first = reading.line
-    agents = reading.agents
-    rules = reading.rules
+    agents: list[str] = []
+    rules: list[Rule] = []
     add_rule = rules.append
     patterns = reading.patterns
     metas = reading.metas
@@ -1113,14 +1101,8 @@ def read_chunk(
         else:
             break
     reading.delay = delay
-    if not one_agent:
-        # The group being read, for the next chunk (reading the rules of
-        # one agent, only the lists and the dict it filled are kept).
-        reading.line = first
-        reading.agents = agents
-        reading.rules = rules
-        reading.signals = signals
-        reading.usage = usage
+    if first and groups is not None:
+        groups.append(_group(agents, rules, delay, signals, first, usage))
 
 
 def _report_key(report: Reporter, number: int, colon: str, kind: int, key: str) -> None:

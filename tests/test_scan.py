@@ -69,11 +69,13 @@ def rfc9309_groups(text: str, profile: str) -> list[tuple[int, list[str], list[i
         # A group is open (line=1), so a rule line alone is read as one.
         reading = _Reading(line=1)
         read_chunk(line, 1, profile, reading)
-        if reading.agents:
+        assert reading.groups
+        agents, rules = reading.groups[0].user_agents, reading.groups[0].rules
+        if agents:
             if not groups or groups[-1][2]:
                 groups.append((number, [], []))
-            groups[-1][1].extend(reading.agents)
-        elif reading.rules and groups:
+            groups[-1][1].extend(agents)
+        elif rules and groups:
             groups[-1][2].append(number)
     return groups
 
