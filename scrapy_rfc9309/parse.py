@@ -721,11 +721,13 @@ def _agent_of(line: str, profile: Profile) -> str | None:
     return agent
 
 
-def _has_rule(text: str, start: int, end: int, profile: Profile) -> bool:
-    """Whether an Allow or Disallow line, spelt as it may be, lies between
-    ``start`` (a "\\n") and ``end``."""
+def _has_rule(gap: str, profile: Profile) -> bool:
+    """Whether an Allow or Disallow line, spelt as it may be, is in ``gap``
+    (text from a "\\n" to a line start)."""
+    if _SURE_RULE(gap):
+        return True
     reading = _Reading(line=1)
-    lines = [match[1] for match in _RULE_LINES(text, start, end)]
+    lines = [match[1] for match in _RULE_LINES(gap)]
     read_chunk("\n".join(lines), 1, profile, reading)
     assert reading.groups
     return bool(reading.groups[0].rules)
@@ -738,8 +740,8 @@ _NO_STARTS: frozenset[int] = frozenset()
 class _Reading:
     """What :func:`read_chunk` reads into: the groups (reading the rules of
     ``one_agent``, groups are not told apart: ``None``), the sitemaps and
-    other records, and the numbers of the lines that start a group (see
-    :func:`group_starts`; for one agent, none).  Reading the rules of one
+    other records, and the numbers of the User-agent lines that start a
+    group (see :func:`group_starts`; for one agent, none).  Reading the rules of one
     agent, a chunk at a time: the first line of its group, the patterns of
     its rules and their ``line << 1 | allow``, its Crawl-delay (the first
     valid one), and the Content-Signal values and Content-Usage rules of
@@ -801,15 +803,10 @@ def read_document(
     :func:`~scrapy_rfc9309.lint.lint` reports)."""
     text = _line_ends(text)
     reading = _Reading()
-    # The whole text in one read, told where the groups start (one call:
-    # a call per group would cost more than reading most groups).
-    starts: set[int] = set()
-    reading.starts = starts
-    number, position = 1, 0
-    for start in group_starts(text, profile)[0]:
-        number += text.count("\n", position, start)
-        position = start
-        starts.add(number)
+    # The whole text in one read, told which User-agent lines start a
+    # group (one call: a call per group would cost more than reading most
+    # groups).
+    reading.starts = set(group_starts(text, profile)[1])
     read_chunk(text, 1, profile, reading, report)
     assert reading.groups is not None
     return tuple(reading.groups), tuple(reading.sitemaps), tuple(reading.records)
@@ -817,12 +814,13 @@ def read_document(
 
 def group_starts(
     text: str, profile: Profile, token: str = ""
-) -> tuple[list[int], list[int], list[int]]:
+) -> tuple[list[int], list[int], list[int], list[int]]:
     """Where the groups of ``text`` (its line ends as :func:`_line_ends`
-    leaves them) start, and the groups naming ``token`` and those naming
-    ``*``, by number, each once: the one place that decides where a group
-    starts.  A User-agent line starts one unless the group being read has
-    no rule yet (RFC 9309 section 2.2.4).
+    leaves them) start, the User-agent lines that start them (by number
+    among the User-agent lines, from 0), and the groups naming ``token``
+    and those naming ``*``, by number, each once: the one place that
+    decides where a group starts.  A User-agent line starts one unless the
+    group being read has no rule yet (RFC 9309 section 2.2.4).
 
     Regular expressions over the whole text find the lines that may be
     User-agent lines (each read by :func:`read_chunk`, or a cache of what
@@ -835,8 +833,11 @@ def group_starts(
             matches = chain((first,), matches)
     tokens = _AGENT_LINE_TOKENS[profile]
     starts: list[int] = []
+    openers: list[int] = []
     named: list[int] = []
     starred: list[int] = []
+    # The number of the User-agent line, from 0.
+    ordinal = 0
     # Where the last User-agent line ends, and whether a rule surely follows
     # it: a rule before the next one ends the group.
     end = -1
@@ -850,15 +851,19 @@ def group_starts(
         if agent is None:
             continue
         start, stop = match.span(1)
-        if end < 0 or (
-            end + 1 < start
-            and (
-                ruled
-                or _SURE_RULE(text, end, start)
-                or _has_rule(text, end, start, profile)
+        if (
+            end < 0
+            or (
+                end + 1 < start
+                # Seldom searched: most User-agent lines are followed by
+                # another or by a rule.  The gap is cut out so that what is
+                # read is plainly linear in the text.
+                and (ruled or _has_rule(text[end:start], profile))
             )
         ):
             starts.append(start)
+            openers.append(ordinal)
+        ordinal += 1
         if agent == token:
             if not named or named[-1] != len(starts) - 1:
                 named.append(len(starts) - 1)
@@ -866,7 +871,7 @@ def group_starts(
             starred.append(len(starts) - 1)
         end = stop
         ruled = match.lastindex == 2
-    return starts, named, starred
+    return starts, openers, named, starred
 
 
 def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
@@ -878,7 +883,7 @@ def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
     """
     if "\r" in text:
         text = _line_ends(text)
-    starts, named, starred = group_starts(text, profile, token)
+    starts, _, named, starred = group_starts(text, profile, token)
     starts.append(len(text))
     reading = _Reading(True)
     delays: list[float] = []
@@ -909,8 +914,9 @@ def read_chunk(
 
     The text is cut at each ``\\nDisallow: `` first, so that most rule
     lines cost a strip and two appends; the other lines are read one by
-    one.  A User-agent line starts a group if its number is in
-    ``reading.starts`` (see :func:`group_starts`).
+    one.  A User-agent line starts a group if its number (among the
+    User-agent lines of ``chunk``, from 0) is in ``reading.starts`` (see
+    :func:`group_starts`).
     """
     # Each line cut at a "#" (a comment) and at a NUL (which ends its
     # content), before the cap: the rest goes whatever the cap leaves of it.
@@ -935,7 +941,10 @@ def read_chunk(
                 pieces = chunk.split(_DISALLOW_LINE) if report is None else [chunk]
     groups = reading.groups
     one_agent = groups is None
+    # The User-agent lines read, by number from 0: reading.starts holds
+    # those that start a group.
     starts = reading.starts
+    agent_number = -1
     # Reading the rules of one agent: a piece whose lines cannot matter is
     # not split into lines.
     relevant = _RELEVANT if one_agent else None
@@ -1015,7 +1024,8 @@ def read_chunk(
                 else:
                     add_rule(_new(Rule, (kind == _ALLOW, value, line_number)))
             elif kind == _USER_AGENT:
-                if line_number in starts:
+                agent_number += 1
+                if agent_number in starts:
                     # A new group (group_starts() says where): the one being
                     # read (if any) is done.
                     if first and groups is not None:
