@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import FrozenInstanceError, dataclass, field, replace
-from itertools import chain, compress
+from itertools import compress
 from typing import Any, NamedTuple
 
 from .profiles import (
@@ -651,7 +651,10 @@ _SURE_RULE = re.compile(_SURE).search
 # skip ahead to each line start at C speed.  Group 2 tells a User-agent
 # line followed by a rule.
 _AGENT_LINE = r"([ \t\v\f]*+user[^\n]*+)(?=(?-i:(" + _SURE + "))|)"
-_AGENT_LINES = re.compile(r"(?i)\n" + _AGENT_LINE).finditer
+# Searched for one after another: a finditer() call can leave a small
+# allocation of CPython's behind (its attribute cache keeping a name it
+# made), which the memory store's tests would count as held.
+_AGENT_LINE_AFTER = re.compile(r"(?i)\n" + _AGENT_LINE).search
 # The first line has no "\n" before it (adding one would copy the text).
 _FIRST_AGENT_LINE = re.compile(r"(?i)" + _AGENT_LINE).match
 _RULE_LINES = re.compile(r"(?i)\n([ \t\v\f]*+(?:al|di)[^\n]*+)").finditer
@@ -826,11 +829,9 @@ def group_starts(
     User-agent lines (each read by :func:`read_chunk`, or a cache of what
     it read) and, between two of them, whether a rule ends the group.
     """
-    matches: Iterable[re.Match[str]] = _AGENT_LINES(text)
-    if text[:1] in " \t\v\fuU":
-        first = _FIRST_AGENT_LINE(text)
-        if first is not None:
-            matches = chain((first,), matches)
+    match = _FIRST_AGENT_LINE(text) if text[:1] in " \t\v\fuU" else None
+    if match is None:
+        match = _AGENT_LINE_AFTER(text)
     tokens = _AGENT_LINE_TOKENS[profile]
     starts: list[int] = []
     openers: list[int] = []
@@ -844,13 +845,14 @@ def group_starts(
     ruled = False
     # Hot loop, written for speed: a cache lookup per User-agent line, and
     # seldom a regex search for a rule between two of them.
-    for match in matches:
+    while match is not None:
+        start, stop = match.span(1)
         agent = tokens.get(match[1], _MISSING)
         if agent is _MISSING:
             agent = _agent_of(match[1], profile)
         if agent is None:
+            match = _AGENT_LINE_AFTER(text, stop)
             continue
-        start, stop = match.span(1)
         if (
             end < 0
             or (
@@ -871,6 +873,7 @@ def group_starts(
             starred.append(len(starts) - 1)
         end = stop
         ruled = match.lastindex == 2
+        match = _AGENT_LINE_AFTER(text, stop)
     return starts, openers, named, starred
 
 
