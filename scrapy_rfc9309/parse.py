@@ -8,8 +8,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import FrozenInstanceError, dataclass, field, replace
-from itertools import chain, compress
+from itertools import compress
 from typing import Any, NamedTuple
 
 from .profiles import (
@@ -650,7 +651,10 @@ _SURE_RULE = re.compile(_SURE).search
 # skip ahead to each line start at C speed.  Group 2 tells a User-agent
 # line followed by a rule.
 _AGENT_LINE = r"([ \t\v\f]*+user[^\n]*+)(?=(?-i:(" + _SURE + "))|)"
-_AGENT_LINES = re.compile(r"(?i)\n" + _AGENT_LINE).finditer
+# Searched for one after another: a finditer() call can leave a small
+# allocation of CPython's behind (its attribute cache keeping a name it
+# made), which the memory store's tests would count as held.
+_AGENT_LINE_AFTER = re.compile(r"(?i)\n" + _AGENT_LINE).search
 # The first line has no "\n" before it (adding one would copy the text).
 _FIRST_AGENT_LINE = re.compile(r"(?i)" + _AGENT_LINE).match
 _RULE_LINES = re.compile(r"(?i)\n([ \t\v\f]*+(?:al|di)[^\n]*+)").finditer
@@ -709,59 +713,67 @@ def _agent_of(line: str, profile: Profile) -> str | None:
         # How read_chunk() reads the usual ones, without its setting up.
         agent: str | None = agent_token(value.strip(_WHITESPACE))
     else:
-        reading = _Reading()
+        reading = _Reading(line=1)
         read_chunk(line, 1, profile, reading)
-        agent = agent_token(reading.agents[0]) if reading.agents else None
+        assert reading.groups
+        agents = reading.groups[0].user_agents
+        agent = agent_token(agents[0]) if agents else None
     tokens = _AGENT_LINE_TOKENS[profile]
     if len(tokens) < _AGENT_LINE_TOKENS_SIZE and len(line) <= _AGENT_LINE_CHARS:
         tokens[line] = agent
     return agent
 
 
-def _has_rule(text: str, start: int, end: int, profile: Profile) -> bool:
-    """Whether an Allow or Disallow line, spelt as it may be, lies between
-    ``start`` (a "\\n") and ``end``."""
+def _has_rule(gap: str, profile: Profile) -> bool:
+    """Whether an Allow or Disallow line, spelt as it may be, is in ``gap``
+    (text from a "\\n" to a line start)."""
+    if _SURE_RULE(gap):
+        return True
     reading = _Reading(line=1)
-    lines = [match[1] for match in _RULE_LINES(text, start, end)]
+    lines = [match[1] for match in _RULE_LINES(gap)]
     read_chunk("\n".join(lines), 1, profile, reading)
-    return bool(reading.rules)
+    assert reading.groups
+    return bool(reading.groups[0].rules)
+
+
+# Reading the rules of one agent, no line starts a group.
+_NO_STARTS: frozenset[int] = frozenset()
 
 
 class _Reading:
-    """What :func:`read_chunk` reads into: the groups read (reading the
-    rules of ``one_agent``, groups are not told apart: ``None``), the
-    sitemaps and other records, and the group being read, left for the
-    next chunk: its User-agent values, its rules (for one agent: their
-    patterns and ``line << 1 | allow``), first valid Crawl-delay,
-    Content-Signal values, Content-Usage rules and first line (0: no group
-    yet)."""
+    """What :func:`read_chunk` reads into: the groups (reading the rules of
+    ``one_agent``, groups are not told apart: ``None``), the sitemaps and
+    other records, and the numbers of the User-agent lines that start a
+    group (see :func:`group_starts`; for one agent, none).  Reading the rules of one
+    agent, a chunk at a time: the first line of its group, the patterns of
+    its rules and their ``line << 1 | allow``, its Crawl-delay (the first
+    valid one), and the Content-Signal values and Content-Usage rules of
+    the groups read."""
 
     __slots__ = (
-        "agents",
         "delay",
         "groups",
         "line",
         "metas",
         "patterns",
         "records",
-        "rules",
         "signals",
         "sitemaps",
+        "starts",
         "usage",
     )
 
     def __init__(self, one_agent: bool = False, line: int = 0) -> None:
         self.groups: list[Group] | None = None if one_agent else []
-        self.rules: list[Rule] = []
         self.patterns: list[str] = []
         self.metas: list[int] = []
         self.sitemaps: dict[str, None] = {}
         self.records: list[Record] = []
-        self.agents: list[str] = []
         self.delay: float | None = None
         self.signals: dict[str, bool | str] = {}
         self.usage: list[UsageRule] = []
         self.line = line
+        self.starts: AbstractSet[int] = _NO_STARTS
 
 
 def _group(
@@ -792,70 +804,68 @@ def read_document(
     gives it).  ``report``, if given, hears about every user-agent and
     sitemap line and every line read leniently or ignored (what
     :func:`~scrapy_rfc9309.lint.lint` reports)."""
+    text = _line_ends(text)
     reading = _Reading()
-    read_chunk(_line_ends(text), 1, profile, reading, report)
-    groups, rules = reading.groups, reading.rules
-    assert groups is not None
-    if reading.line:
-        groups.append(
-            _group(
-                reading.agents,
-                rules,
-                reading.delay,
-                reading.signals,
-                reading.line,
-                reading.usage,
-            )
-        )
-    return tuple(groups), tuple(reading.sitemaps), tuple(reading.records)
+    # The whole text in one read, told which User-agent lines start a
+    # group (one call: a call per group would cost more than reading most
+    # groups).
+    reading.starts = set(group_starts(text, profile)[1])
+    read_chunk(text, 1, profile, reading, report)
+    assert reading.groups is not None
+    return tuple(reading.groups), tuple(reading.sitemaps), tuple(reading.records)
 
 
-def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
-    """The rules for the agent of product ``token`` of ``text`` (as
-    :func:`body_text` gives it): those of the groups naming the token if
-    any, else of those naming ``*`` (RFC 9309 section 2.2.1), merged.
+def group_starts(
+    text: str, profile: Profile, token: str = ""
+) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Where the groups of ``text`` (its line ends as :func:`_line_ends`
+    leaves them) start, the User-agent lines that start them (by number
+    among the User-agent lines, from 0), and the groups naming ``token``
+    and those naming ``*``, by number, each once: the one place that
+    decides where a group starts.  A User-agent line starts one unless the
+    group being read has no rule yet (RFC 9309 section 2.2.4).
 
-    Only those groups are read.  Regular expressions run over the whole
-    text find the User-agent lines (each read by :func:`read_chunk`) and,
-    between two of them, whether a rule ends a group (RFC 9309 section
-    2.2.4).
+    Regular expressions over the whole text find the lines that may be
+    User-agent lines (each read by :func:`read_chunk`, or a cache of what
+    it read) and, between two of them, whether a rule ends the group.
     """
-    if "\r" in text:
-        text = _line_ends(text)
-    matches: Iterable[re.Match[str]] = _AGENT_LINES(text)
-    if text[:1] in " \t\v\fuU":
-        first = _FIRST_AGENT_LINE(text)
-        if first is not None:
-            matches = chain((first,), matches)
+    match = _FIRST_AGENT_LINE(text) if text[:1] in " \t\v\fuU" else None
+    if match is None:
+        match = _AGENT_LINE_AFTER(text)
     tokens = _AGENT_LINE_TOKENS[profile]
-    # Where each group starts; the groups naming the token, and those
-    # naming "*", by number, each once (the last number is the group being
-    # found).
     starts: list[int] = []
+    openers: list[int] = []
     named: list[int] = []
     starred: list[int] = []
+    # The number of the User-agent line, from 0.
+    ordinal = 0
     # Where the last User-agent line ends, and whether a rule surely follows
     # it: a rule before the next one ends the group.
     end = -1
     ruled = False
     # Hot loop, written for speed: a cache lookup per User-agent line, and
     # seldom a regex search for a rule between two of them.
-    for match in matches:
+    while match is not None:
+        start, stop = match.span(1)
         agent = tokens.get(match[1], _MISSING)
         if agent is _MISSING:
             agent = _agent_of(match[1], profile)
         if agent is None:
+            match = _AGENT_LINE_AFTER(text, stop)
             continue
-        start, stop = match.span(1)
-        if end < 0 or (
-            end + 1 < start
-            and (
-                ruled
-                or _SURE_RULE(text, end, start)
-                or _has_rule(text, end, start, profile)
+        if (
+            end < 0
+            or (
+                end + 1 < start
+                # Seldom searched: most User-agent lines are followed by
+                # another or by a rule.  The gap is cut out so that what is
+                # read is plainly linear in the text.
+                and (ruled or _has_rule(text[end:start], profile))
             )
         ):
             starts.append(start)
+            openers.append(ordinal)
+        ordinal += 1
         if agent == token:
             if not named or named[-1] != len(starts) - 1:
                 named.append(len(starts) - 1)
@@ -863,6 +873,20 @@ def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
             starred.append(len(starts) - 1)
         end = stop
         ruled = match.lastindex == 2
+        match = _AGENT_LINE_AFTER(text, stop)
+    return starts, openers, named, starred
+
+
+def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
+    """The rules for the agent of product ``token`` of ``text`` (as
+    :func:`body_text` gives it): those of the groups naming the token if
+    any, else of those naming ``*`` (RFC 9309 section 2.2.1), merged.
+
+    Only those groups are read: :func:`group_starts` tells where they are.
+    """
+    if "\r" in text:
+        text = _line_ends(text)
+    starts, _, named, starred = group_starts(text, profile, token)
     starts.append(len(text))
     reading = _Reading(True)
     delays: list[float] = []
@@ -893,8 +917,9 @@ def read_chunk(
 
     The text is cut at each ``\\nDisallow: `` first, so that most rule
     lines cost a strip and two appends; the other lines are read one by
-    one.  Reading a whole document, a User-agent line starts a group unless
-    the group being read has no rule yet (RFC 9309 section 2.2.4).
+    one.  A User-agent line starts a group if its number (among the
+    User-agent lines of ``chunk``, from 0) is in ``reading.starts`` (see
+    :func:`group_starts`).
     """
     # Each line cut at a "#" (a comment) and at a NUL (which ends its
     # content), before the cap: the rest goes whatever the cap leaves of it.
@@ -919,15 +944,20 @@ def read_chunk(
                 pieces = chunk.split(_DISALLOW_LINE) if report is None else [chunk]
     groups = reading.groups
     one_agent = groups is None
+    # The User-agent lines read, by number from 0: reading.starts holds
+    # those that start a group.
+    starts = reading.starts
+    agent_number = -1
     # Reading the rules of one agent: a piece whose lines cannot matter is
     # not split into lines.
     relevant = _RELEVANT if one_agent else None
     sitemaps = reading.sitemaps
     add_record = reading.records.append
-    # The group being read.
+    # The group being read (reading the rules of one agent, the group whose
+    # first line is reading.line).
     first = reading.line
-    agents = reading.agents
-    rules = reading.rules
+    agents: list[str] = []
+    rules: list[Rule] = []
     add_rule = rules.append
     patterns = reading.patterns
     metas = reading.metas
@@ -997,9 +1027,11 @@ def read_chunk(
                 else:
                     add_rule(_new(Rule, (kind == _ALLOW, value, line_number)))
             elif kind == _USER_AGENT:
-                if groups is not None and (rules or not first):
-                    # A new group: the one being read (if any) is done.
-                    if first:
+                agent_number += 1
+                if agent_number in starts:
+                    # A new group (group_starts() says where): the one being
+                    # read (if any) is done.
+                    if first and groups is not None:
                         groups.append(
                             _group(agents, rules, delay, signals, first, usage)
                         )
@@ -1082,14 +1114,8 @@ def read_chunk(
         else:
             break
     reading.delay = delay
-    if not one_agent:
-        # The group being read, for the next chunk (reading the rules of
-        # one agent, only the lists and the dict it filled are kept).
-        reading.line = first
-        reading.agents = agents
-        reading.rules = rules
-        reading.signals = signals
-        reading.usage = usage
+    if first and groups is not None:
+        groups.append(_group(agents, rules, delay, signals, first, usage))
 
 
 def _report_key(report: Reporter, number: int, colon: str, kind: int, key: str) -> None:

@@ -1,11 +1,14 @@
 """The one-agent route reads a robots.txt exactly as the whole-Document
-route does: ``rules_for()`` (which finds the groups that apply by regular
-expressions and reads only those) gives what the groups of
-``read_document()`` that apply give, merged: the same patterns, line
-numbers, Crawl-delay, Content-Signal values and Content-Usage rules,
-whatever the text.  And a reporter (lint's) changes nothing read."""
+route does: ``rules_for()`` (which reads only the groups that apply) gives
+what the groups of ``read_document()`` that apply give, merged: the same
+patterns, line numbers, Crawl-delay, Content-Signal values and Content-Usage
+rules, whatever the text.  Both take where groups start from
+``group_starts()``, which is held to RFC 9309 section 2.2.4 applied line by
+line.  And a reporter (lint's) changes nothing read."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,14 +18,18 @@ from scrapy_rfc9309.parse import (
     MAX_LINE_BYTES,
     AgentRules,
     Document,
+    _Reading,
     applicable_groups,
     body_text,
     merge_signals,
+    read_chunk,
     read_document,
     rules_for,
 )
 
 PROFILES = ("rfc9309", "google")
+# Every profile reads a whole document through group_starts().
+ALL_PROFILES = ("rfc9309", "google", "yandex", "bing")
 TOKENS = ("examplebot", "other", "")
 
 # Past the cap a line is cut, whatever it holds.
@@ -50,6 +57,36 @@ def document_rules(text: str, profile: str, token: str) -> AgentRules:
         key=lambda rule: rule.line,
     )
     return patterns, metas, max(delays) if delays else None, signals, usage
+
+
+def rfc9309_groups(text: str, profile: str) -> list[tuple[int, list[str], list[int]]]:
+    """The groups of ``text`` as RFC 9309 section 2.2.4 draws them, each
+    line read alone (by the line reader): a User-agent line starts a group
+    unless the group being read has no rule yet.  Each group as its first
+    line, its User-agent values and the lines of its rules."""
+    groups: list[tuple[int, list[str], list[int]]] = []
+    for number, line in enumerate(re.split(r"\r\n|\r|\n", text), 1):
+        # A group is open (line=1), so a rule line alone is read as one.
+        reading = _Reading(line=1)
+        read_chunk(line, 1, profile, reading)
+        assert reading.groups
+        agents, rules = reading.groups[0].user_agents, reading.groups[0].rules
+        if agents:
+            if not groups or groups[-1][2]:
+                groups.append((number, [], []))
+            groups[-1][1].extend(agents)
+        elif rules and groups:
+            groups[-1][2].append(number)
+    return groups
+
+
+def assert_groups_as_rfc9309_draws_them(text: str, profile: str) -> None:
+    groups = read_document(text, profile)[0]
+    read = [
+        (group.line, list(group.user_agents), [rule.line for rule in group.rules])
+        for group in groups
+    ]
+    assert read == rfc9309_groups(text, profile)
 
 
 TEXTS = {
@@ -175,6 +212,12 @@ def test_one_agent_reads_as_the_document(name: str, profile: str) -> None:
     assert_reporting_changes_nothing(text, profile)
 
 
+@pytest.mark.parametrize("profile", ALL_PROFILES)
+@pytest.mark.parametrize("name", sorted(TEXTS))
+def test_groups_start_where_rfc9309_says(name: str, profile: str) -> None:
+    assert_groups_as_rfc9309_draws_them(TEXTS[name], profile)
+
+
 def assert_reporting_changes_nothing(text: str, profile: str) -> None:
     # lint's route (line by line, with a reporter) reads what parse's does.
     events: list[tuple[int, str, str]] = []
@@ -297,3 +340,9 @@ def test_one_agent_reads_generated_texts_as_the_document(
     for token in TOKENS:
         assert rules_for(text, profile, token) == document_rules(text, profile, token)
     assert_reporting_changes_nothing(text, profile)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ROBOTS_TXT, st.sampled_from(ALL_PROFILES))
+def test_generated_groups_start_where_rfc9309_says(text: str, profile: str) -> None:
+    assert_groups_as_rfc9309_draws_them(text, profile)
