@@ -802,8 +802,8 @@ class Matcher:
         """The entry deciding for ``url``, or a negative code; with
         ``verdict_only``, perhaps another entry that gives the same verdict."""
         # Hot path, written for speed: one regex for the usual URL shape,
-        # one bisection for the plain prefixes and heads, C-level string tests for the
-        # rest, everything in local variables.
+        # one bisection for the plain prefixes and heads, C-level string
+        # tests for the rest, everything in local variables.
         # The plain prefixes are kept as bytes (smaller), the rest as str
         # (bytes substring tests are slower): the path is needed as both.
         if self._normalize:

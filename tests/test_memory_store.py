@@ -300,7 +300,7 @@ def _counted_by_rules(origin: str, entry: Entry) -> int:
             if stars or rule.pattern.endswith("$"):
                 specials += 1
                 size += memory._MATCHER_SPECIAL_BYTES + memory._WILDCARD_BYTES * stars
-        size += memory._extras_size(group)
+        size += memory._extras_size(group.content_signals, group.content_usage)
     return size + (memory._MATCHER_SPECIAL_TABLES_BYTES if specials else 0)
 
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from ..match import Matcher
     from ..outcome import Outcome
-    from ..parse import Document, Group, UsageRule
+    from ..parse import Document, UsageRule
 
 __all__ = ["Entry", "MemoryStore", "entry_size", "new_entry"]
 
@@ -131,7 +131,7 @@ def _document_size(document: Document) -> int:
             + _WILDCARD_BYTES * rule.pattern.count("*")
             for rule in group.rules
         )
-        size += _extras_size(group)
+        size += _extras_size(group.content_signals, group.content_usage)
     size += sum(_LINE_BYTES + _chars(url, _TEXT_CHAR) for url in document.sitemaps)
     size += sum(
         _LINE_BYTES + _chars(record.name, _TEXT_CHAR) + _chars(record.value, _TEXT_CHAR)
@@ -153,27 +153,19 @@ def _matcher_size(matcher: Matcher) -> int:
         if stars or pattern.endswith("$"):
             specials += 1
             size += _MATCHER_SPECIAL_BYTES + _WILDCARD_BYTES * stars
-    size += _signals_size(matcher.content_signals)
-    size += sum(_usage_size(rule) for rule in matcher.content_usage)
+    size += _extras_size(matcher.content_signals, matcher.content_usage)
     return size + (_MATCHER_SPECIAL_TABLES_BYTES if specials else 0)
 
 
-def _extras_size(group: Group) -> int:
-    """A group's Content-Signal values and Content-Usage rules."""
-    return _signals_size(group.content_signals) + sum(
-        _usage_size(rule) for rule in group.content_usage
-    )
-
-
-def _signals_size(signals: dict[str, bool | str]) -> int:
+def _extras_size(signals: dict[str, bool | str], usage: tuple[UsageRule, ...]) -> int:
+    """Content-Signal values and Content-Usage rules."""
     return sum(
         _LINE_BYTES + _chars(f"{key}{value}", _TEXT_CHAR)
         for key, value in signals.items()
+    ) + sum(
+        _USAGE_RULE_BYTES + _chars(rule.path + rule.preference, _TEXT_CHAR)
+        for rule in usage
     )
-
-
-def _usage_size(rule: UsageRule) -> int:
-    return _USAGE_RULE_BYTES + _chars(rule.path + rule.preference, _TEXT_CHAR)
 
 
 def entry_size(origin: str, entry: Entry) -> int:
