@@ -713,10 +713,7 @@ def _agent_of(line: str, profile: Profile) -> str | None:
         # How read_chunk() reads the usual ones, without its setting up.
         agent: str | None = agent_token(value.strip(_WHITESPACE))
     else:
-        reading = _Reading(line=1)
-        read_chunk(line, 1, profile, reading)
-        assert reading.groups
-        agents = reading.groups[0].user_agents
+        agents = _read_alone(line, profile).user_agents
         agent = agent_token(agents[0]) if agents else None
     tokens = _AGENT_LINE_TOKENS[profile]
     if len(tokens) < _AGENT_LINE_TOKENS_SIZE and len(line) <= _AGENT_LINE_CHARS:
@@ -729,11 +726,16 @@ def _has_rule(gap: str, profile: Profile) -> bool:
     (text from a "\\n" to a line start)."""
     if _SURE_RULE(gap):
         return True
+    lines = "\n".join(match[1] for match in _RULE_LINES(gap))
+    return bool(_read_alone(lines, profile).rules)
+
+
+def _read_alone(text: str, profile: Profile) -> Group:
+    """The lines of ``text`` read by :func:`read_chunk` as one group."""
     reading = _Reading(line=1)
-    lines = [match[1] for match in _RULE_LINES(gap)]
-    read_chunk("\n".join(lines), 1, profile, reading)
+    read_chunk(text, 1, profile, reading)
     assert reading.groups
-    return bool(reading.groups[0].rules)
+    return reading.groups[0]
 
 
 # Reading the rules of one agent, no line starts a group.
@@ -744,11 +746,11 @@ class _Reading:
     """What :func:`read_chunk` reads into: the groups (reading the rules of
     ``one_agent``, groups are not told apart: ``None``), the sitemaps and
     other records, and the numbers of the User-agent lines that start a
-    group (see :func:`group_starts`; for one agent, none).  Reading the rules of one
-    agent, a chunk at a time: the first line of its group, the patterns of
-    its rules and their ``line << 1 | allow``, its Crawl-delay (the first
-    valid one), and the Content-Signal values and Content-Usage rules of
-    the groups read."""
+    group (see :func:`group_starts`; for one agent, none).  Reading the
+    rules of one agent, a chunk at a time: the first line of its group, the
+    patterns of its rules and their ``line << 1 | allow``, its Crawl-delay
+    (the first valid one), and the Content-Signal values and Content-Usage
+    rules of the groups read."""
 
     __slots__ = (
         "delay",
