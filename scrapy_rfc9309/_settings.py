@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# The crawls whose "ROBOTSTXT_OBEY = False" was logged: one line per crawl,
-# whichever of the package's components is built first.
+# The crawls whose "ROBOTSTXT_OBEY = False" was logged (INFO when it turns
+# the package off, WARNING when it does not): one line per crawl, whichever
+# of the package's components is built first.
 _told: WeakSet[Crawler] = WeakSet()
 
 #: The values ``BaseSettings.getbool`` documents, and nothing else: it also
@@ -214,29 +215,43 @@ def ensure_enabled(crawler: Crawler, *, quiet: bool = False) -> None:
     project's settings (``-s`` on the command line, a spider's
     ``custom_settings``).  At project priority ``ROBOTSTXT_OBEY`` is what
     Scrapy's project template wrote for its built-in middleware: enabling
-    this package is the consent that counts there.  ``quiet``: no reason
-    for Scrapy to log at WARNING when ``ROBOTS_ENABLED`` is off.
+    this package is the consent that counts there, and a ``False`` there is
+    answered by a WARNING (once per crawl) naming what does turn it off.
+    ``quiet``: no reason for Scrapy to log at WARNING when
+    ``ROBOTS_ENABLED`` is off.
     """
     settings = crawler.settings
     if not flag(settings, "ROBOTS_ENABLED"):
         raise NotConfigured() if quiet else NotConfigured("ROBOTS_ENABLED is off")
     priority = settings.getpriority("ROBOTSTXT_OBEY")
-    if (
-        priority is not None
-        and priority > SETTINGS_PRIORITIES["project"]
-        and not settings.getbool("ROBOTSTXT_OBEY")
-    ):
-        if crawler not in _told:
-            _told.add(crawler)
-            names = [k for k, v in SETTINGS_PRIORITIES.items() if v == priority]
-            logger.info(
-                "ROBOTSTXT_OBEY = False (%(source)s settings): robots.txt is"
-                " neither fetched nor obeyed in this crawl",
-                {"source": names[0] if names else f"priority {priority}"},
+    if priority is None or settings.getbool("ROBOTSTXT_OBEY"):
+        return
+    told = crawler in _told
+    _told.add(crawler)
+    names = [k for k, v in SETTINGS_PRIORITIES.items() if v == priority]
+    source = names[0] if names else f"priority {priority}"
+    if priority <= SETTINGS_PRIORITIES["project"]:
+        if not told:
+            # Silence here would read as "robots.txt is off" to whoever set
+            # it, while every URL is still judged by robots.txt.
+            logger.warning(
+                "ROBOTSTXT_OBEY = False (%(source)s settings) does not turn"
+                " scrapy-rfc9309 off: robots.txt is still fetched and obeyed."
+                " ROBOTS_ENABLED = False turns it off, as does ROBOTSTXT_OBEY ="
+                " False on the command line (-s) or in a spider's custom_settings",
+                {"source": source},
                 extra={"crawler": crawler},
             )
-        # No message: Scrapy would log it again, per component, at WARNING.
-        raise NotConfigured
+        return
+    if not told:
+        logger.info(
+            "ROBOTSTXT_OBEY = False (%(source)s settings): robots.txt is"
+            " neither fetched nor obeyed in this crawl",
+            {"source": source},
+            extra={"crawler": crawler},
+        )
+    # No message: Scrapy would log it again, per component, at WARNING.
+    raise NotConfigured
 
 
 def crawl_purposes(settings: BaseSettings) -> tuple[tuple[str, ...], tuple[str, ...]]:

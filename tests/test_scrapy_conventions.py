@@ -105,10 +105,15 @@ async def test_robotstxt_obey_false_above_project_turns_robots_off(
     assert middleware(crawler) is None
     assert crawler.get_spider_middleware(DirectivesMiddleware) is None
     assert crawler.get_spider_middleware(SitemapsMiddleware) is None
-    # Said once for the crawl, at INFO, not once per component.
+    # Said once for the crawl, at INFO, not once per component; no WARNING.
     (record,) = _robots_logs(caplog, OBEY_LOG)
     assert record.levelno == logging.INFO
     assert where in record.getMessage()
+    assert [
+        r
+        for r in caplog.records
+        if r.name.startswith("scrapy_rfc9309") and r.levelno >= logging.WARNING
+    ] == []
 
 
 @coroutine_test
@@ -116,16 +121,29 @@ async def test_robotstxt_obey_false_in_project_settings_is_not_a_switch(
     server: Server, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The project template writes ROBOTSTXT_OBEY for the built-in: adding
-    the add-on is the consent that counts at that level."""
+    the add-on is the consent that counts at that level, and one WARNING
+    says so, naming what does turn robots.txt off."""
     server.route("/robots.txt", RULES)
     with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
         crawler = await crawl(
             [server.url("/private/1"), server.url("/a")],
-            {"ROBOTSTXT_OBEY": False, "ROBOTS_CRAWL_DELAY": False},
+            {
+                "ROBOTSTXT_OBEY": False,
+                "ROBOTS_CRAWL_DELAY": False,
+                "ROBOTS_SITEMAPS": True,
+            },
         )
     assert crawler.spider.crawled == [server.url("/a")]
     assert server.count("/robots.txt") == 1
-    assert _robots_logs(caplog, OBEY_LOG) == []
+    # Once for the crawl, whichever of the four components is built first.
+    (record,) = _robots_logs(caplog, OBEY_LOG)
+    assert record.levelno == logging.WARNING
+    assert record.getMessage() == (
+        "ROBOTSTXT_OBEY = False (project settings) does not turn scrapy-rfc9309"
+        " off: robots.txt is still fetched and obeyed. ROBOTS_ENABLED = False"
+        " turns it off, as does ROBOTSTXT_OBEY = False on the command line (-s)"
+        " or in a spider's custom_settings"
+    )
 
 
 @coroutine_test
