@@ -308,18 +308,28 @@ async def test_robot_parser_reads_the_profile(
 # -- logging --------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("retry", [False, True])
 @coroutine_test
 async def test_failed_download_logged_at_error_with_request_and_reason(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, retry: bool
 ) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         origin = f"http://127.0.0.1:{sock.getsockname()[1]}"
     with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
-        crawler = await crawl([origin + "/a", origin + "/b"])
+        crawler = await crawl(
+            [origin + "/a", origin + "/b"], {"RETRY_ENABLED": retry, "RETRY_TIMES": 2}
+        )
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    # With retries, RetryMiddleware's "Gave up retrying" comes first, for
+    # the same download: two ERROR lines, one robots/fetch_error (stats.md).
+    assert [r.name for r in errors] == [
+        *(["scrapy.downloadermiddlewares.retry"] if retry else []),
+        "scrapy_rfc9309.fetch",
+    ]
+    assert stats(crawler, "log_count/ERROR") == {"log_count/ERROR": len(errors)}
     # Once for the origin, not per request; the request and the reason.
-    (error,) = errors
+    error = errors[-1]
     message = error.getMessage()
     assert f"<GET {origin}/robots.txt>" in message
     assert "ConnectionRefused" in message
