@@ -224,7 +224,8 @@ def ensure_enabled(crawler: Crawler, *, quiet: bool = False) -> None:
     if not flag(settings, "ROBOTS_ENABLED"):
         raise NotConfigured() if quiet else NotConfigured("ROBOTS_ENABLED is off")
     priority = settings.getpriority("ROBOTSTXT_OBEY")
-    if priority is None or settings.getbool("ROBOTSTXT_OBEY"):
+    # Scrapy's own default is False: only a False someone wrote counts.
+    if not priority or settings.getbool("ROBOTSTXT_OBEY"):
         return
     told = crawler in _told
     _told.add(crawler)

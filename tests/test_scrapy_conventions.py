@@ -147,6 +147,20 @@ async def test_robotstxt_obey_false_in_project_settings_is_not_a_switch(
 
 
 @coroutine_test
+async def test_robotstxt_obey_left_at_scrapy_default_says_nothing(
+    server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Scrapy's default_settings say False: nobody wrote it.
+    server.route("/robots.txt", RULES)
+    assert "ROBOTSTXT_OBEY" not in BASE_SETTINGS
+    with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
+        crawler = await crawl([server.url("/private/1"), server.url("/a")])
+    assert crawler.settings.getpriority("ROBOTSTXT_OBEY") == 0
+    assert crawler.spider.crawled == [server.url("/a")]
+    assert _robots_logs(caplog, OBEY_LOG) == []
+
+
+@coroutine_test
 async def test_robotstxt_obey_true_on_command_line_leaves_robots_on(
     server: Server,
 ) -> None:
