@@ -1,17 +1,21 @@
 """Reading the package's settings, shared by every Scrapy component.
 
 One reader per kind of setting (flag, seconds, count, choice, purposes,
-text). Each returns the value ready to use or raises ``ValueError`` naming
-the setting, the value given and what is accepted: a component that read a
-bad value as its default, or switched itself off, would crawl on without the
-rules the user asked for.
+text). Each returns the value ready to use or raises :class:`SettingError`
+(a ``ValueError``) naming the setting, the value given and what is
+accepted: a component that read a bad value as its default, or switched
+itself off, would crawl on without the rules the user asked for.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from weakref import WeakSet
 
@@ -57,8 +61,13 @@ def setting(settings: BaseSettings, name: str) -> Any:
     return DEFAULTS[name] if value is None else value
 
 
-def _refused(name: str, value: Any, accepted: str) -> ValueError:
-    return ValueError(f"{name} must be {accepted}, not {value!r}")
+class SettingError(ValueError):
+    """A setting the package cannot use: the message names it, and says what
+    it accepts and what was given."""
+
+
+def _refused(name: str, value: Any, accepted: str) -> SettingError:
+    return SettingError(f"{name} must be {accepted}, not {value!r}")
 
 
 def _flag(name: str, value: Any) -> bool:
@@ -297,3 +306,50 @@ def crawl_purposes(settings: BaseSettings) -> tuple[tuple[str, ...], tuple[str, 
             if key is not None:
                 in_use[key] = None
     return tuple(in_use), tuple(usage)
+
+
+#: Set by a caller that says itself why a crawl could not start
+#: (``scrapy robots``): the components then leave the refusal to it.
+refusals_reported: ContextVar[bool] = ContextVar("refusals_reported", default=False)
+
+
+@contextmanager
+def refusals_logged(crawler: Crawler) -> Iterator[None]:
+    """Around building a component: a setting it refuses
+    (:class:`SettingError`) is logged in one ERROR line, and still stops the
+    crawl, without the traceback asyncio would print under it."""
+    try:
+        yield
+    except SettingError as exc:
+        if not refusals_reported.get():
+            _log_refusal(crawler, exc)
+        raise
+
+
+def _log_refusal(crawler: Crawler, exc: SettingError) -> None:
+    logger.error(
+        "The crawl cannot start: %(error)s", {"error": exc}, extra={"crawler": crawler}
+    )
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no event loop running: another Twisted reactor
+        return
+    if task is not None:
+        # Scrapy runs each crawl in a task of its own and leaves a crawl
+        # that fails to start to asyncio, which prints the exception under
+        # every frame of Scrapy's ("Task exception was never retrieved")
+        # once the task is gone: the line above says all of it.
+        task.add_done_callback(partial(_retrieve, exc))
+
+
+def _retrieve(exc: SettingError, task: asyncio.Task[Any]) -> None:
+    error = None if task.cancelled() else task.exception()
+    if error is not None and error is not exc:
+        # The task ended on something else: asyncio's report of it stays.
+        task.get_loop().call_exception_handler(
+            {
+                "message": "Task exception was never retrieved",
+                "exception": error,
+                "future": task,
+            }
+        )

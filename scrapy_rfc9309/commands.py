@@ -31,7 +31,13 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredList
 
-from ._settings import positive_int, robots_profile, robots_user_agent
+from ._settings import (
+    SettingError,
+    positive_int,
+    refusals_reported,
+    robots_profile,
+    robots_user_agent,
+)
 from .addon import Addon
 from .fetch import RobotsFetcher
 from .lint import Diagnostic, lint
@@ -93,21 +99,19 @@ class _Job(Generic[_T]):
         """The done callback of an asyncio crawl."""
         error = None if task.cancelled() else task.exception()
         if error is not None:
-            self.fail(error, starting=True)
+            self.fail(error)
 
     def crawl_failed(self, failure: Failure) -> None:
         """The errback of a Twisted crawl."""
-        self.fail(failure.value or Exception(failure.getErrorMessage()), starting=True)
+        self.fail(failure.value or Exception(failure.getErrorMessage()))
 
-    def fail(self, exc: BaseException, *, starting: bool = False) -> None:
-        """``starting``: the crawl could not start, where a ``ValueError`` is
-        a setting a component refuses, whose message names it."""
+    def fail(self, exc: BaseException) -> None:
         # The traceback is only for whoever asks for it (-L DEBUG): the user
-        # gets one line.
+        # gets one line.  A setting refused says all in its message.
         logger.debug("scrapy robots failed", exc_info=exc)
         if self.error is None:
-            plain = isinstance(exc, _Failure) or (starting and type(exc) is ValueError)
-            self.error = str(exc).strip() if plain else _describe(exc)
+            plain = isinstance(exc, (_Failure, SettingError))
+            self.error = str(exc) if plain else _describe(exc)
 
 
 _NO_REQUESTS: tuple[Request, ...] = ()
@@ -642,6 +646,8 @@ class RobotsCommand(ScrapyCommand):
         settings."""
         assert self.crawler_process is not None
         job = _Job(work)
+        # The job says why the crawl could not start, in its one line.
+        refusals_reported.set(True)
         crawling = self.crawler_process.crawl(spidercls, job=job)
         # A crawl that cannot start (a setting a component refuses, say)
         # fails the job, in one line: retrieving its error here keeps
