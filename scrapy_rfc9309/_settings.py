@@ -241,9 +241,11 @@ def ensure_enabled(crawler: Crawler, *, quiet: bool = False) -> None:
     names = [k for k, v in SETTINGS_PRIORITIES.items() if v == priority]
     source = names[0] if names else f"priority {priority}"
     if priority <= SETTINGS_PRIORITIES["project"]:
-        if not told:
+        if not told and _addon_enabled(crawler):
             # Silence here would read as "robots.txt is off" to whoever set
-            # it, while every URL is still judged by robots.txt.
+            # it, while every URL is still judged by robots.txt.  (Enabled
+            # by hand, the middleware replaced the built-in this False was
+            # written for: getting-started shows it so.)
             logger.warning(
                 "ROBOTSTXT_OBEY = False (%(source)s settings) does not turn"
                 " scrapy-rfc9309 off: robots.txt is still fetched and obeyed."
@@ -262,6 +264,13 @@ def ensure_enabled(crawler: Crawler, *, quiet: bool = False) -> None:
         )
     # No message: Scrapy would log it again, per component, at WARNING.
     raise NotConfigured
+
+
+def _addon_enabled(crawler: Crawler) -> bool:
+    # Imported here: the add-on imports the components, which import this.
+    from .addon import Addon
+
+    return any(isinstance(addon, Addon) for addon in crawler.addons.addons)
 
 
 def crawl_purposes(settings: BaseSettings) -> tuple[tuple[str, ...], tuple[str, ...]]:
