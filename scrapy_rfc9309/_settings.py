@@ -1,17 +1,21 @@
 """Reading the package's settings, shared by every Scrapy component.
 
 One reader per kind of setting (flag, seconds, count, choice, purposes,
-text). Each returns the value ready to use or raises ``ValueError`` naming
-the setting, the value given and what is accepted: a component that read a
-bad value as its default, or switched itself off, would crawl on without the
-rules the user asked for.
+text). Each returns the value ready to use or raises :class:`SettingError`
+(a ``ValueError``) naming the setting, the value given and what is
+accepted: a component that read a bad value as its default, or switched
+itself off, would crawl on without the rules the user asked for.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from weakref import WeakSet
 
@@ -31,8 +35,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# The crawls whose "ROBOTSTXT_OBEY = False" was logged: one line per crawl,
-# whichever of the package's components is built first.
+# The crawls whose "ROBOTSTXT_OBEY = False" was logged (INFO when it turns
+# the package off, WARNING when it does not): one line per crawl, whichever
+# of the package's components is built first.
 _told: WeakSet[Crawler] = WeakSet()
 
 #: The values ``BaseSettings.getbool`` documents, and nothing else: it also
@@ -56,8 +61,13 @@ def setting(settings: BaseSettings, name: str) -> Any:
     return DEFAULTS[name] if value is None else value
 
 
-def _refused(name: str, value: Any, accepted: str) -> ValueError:
-    return ValueError(f"{name} must be {accepted}, not {value!r}")
+class SettingError(ValueError):
+    """A setting the package cannot use: the message names it, and says what
+    it accepts and what was given."""
+
+
+def _refused(name: str, value: Any, accepted: str) -> SettingError:
+    return SettingError(f"{name} must be {accepted}, not {value!r}")
 
 
 def _flag(name: str, value: Any) -> bool:
@@ -214,29 +224,53 @@ def ensure_enabled(crawler: Crawler, *, quiet: bool = False) -> None:
     project's settings (``-s`` on the command line, a spider's
     ``custom_settings``).  At project priority ``ROBOTSTXT_OBEY`` is what
     Scrapy's project template wrote for its built-in middleware: enabling
-    this package is the consent that counts there.  ``quiet``: no reason
-    for Scrapy to log at WARNING when ``ROBOTS_ENABLED`` is off.
+    this package is the consent that counts there, and a ``False`` there is
+    answered by a WARNING (once per crawl) naming what does turn it off.
+    ``quiet``: no reason for Scrapy to log at WARNING when
+    ``ROBOTS_ENABLED`` is off.
     """
     settings = crawler.settings
     if not flag(settings, "ROBOTS_ENABLED"):
         raise NotConfigured() if quiet else NotConfigured("ROBOTS_ENABLED is off")
     priority = settings.getpriority("ROBOTSTXT_OBEY")
-    if (
-        priority is not None
-        and priority > SETTINGS_PRIORITIES["project"]
-        and not settings.getbool("ROBOTSTXT_OBEY")
-    ):
-        if crawler not in _told:
-            _told.add(crawler)
-            names = [k for k, v in SETTINGS_PRIORITIES.items() if v == priority]
-            logger.info(
-                "ROBOTSTXT_OBEY = False (%(source)s settings): robots.txt is"
-                " neither fetched nor obeyed in this crawl",
-                {"source": names[0] if names else f"priority {priority}"},
+    # Scrapy's own default is False: only a False someone wrote counts.
+    if not priority or settings.getbool("ROBOTSTXT_OBEY"):
+        return
+    told = crawler in _told
+    _told.add(crawler)
+    names = [k for k, v in SETTINGS_PRIORITIES.items() if v == priority]
+    source = names[0] if names else f"priority {priority}"
+    if priority <= SETTINGS_PRIORITIES["project"]:
+        if not told and _addon_enabled(crawler):
+            # Silence here would read as "robots.txt is off" to whoever set
+            # it, while every URL is still judged by robots.txt.  (Enabled
+            # by hand, the middleware replaced the built-in this False was
+            # written for: getting-started shows it so.)
+            logger.warning(
+                "ROBOTSTXT_OBEY = False (%(source)s settings) does not turn"
+                " scrapy-rfc9309 off: robots.txt is still fetched and obeyed."
+                " ROBOTS_ENABLED = False turns it off, as does ROBOTSTXT_OBEY ="
+                " False on the command line (-s) or in a spider's custom_settings",
+                {"source": source},
                 extra={"crawler": crawler},
             )
-        # No message: Scrapy would log it again, per component, at WARNING.
-        raise NotConfigured
+        return
+    if not told:
+        logger.info(
+            "ROBOTSTXT_OBEY = False (%(source)s settings): robots.txt is"
+            " neither fetched nor obeyed in this crawl",
+            {"source": source},
+            extra={"crawler": crawler},
+        )
+    # No message: Scrapy would log it again, per component, at WARNING.
+    raise NotConfigured
+
+
+def _addon_enabled(crawler: Crawler) -> bool:
+    # Imported here: the add-on imports the components, which import this.
+    from .addon import Addon
+
+    return any(isinstance(addon, Addon) for addon in crawler.addons.addons)
 
 
 def crawl_purposes(settings: BaseSettings) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -281,3 +315,50 @@ def crawl_purposes(settings: BaseSettings) -> tuple[tuple[str, ...], tuple[str, 
             if key is not None:
                 in_use[key] = None
     return tuple(in_use), tuple(usage)
+
+
+#: Set by a caller that says itself why a crawl could not start
+#: (``scrapy robots``): the components then leave the refusal to it.
+refusals_reported: ContextVar[bool] = ContextVar("refusals_reported", default=False)
+
+
+@contextmanager
+def refusals_logged(crawler: Crawler) -> Iterator[None]:
+    """Around building a component: a setting it refuses
+    (:class:`SettingError`) is logged in one ERROR line, and still stops the
+    crawl, without the traceback asyncio would print under it."""
+    try:
+        yield
+    except SettingError as exc:
+        if not refusals_reported.get():
+            _log_refusal(crawler, exc)
+        raise
+
+
+def _log_refusal(crawler: Crawler, exc: SettingError) -> None:
+    logger.error(
+        "The crawl cannot start: %(error)s", {"error": exc}, extra={"crawler": crawler}
+    )
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no event loop running: another Twisted reactor
+        return
+    if task is not None:
+        # Scrapy runs each crawl in a task of its own and leaves a crawl
+        # that fails to start to asyncio, which prints the exception under
+        # every frame of Scrapy's ("Task exception was never retrieved")
+        # once the task is gone: the line above says all of it.
+        task.add_done_callback(partial(_retrieve, exc))
+
+
+def _retrieve(exc: SettingError, task: asyncio.Task[Any]) -> None:
+    error = None if task.cancelled() else task.exception()
+    if error is not None and error is not exc:
+        # The task ended on something else: asyncio's report of it stays.
+        task.get_loop().call_exception_handler(
+            {
+                "message": "Task exception was never retrieved",
+                "exception": error,
+                "future": task,
+            }
+        )

@@ -31,7 +31,13 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredList
 
-from ._settings import positive_int, robots_profile, robots_user_agent
+from ._settings import (
+    SettingError,
+    positive_int,
+    refusals_reported,
+    robots_profile,
+    robots_user_agent,
+)
 from .addon import Addon
 from .fetch import RobotsFetcher
 from .lint import Diagnostic, lint
@@ -39,6 +45,7 @@ from .match import Decision, content_signals, crawl_delay, product_token
 from .middleware import RobotsDisallowed, RobotsMiddleware
 from .outcome import Lifetimes, Outcome, explain_by
 from .parse import PROFILES, Rule, UsageRule
+from .profiles import RULES, selector_for
 from .stringify import rule_line, signal_text, usage_line
 from .urls import robots_url
 from .usage import refused, usage_explained
@@ -100,10 +107,11 @@ class _Job(Generic[_T]):
 
     def fail(self, exc: BaseException) -> None:
         # The traceback is only for whoever asks for it (-L DEBUG): the user
-        # gets one line.
+        # gets one line.  A setting refused says all in its message.
         logger.debug("scrapy robots failed", exc_info=exc)
         if self.error is None:
-            self.error = str(exc) if isinstance(exc, _Failure) else _describe(exc)
+            plain = isinstance(exc, (_Failure, SettingError))
+            self.error = str(exc) if plain else _describe(exc)
 
 
 _NO_REQUESTS: tuple[Request, ...] = ()
@@ -133,6 +141,20 @@ def _job_spider(spidercls: type[Spider]) -> type[Spider]:
     name, attributes (``robots_user_agent``) and ``custom_settings`` are
     those of the crawl."""
     return type(f"RobotsCheck{spidercls.__name__}", (_JobMixin, spidercls), {})
+
+
+def _ensure_suits(agent: str, profile: str, opts: argparse.Namespace) -> None:
+    """A usage error naming ``--agent`` unless ``profile`` answers for
+    ``agent``: yandex and bing answer for their vendor's labels only."""
+    try:
+        selector_for(profile, product_token(agent))
+    except ValueError as exc:
+        whose = "--agent" if opts.agent is not None else "the project's agent"
+        which = "--profile" if opts.robots_profile else "ROBOTS_PROFILE"
+        raise UsageError(
+            f"{whose} {agent!r} does not suit {which} {profile!r}: {exc}; name one"
+            f" of those labels with --agent, such as --agent {RULES[profile].labels[0]}"
+        ) from None
 
 
 def _describe(exc: BaseException) -> str:
@@ -497,11 +519,13 @@ class RobotsCommand(ScrapyCommand):
                     "--agent must start with its product token (letters, '_' and"
                     f" '-', such as 'MyBot/1.0'), not {agent!r}"
                 )
+            profile = self._profile(opts)
+            _ensure_suits(agent, profile, opts)
             # Cmdline priority: the add-on writes the package defaults at
             # addon priority, and the middleware keeps in memory only what
             # answers for the crawl's agent.
             settings.set("ROBOTS_USER_AGENT", agent, "cmdline")
-            settings.set("ROBOTS_PROFILE", self._profile(opts), "cmdline")
+            settings.set("ROBOTS_PROFILE", profile, "cmdline")
         # Asking about robots.txt is the point, even where a project or a
         # spider turns robots.txt handling off.
         settings.set("ROBOTS_ENABLED", True, "cmdline")
@@ -622,6 +646,8 @@ class RobotsCommand(ScrapyCommand):
         settings."""
         assert self.crawler_process is not None
         job = _Job(work)
+        # The job says why the crawl could not start, in its one line.
+        refusals_reported.set(True)
         crawling = self.crawler_process.crawl(spidercls, job=job)
         # A crawl that cannot start (a setting a component refuses, say)
         # fails the job, in one line: retrieving its error here keeps

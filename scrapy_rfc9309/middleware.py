@@ -29,10 +29,12 @@ from twisted.internet.defer import Deferred
 
 from . import signals as robots_signals
 from ._settings import (
+    SettingError,
     choice,
     crawl_purposes,
     ensure_enabled,
     flag,
+    refusals_logged,
     robots_user_agent,
     seconds,
     setting,
@@ -132,7 +134,7 @@ class RobotsMiddleware:
         except ValueError as exc:
             # A bounded profile answering for another agent would answer
             # under the wrong semantics.
-            raise ValueError(
+            raise SettingError(
                 f"ROBOTS_USER_AGENT {self.user_agent!r} does not suit"
                 f" ROBOTS_PROFILE {self.fetcher.profile!r}: {exc}"
             ) from None
@@ -168,7 +170,8 @@ class RobotsMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
+        with refusals_logged(crawler):
+            return cls(crawler)
 
     def _now(self) -> float:
         return self.clock()
@@ -596,7 +599,7 @@ def _build_store(crawler: Crawler) -> OutcomeStore:
     try:
         cls = load_object(path)
     except (ImportError, NameError, ValueError) as exc:
-        raise ValueError(
+        raise SettingError(
             f"ROBOTS_STORE must be one of {', '.join(map(repr, STORES))} or the"
             f" import path of an OutcomeStore class; {name!r} cannot be loaded: {exc}"
         ) from exc
@@ -612,7 +615,7 @@ def _build_store(crawler: Crawler) -> OutcomeStore:
         )
         return build_from_crawler(MemoryStore, crawler)
     if not isinstance(store, OutcomeStore):
-        raise ValueError(f"ROBOTS_STORE {name!r} is not an OutcomeStore")
+        raise SettingError(f"ROBOTS_STORE {name!r} is not an OutcomeStore")
     return store
 
 

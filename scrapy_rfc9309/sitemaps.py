@@ -41,7 +41,7 @@ from tldextract import TLDExtract
 from w3lib.url import safe_url_string
 
 from . import signals as robots_signals
-from ._settings import ensure_enabled, flag, positive_int
+from ._settings import ensure_enabled, flag, positive_int, refusals_logged
 from .middleware import RobotsMiddleware
 from .outcome import PARSED
 from .urls import robots_url
@@ -271,7 +271,8 @@ class SitemapsMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
+        with refusals_logged(crawler):
+            return cls(crawler)
 
     async def process_spider_output(
         self, response: Response | None, result: AsyncIterator[Any]

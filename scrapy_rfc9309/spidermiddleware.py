@@ -12,7 +12,7 @@ from itemadapter import ItemAdapter
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
-from ._settings import choice, ensure_enabled, robots_user_agent
+from ._settings import choice, ensure_enabled, refusals_logged, robots_user_agent
 from .directives import DirectiveSet, directives_for
 
 if TYPE_CHECKING:
@@ -73,7 +73,8 @@ class DirectivesMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
+        with refusals_logged(crawler):
+            return cls(crawler)
 
     def directives(self, response: Response) -> DirectiveSet:
         """The directives of ``response`` for the crawl's agent, read once."""

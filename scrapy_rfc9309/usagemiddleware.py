@@ -19,7 +19,7 @@ from itemadapter import ItemAdapter
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
-from ._settings import choice, crawl_purposes, ensure_enabled
+from ._settings import choice, crawl_purposes, ensure_enabled, refusals_logged
 from .middleware import USAGE_META_KEY
 from .spidermiddleware import annotate
 from .usage import Preferences, combine, header_preferences, refused
@@ -65,7 +65,8 @@ class UsageMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
+        with refusals_logged(crawler):
+            return cls(crawler)
 
     def preferences(self, response: Response) -> Preferences:
         """The preferences that apply to ``response``, combined once."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, ClassVar
 
+import pytest
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.utils.test import get_crawler
 
@@ -80,16 +82,27 @@ async def test_builtin_never_runs_beside_ours_even_with_robotstxt_obey(
 
 
 @coroutine_test
-async def test_enabled_by_hand(server: Server) -> None:
+async def test_enabled_by_hand(
+    server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
     server.route("/robots.txt", "User-agent: *\nDisallow: /private\n", status=200)
-    crawler = await crawl(
-        [server.url("/a"), server.url("/private")],
-        {
-            "ADDONS": {},
-            "DOWNLOADER_MIDDLEWARES": {"scrapy_rfc9309.RobotsMiddleware": 100},
-        },
-    )
+    with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
+        crawler = await crawl(
+            [server.url("/a"), server.url("/private")],
+            {
+                "ADDONS": {},
+                "DOWNLOADER_MIDDLEWARES": {"scrapy_rfc9309.RobotsMiddleware": 100},
+                # As getting-started enables it by hand: for the built-in,
+                # which this replaces, so nothing to warn about.
+                "ROBOTSTXT_OBEY": False,
+            },
+        )
     assert crawler.spider.crawled == [server.url("/a")]
+    assert [
+        r
+        for r in caplog.records
+        if r.name.startswith("scrapy_rfc9309") and r.levelno >= logging.WARNING
+    ] == []
     assert stats(crawler) == {
         "robots/fetch_count": 1,
         "robots/outcome/parsed": 1,

@@ -31,6 +31,10 @@ Disallow: /
 # Nothing listens on port 1: connection refused.
 REFUSED = "http://127.0.0.1:1"
 TIMEOUT = 60
+# The checkout under test, first on the path of the commands run from
+# elsewhere (a temporary directory), whatever copy of the package the
+# interpreter has installed.
+ROOT = str(Path(__file__).resolve().parent.parent)
 
 
 def scrapy(
@@ -41,6 +45,7 @@ def scrapy(
         for name, value in os.environ.items()
         if name not in ("SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT")
     }
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
     return subprocess.run(
         [sys.executable, "-m", "scrapy", "robots", *args],
         cwd=cwd,
@@ -222,7 +227,7 @@ def test_check_other_reactors(
     done = scrapy(tmp_path, "check", *urls, "-s", reactor, "-s", "ROBOTS_MAX_BYTES=0")
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
-    assert "scrapy robots: error: ValueError: ROBOTS_MAX_BYTES" in done.stderr
+    assert "scrapy robots: error: ROBOTS_MAX_BYTES must be" in done.stderr
 
 
 def test_check_all_allowed_exits_0(site: dict[str, Server], tmp_path: Path) -> None:
@@ -445,7 +450,12 @@ def test_check_crawl_delay_over_max_skipped(
         ),
         (
             ("check", "http://127.0.0.1:1/", "-s", "ROBOTS_PROFILE=yandex"),
-            "does not suit ROBOTS_PROFILE 'yandex'",
+            "scrapy robots: error: the project's agent 'Scrapy/",
+        ),
+        (
+            ("check", "http://127.0.0.1:1/", "--profile", "bing"),
+            " does not suit --profile 'bing': the bing profile answers for the"
+            " group labels 'bingbot' or 'AdIdxBot' only, not 'scrapy'",
         ),
         (("check", "http://127.0.0.1:1/", "--frobnicate"), "'--frobnicate'"),
         (("check", "http://127.0.0.1:1/", "-x"), "'-x'"),
@@ -694,8 +704,42 @@ def test_check_refuses_an_agent_the_profile_does_not_answer_for(
         tmp_path, "check", f"{REFUSED}/", "--agent", "YandexBot", "--profile", "yandex"
     )
     error = one_line_error(done)
-    assert "ROBOTS_USER_AGENT 'YandexBot'" in error
-    assert "'Yandex' or 'YandexAdditionalBot'" in error
+    assert error.startswith(
+        "scrapy robots: error: --agent 'YandexBot' does not suit --profile 'yandex':"
+        " the yandex profile answers for the group labels 'Yandex' or"
+        " 'YandexAdditionalBot' only, not 'yandexbot'"
+    )
+    assert error.endswith(
+        "; name one of those labels with --agent, such as --agent Yandex"
+    )
+
+
+def test_check_refuses_the_project_agent_for_a_bounded_profile(
+    tmp_path: Path,
+) -> None:
+    """Neither --agent nor ROBOTS_USER_AGENT given: the error says where the
+    agent came from and names --agent, in the command's own words."""
+    done = scrapy(tmp_path, "check", f"{REFUSED}/", "--profile", "yandex")
+    error = one_line_error(done)
+    assert error.startswith("scrapy robots: error: the project's agent 'Scrapy/"), error
+    assert "does not suit --profile 'yandex'" in error
+    assert "ROBOTS_USER_AGENT" not in error
+    assert "ValueError" not in error
+    assert error.endswith("such as --agent Yandex")
+
+
+def test_check_spider_whose_agent_the_profile_refuses(tmp_path: Path) -> None:
+    """With --spider the crawl's own message (it names the settings the
+    crawl reads), as one line without the exception's class."""
+    project = _project_with_spiders(tmp_path)
+    done = scrapy(
+        project, "check", f"{REFUSED}/", "--spider", "attribute", "--profile", "bing"
+    )
+    error = one_line_error(done)
+    assert error.startswith(
+        "scrapy robots: error: ROBOTS_USER_AGENT 'ExampleBot/2.0"
+        " (+https://example.com)' does not suit ROBOTS_PROFILE 'bing'"
+    ), error
 
 
 def test_lint_profile_yandex_flags_what_yandex_ignores(tmp_path: Path) -> None:

@@ -297,6 +297,16 @@ def _summary(text: str) -> list[str]:
     return kept
 
 
+def _log_lines(text: str) -> list[str]:
+    """The log lines of a sample run (standard error) or of its transcript,
+    without their time stamps, ports masked."""
+    return [
+        re.sub(r"(127\.0\.0\.\d+):\d+", r"\1:PORT", line.split(" ", 2)[2])
+        for line in text.splitlines()
+        if _LOG_LINE.match(line)
+    ]
+
+
 def test_the_sample_summary_is_what_the_sample_prints(tmp_path: Path) -> None:
     # The getting-started page shows what `bash scripts/sample.sh` prints;
     # a change to the sample or to the package must show there too.
@@ -315,6 +325,8 @@ def test_the_sample_summary_is_what_the_sample_prints(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert _summary(run.stdout) == _summary(shown)
+    # And every line the log adds on the terminal (standard error).
+    assert _log_lines(run.stderr) == _log_lines(shown)
 
 
 def test_a_stale_example_fails(tmp_path: Path) -> None:

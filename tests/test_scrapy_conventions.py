@@ -105,10 +105,15 @@ async def test_robotstxt_obey_false_above_project_turns_robots_off(
     assert middleware(crawler) is None
     assert crawler.get_spider_middleware(DirectivesMiddleware) is None
     assert crawler.get_spider_middleware(SitemapsMiddleware) is None
-    # Said once for the crawl, at INFO, not once per component.
+    # Said once for the crawl, at INFO, not once per component; no WARNING.
     (record,) = _robots_logs(caplog, OBEY_LOG)
     assert record.levelno == logging.INFO
     assert where in record.getMessage()
+    assert [
+        r
+        for r in caplog.records
+        if r.name.startswith("scrapy_rfc9309") and r.levelno >= logging.WARNING
+    ] == []
 
 
 @coroutine_test
@@ -116,15 +121,42 @@ async def test_robotstxt_obey_false_in_project_settings_is_not_a_switch(
     server: Server, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The project template writes ROBOTSTXT_OBEY for the built-in: adding
-    the add-on is the consent that counts at that level."""
+    the add-on is the consent that counts at that level, and one WARNING
+    says so, naming what does turn robots.txt off."""
     server.route("/robots.txt", RULES)
     with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
         crawler = await crawl(
             [server.url("/private/1"), server.url("/a")],
-            {"ROBOTSTXT_OBEY": False, "ROBOTS_CRAWL_DELAY": False},
+            {
+                "ROBOTSTXT_OBEY": False,
+                "ROBOTS_CRAWL_DELAY": False,
+                "ROBOTS_SITEMAPS": True,
+            },
         )
     assert crawler.spider.crawled == [server.url("/a")]
     assert server.count("/robots.txt") == 1
+    # Once for the crawl, whichever of the four components is built first.
+    (record,) = _robots_logs(caplog, OBEY_LOG)
+    assert record.levelno == logging.WARNING
+    assert record.getMessage() == (
+        "ROBOTSTXT_OBEY = False (project settings) does not turn scrapy-rfc9309"
+        " off: robots.txt is still fetched and obeyed. ROBOTS_ENABLED = False"
+        " turns it off, as does ROBOTSTXT_OBEY = False on the command line (-s)"
+        " or in a spider's custom_settings"
+    )
+
+
+@coroutine_test
+async def test_robotstxt_obey_left_at_scrapy_default_says_nothing(
+    server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Scrapy's default_settings say False: nobody wrote it.
+    server.route("/robots.txt", RULES)
+    assert "ROBOTSTXT_OBEY" not in BASE_SETTINGS
+    with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
+        crawler = await crawl([server.url("/private/1"), server.url("/a")])
+    assert crawler.settings.getpriority("ROBOTSTXT_OBEY") == 0
+    assert crawler.spider.crawled == [server.url("/a")]
     assert _robots_logs(caplog, OBEY_LOG) == []
 
 
@@ -290,18 +322,28 @@ async def test_robot_parser_reads_the_profile(
 # -- logging --------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("retry", [False, True])
 @coroutine_test
 async def test_failed_download_logged_at_error_with_request_and_reason(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, retry: bool
 ) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         origin = f"http://127.0.0.1:{sock.getsockname()[1]}"
     with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
-        crawler = await crawl([origin + "/a", origin + "/b"])
+        crawler = await crawl(
+            [origin + "/a", origin + "/b"], {"RETRY_ENABLED": retry, "RETRY_TIMES": 2}
+        )
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    # With retries, RetryMiddleware's "Gave up retrying" comes first, for
+    # the same download: two ERROR lines, one robots/fetch_error (stats.md).
+    assert [r.name for r in errors] == [
+        *(["scrapy.downloadermiddlewares.retry"] if retry else []),
+        "scrapy_rfc9309.fetch",
+    ]
+    assert stats(crawler, "log_count/ERROR") == {"log_count/ERROR": len(errors)}
     # Once for the origin, not per request; the request and the reason.
-    (error,) = errors
+    error = errors[-1]
     message = error.getMessage()
     assert f"<GET {origin}/robots.txt>" in message
     assert "ConnectionRefused" in message

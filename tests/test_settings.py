@@ -10,8 +10,17 @@ them (text) and as a settings module does (Python values).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import gc
+import logging
 import math
+import os
 import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,10 +31,12 @@ from scrapy.utils.test import get_crawler
 from scrapy_rfc9309 import DirectivesMiddleware, RobotsMiddleware, UsageMiddleware
 from scrapy_rfc9309._defaults import DEFAULTS
 from scrapy_rfc9309._settings import (
+    SettingError,
     choice,
     flag,
     positive_int,
     purposes,
+    refusals_logged,
     robots_profile,
     seconds,
     text,
@@ -177,14 +188,28 @@ def test_every_setting_has_a_bad_value_case() -> None:
     assert sorted(BAD) == sorted(DEFAULTS)
 
 
+def _robots_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.name.startswith("scrapy_rfc9309") and record.levelno >= logging.ERROR
+    ]
+
+
 @pytest.mark.parametrize("name", sorted(BAD))
 @coroutine_test
-async def test_bad_value_stops_the_crawl_at_start_up(server: Server, name: str) -> None:
+async def test_bad_value_stops_the_crawl_at_start_up(
+    server: Server, name: str, caplog: pytest.LogCaptureFixture
+) -> None:
     value, message = BAD[name]
     settings = {**CONTEXT.get(name, {}), name: value}
-    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+    with pytest.raises(SettingError, match=f"^{re.escape(message)}"):
         await crawl([server.url("/page")], settings)
     assert server.hits == []
+    # Said once, in one line, by the component that refused it.
+    (error,) = _robots_errors(caplog)
+    assert error.startswith(f"The crawl cannot start: {message}")
+    assert "\n" not in error
 
 
 @pytest.mark.parametrize(
@@ -200,12 +225,128 @@ async def test_bounded_profile_refuses_an_agent_it_does_not_answer_for(
         f" {value.lower()!r}: the {value.lower()} profile answers for the group"
         " labels "
     )
-    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+    with pytest.raises(SettingError, match=f"^{re.escape(message)}"):
         await crawl(
             [server.url("/page")],
             {"ROBOTS_PROFILE": value, "ROBOTS_USER_AGENT": agent},
         )
     assert server.hits == []
+
+
+# -- how `scrapy crawl` says it ----------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+SPIDER = """\
+import scrapy
+
+
+class Quiet(scrapy.Spider):
+    name = "quiet"
+    start_urls = ["http://127.0.0.1:1/"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("where", "options", "line"),
+    [
+        (
+            "cmdline",
+            ["-s", "ROBOTS_CACHE_LIFETIME=abc"],
+            "ROBOTS_CACHE_LIFETIME must be a number of seconds from 0 to"
+            " 1,000,000,000 (such as 86400), not 'abc'",
+        ),
+        (
+            "project",
+            [],
+            "ROBOTS_USER_AGENT 'QuietBot/1.0' does not suit ROBOTS_PROFILE 'bing':",
+        ),
+        (
+            "project",
+            ["-s", "TWISTED_REACTOR_ENABLED=False"],
+            "ROBOTS_USER_AGENT 'QuietBot/1.0' does not suit ROBOTS_PROFILE 'bing':",
+        ),
+    ],
+)
+def test_scrapy_crawl_says_a_refused_setting_in_one_line(
+    tmp_path: Path, where: str, options: list[str], line: str
+) -> None:
+    """As the user meets it: `scrapy crawl` in a project, exit status 1, one
+    ERROR line naming the setting and no traceback (Scrapy prints asyncio's
+    "Task exception was never retrieved" with every frame for a crawl that
+    fails to start, its own bad settings included)."""
+    (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = quiet.settings\n")
+    package = tmp_path / "quiet"
+    package.mkdir()
+    (package / "__init__.py").write_text(SPIDER)
+    (package / "settings.py").write_text(
+        'SPIDER_MODULES = ["quiet"]\n'
+        'ADDONS = {"scrapy_rfc9309.Addon": 100}\n'
+        'USER_AGENT = "QuietBot/1.0"\n'
+        "TELNETCONSOLE_ENABLED = False\n"
+        + ('ROBOTS_PROFILE = "bing"\n' if where == "project" else "")
+    )
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in ("SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT")
+    }
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(ROOT), env.get("PYTHONPATH")])
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "quiet", *options],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "never retrieved" not in done.stderr
+    # Every log line of the package's: the one ERROR.
+    (error,) = re.findall(r"^\S+ \S+ \[scrapy_rfc9309.*", done.stderr, re.MULTILINE)
+    assert f"[scrapy_rfc9309._settings] ERROR: The crawl cannot start: {line}" in error
+
+
+def test_a_crawl_task_failing_otherwise_is_still_reported() -> None:
+    """Only the refusal logged is kept from asyncio's report: a task that
+    went on and failed on something else is reported as asyncio would."""
+    crawler = get_crawler(RecordingSpider, BASE_SETTINGS)
+    reported: list[BaseException] = []
+
+    async def refused() -> None:
+        with refusals_logged(crawler):
+            raise SettingError("ROBOTS_X must be good, not 'bad'")
+
+    async def refused_then_broken() -> None:
+        with contextlib.suppress(SettingError):
+            await refused()
+        raise KeyError("something else")
+
+    def run() -> None:
+        loop = asyncio.new_event_loop()
+        loop.set_exception_handler(
+            lambda _, context: reported.append(context["exception"])
+        )
+        try:
+            for work in (refused, refused_then_broken):
+                task = loop.create_task(work())
+                loop.run_until_complete(asyncio.wait([task]))
+                # asyncio reports an exception never retrieved when the
+                # task is collected.
+                del task
+                gc.collect()
+        finally:
+            loop.close()
+
+    # A loop of its own, in a thread of its own: the test's reactor runs one.
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert [type(error) for error in reported] == [KeyError]
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from .._defaults import DEFAULTS
 from .._redact import masked, redacted
-from .._settings import text
+from .._settings import SettingError, text
 from ._codec import decode, encode
 from .base import OutcomeStore, StoreError
 
@@ -90,7 +90,7 @@ def redis_url(settings: BaseSettings) -> str:
     url = settings.get(name)
     if url:
         if not isinstance(url, str) or not url.startswith(_SCHEMES):
-            raise ValueError(
+            raise SettingError(
                 f"{name} must be a Redis URL (redis://, rediss:// or unix://) "
                 f"for ROBOTS_STORE='redis', not {masked(str(url))!r}"
             )
@@ -139,7 +139,7 @@ class RedisStore(OutcomeStore):
                 retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2),
             )
         except ValueError as exc:  # a port or an option redis-py cannot read
-            raise ValueError(
+            raise SettingError(
                 f"Redis URL {masked(url)}: {redacted(str(exc), url)}"
             ) from None
         self._release_script = self._client.register_script(_RELEASE)

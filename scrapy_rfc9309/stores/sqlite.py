@@ -24,7 +24,7 @@ from scrapy.utils.job import job_dir
 from scrapy.utils.project import data_path
 
 from .._redact import masked
-from .._settings import text
+from .._settings import SettingError, text
 from ._codec import decode, encode
 from .base import OutcomeStore, StoreError
 
@@ -76,7 +76,7 @@ def sqlite_path(crawler: Crawler) -> Path:
         if url.startswith("sqlite:///"):
             return Path(url[len("sqlite:///") :]).expanduser()
         if "://" in url:
-            raise ValueError(
+            raise SettingError(
                 f"ROBOTS_STORE_URL={masked(url)!r} is not a SQLite path: give a"
                 " file path or a sqlite:///path URL with ROBOTS_STORE='sqlite'"
             )
