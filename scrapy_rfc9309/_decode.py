@@ -14,6 +14,14 @@ with brotli or brotlicffi and ``zstd`` with ``compression.zstd`` (Python
 are installed; and any stack of these (``gzip, br``), undone in reverse
 order.  Anything else is reported in :attr:`BoundedDecoder.error`, as is
 data that is not what its encoding says.
+
+The work is bounded as well as the memory, whatever the stack: each stage
+reads at most ``limit +`` :data:`SLACK` encoded bytes and starts at most
+:data:`MAX_MEMBERS` gzip members or zstd frames, so one :meth:`feed
+<BoundedDecoder.feed>` (and a whole body) costs at most that per stage, not
+one step per empty member the outer stages unfold (three layers of gzip
+make 4 million of them out of 772 bytes).  A body past these bounds is cut
+(:attr:`BoundedDecoder.overrun` says why), as one past the limit is.
 """
 
 from __future__ import annotations
@@ -27,7 +35,9 @@ if TYPE_CHECKING:
 __all__ = [
     "ACCEPT_ENCODING",
     "MAX_CODINGS",
+    "MAX_MEMBERS",
     "SLACK",
+    "ZSTD_WINDOW_LOG_MAX",
     "BoundedDecoder",
     "codings",
     "decode",
@@ -48,9 +58,24 @@ SLACK = 65_536
 #: cost memory for nothing; real servers stack two at most.
 MAX_CODINGS = 8
 
+#: The most gzip members or zstd frames one stage decodes: servers send one,
+#: concatenated files a few; past these the body is cut.  Each costs a codec
+#: set up and a call however little it holds (an empty gzip member is 20
+#: bytes, an empty zstd frame 9), which stacked encodings multiply for free.
+MAX_MEMBERS = 256
+
+#: The largest zstd window accepted, as a power of two: 8 MiB, what RFC 9659
+#: requires of a ``Content-Encoding: zstd`` decoder; a frame asking for more
+#: (up to 2 GiB) is undecodable rather than memory allocated.
+ZSTD_WINDOW_LOG_MAX = 23
+
 
 class _Undecodable(Exception):
     pass
+
+
+class _Overrun(Exception):
+    """A stage was asked for more work than any real body needs."""
 
 
 def _brotli() -> Any:
@@ -109,6 +134,10 @@ class _Zlib:
 
     def pull(self, size: int) -> bytes:
         while not self.finished:
+            if self._members >= MAX_MEMBERS:
+                if self._pending:
+                    raise _Overrun(f"more than {MAX_MEMBERS} gzip members")
+                return b""
             if self._inflater is None:
                 if len(self._pending) < 2:
                     return b""
@@ -179,15 +208,28 @@ class _Zstd:
 
     def __init__(self) -> None:
         self._frames = 0
-        self._decoder = _ZSTD.ZstdDecompressor()
+        self._decoder = self._new()
         self._pending = b""
         self.finished = False
+
+    @staticmethod
+    def _new() -> Any:
+        parameter = getattr(_ZSTD, "DecompressionParameter", None)
+        if parameter is None:  # a zstd module without options: its default
+            return _ZSTD.ZstdDecompressor()
+        return _ZSTD.ZstdDecompressor(
+            options={parameter.window_log_max: ZSTD_WINDOW_LOG_MAX}
+        )
 
     def push(self, data: bytes) -> None:
         self._pending += data
 
     def pull(self, size: int) -> bytes:
         while not self.finished:
+            if self._frames >= MAX_MEMBERS:
+                if self._pending:
+                    raise _Overrun(f"more than {MAX_MEMBERS} zstd frames")
+                return b""
             decoder = self._decoder
             if decoder.needs_input:
                 if not self._pending:
@@ -205,7 +247,7 @@ class _Zstd:
             if decoder.eof:
                 self._frames += 1
                 self._pending = decoder.unused_data + self._pending
-                self._decoder = _ZSTD.ZstdDecompressor()
+                self._decoder = self._new()
             elif not out and not data:
                 return b""  # nothing came of pending output: never spin
             if out:
@@ -261,7 +303,8 @@ class BoundedDecoder:
     it is fed, keeping at most ``limit + 1`` decoded bytes.
 
     After each :meth:`feed`: :attr:`cut` once the body is known to be longer
-    than ``limit`` (or its encoded form ran :data:`SLACK` bytes past it),
+    than ``limit`` (or the input of one of its stages ran :data:`SLACK` bytes
+    past it, or held more than :data:`MAX_MEMBERS` members: :attr:`overrun`),
     :attr:`error` once it cannot be decoded (an encoding not supported, data
     that is not what it claims), and :attr:`done` once any of these or the
     end of the encoded stream makes further input pointless.
@@ -272,10 +315,12 @@ class BoundedDecoder:
         "_output",
         "_stages",
         "codings",
+        "consumed",
         "cut",
         "encoded",
         "error",
         "limit",
+        "overrun",
     )
 
     def __init__(self, encodings: Iterable[str | bytes], limit: int) -> None:
@@ -283,6 +328,9 @@ class BoundedDecoder:
         #: Encoded bytes fed so far.
         self.encoded = 0
         self.cut = False
+        #: Why the body was cut before its decoded size passed ``limit``:
+        #: a stage's input too long or too many members (``None`` if not).
+        self.overrun: str | None = None
         self.error: str | None = None
         self._output = bytearray()
         self._input = b""
@@ -302,6 +350,8 @@ class BoundedDecoder:
                 break
             stages.append(stage)
         self._stages = stages
+        #: Encoded bytes given to each stage, the first undone first.
+        self.consumed = [0] * len(stages)
 
     @property
     def done(self) -> bool:
@@ -336,8 +386,12 @@ class BoundedDecoder:
                     self._take(out)
             except _Undecodable as exc:
                 self.error = f"not valid {self._names()}: {exc}"
+            except _Overrun as exc:
+                self.overrun = f"{exc}"
+                self.cut = True
             self._input = b""
-        if self.encoded > self.limit + SLACK:
+        if self.encoded > self.limit + SLACK and not self.cut:
+            self.overrun = f"more than {self.limit + SLACK} encoded bytes"
             self.cut = True
         return self.done
 
@@ -358,7 +412,9 @@ class BoundedDecoder:
 
     def _pull(self, index: int, size: int) -> bytes:
         """Up to about ``size`` bytes out of stage ``index``, feeding it from
-        the stage before (or the input) a chunk at a time."""
+        the stage before (or the input) a chunk at a time, at most ``limit +
+        SLACK`` bytes in all: compressed data never needs more than that
+        (see :data:`SLACK`), whatever it decodes to."""
         stage = self._stages[index]
         while True:
             out = stage.pull(size)
@@ -372,6 +428,15 @@ class BoundedDecoder:
                 data = self._pull(index - 1, _CHUNK)
                 if not data:
                     return b""
+            room = self.limit + SLACK - self.consumed[index]
+            if room <= 0:
+                raise _Overrun(
+                    f"more than {self.limit + SLACK} bytes of"
+                    f" {self.codings[-1 - index]} input"
+                )
+            if len(data) > room:
+                data = data[:room]
+            self.consumed[index] += len(data)
             stage.push(data)
 
 

@@ -22,6 +22,7 @@ from .match import product_token
 
 __all__ = [
     "IMAGE_PREVIEWS",
+    "MAX_VALUE_LENGTH",
     "DirectiveSet",
     "directives_for",
     "merge",
@@ -31,6 +32,12 @@ __all__ = [
 
 #: ``max-image-preview`` values, least to most generous.
 IMAGE_PREVIEWS = ("none", "standard", "large")
+
+#: The most characters of one ``X-Robots-Tag`` value or robots meta
+#: ``content`` read (bytes, for a header): real ones are a few dozen.  A
+#: longer value is read up to its last comma or space within the limit, the
+#: directive cut in two and what follows ignored.
+MAX_VALUE_LENGTH = 8192
 
 
 @dataclass(frozen=True)
@@ -177,6 +184,8 @@ _DATE_KEYS = {"unavailable_after", "unavailable-after"}
 _VALUE_KEYS = {*_LIMITS, "max-image-preview", *_DATE_KEYS}
 # What a bot name, or an uninterpreted directive kept in ``other``, may be.
 _WORD = re.compile(r"[a-z0-9_][a-z0-9_.\-]*")
+# What follows a ``max-*:``: its value, then the spaces after it.
+_VALUE = re.compile(r"\s*(\S+)\s*")
 # A date whose own commas were split apart ("Monday, 27-Jun-2011 ...") is
 # put back together from at most this many following pieces.
 _DATE_PIECES = 2
@@ -262,39 +271,56 @@ def parse_directives(value: str | bytes) -> list[DirectiveSet]:
     One :class:`DirectiveSet` per bot scope, in order of first appearance
     (``bot=None`` for the directives before any ``botname:``); a scope named
     twice is merged.  Case-insensitive and whitespace-tolerant; whatever
-    cannot be read is skipped, so this never raises on content.
+    cannot be read is skipped, so this never raises on content.  Linear in
+    the value, of which at most :data:`MAX_VALUE_LENGTH` are read.
     """
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
+    text = _bounded(value)
     scopes = _Scopes()
-    pieces = value.lower().split(",")
+    pieces = text.lower().split(",")
     index = 0
     while index < len(pieces):
         piece = pieces[index]
         index += 1
         # One piece may carry a scope, then a directive: "googlebot: noindex".
-        while piece:
-            head, colon, rest = piece.partition(":")
-            key = head.strip()
-            if not colon:
-                for word in piece.split():
+        # Read by position: a copy of the rest at each colon made a:a:a:...
+        # quadratic.
+        start = 0
+        while start < len(piece):
+            colon = piece.find(":", start)
+            if colon < 0:
+                for word in piece[start:].split():
                     scopes.word(word)
                 break
+            key = piece[start:colon].strip()
+            start = colon + 1
             if key in _DATE_KEYS:
-                index += _read_date(scopes, rest, pieces, index)
+                index += _read_date(scopes, piece[start:], pieces, index)
                 break
             if key in _VALUE_KEYS or key.startswith("max-"):
-                piece = _read_value(scopes, key, rest)
+                start = _read_value(scopes, key, piece, start)
             elif key in _FLAGS:
                 # "noindex: nofollow" is a typo for "noindex, nofollow", not a bot.
                 scopes.word(key)
-                piece = rest
             elif _WORD.fullmatch(key):
                 scopes.bot = key
-                piece = rest
             else:
                 break
     return [DirectiveSet(bot=bot, **values) for bot, values in scopes.values.items()]
+
+
+def _bounded(value: str | bytes) -> str:
+    """``value`` as text, cut to :data:`MAX_VALUE_LENGTH` at its last comma
+    or space within it (one character past the limit tells whether the
+    directive there ends at the limit)."""
+    head = value[: MAX_VALUE_LENGTH + 1]
+    text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
+    if len(value) <= MAX_VALUE_LENGTH:
+        return text
+    match = _LAST_SEPARATOR.search(text)
+    return text[: match.start()] if match is not None else ""
+
+
+_LAST_SEPARATOR = re.compile(r"[\s,][^\s,]*\Z")
 
 
 def _read_date(scopes: _Scopes, text: str, pieces: list[str], index: int) -> int:
@@ -309,12 +335,13 @@ def _read_date(scopes: _Scopes, text: str, pieces: list[str], index: int) -> int
     return 0
 
 
-def _read_value(scopes: _Scopes, key: str, text: str) -> str:
-    """Read a ``max-*`` directive; return what follows its value, if anything."""
-    parts = text.split(None, 1)
-    if not parts:
-        return ""
-    value, rest = parts[0], parts[1] if len(parts) > 1 else ""
+def _read_value(scopes: _Scopes, key: str, piece: str, start: int) -> int:
+    """Read a ``max-*`` directive from ``piece[start:]``; return where what
+    follows its value starts."""
+    match = _VALUE.match(piece, start)
+    if match is None:
+        return len(piece)
+    value = match.group(1)
     field = _LIMITS.get(key)
     if field is not None:
         try:
@@ -332,7 +359,7 @@ def _read_value(scopes: _Scopes, key: str, text: str) -> str:
             scopes.touch()
     elif _WORD.fullmatch(key):
         scopes.set("other", (f"{key}:{value}",))
-    return rest
+    return match.end()
 
 
 # -- writing -----------------------------------------------------------------

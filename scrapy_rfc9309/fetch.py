@@ -289,6 +289,8 @@ class RobotsFetcher:
         detail = f"HTTP {status}"
         if decoded.cut:
             detail += f", cut at {self.max_bytes} bytes"
+            if decoded.overrun is not None:
+                detail += f" ({decoded.overrun})"
         return parsed(
             document,
             now=self.clock(),

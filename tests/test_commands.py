@@ -622,6 +622,27 @@ def test_check_with_an_unknown_encoding(
     assert result["outcome"]["detail"] == "Content-Encoding 'compress' is not supported"
 
 
+def test_check_and_lint_url_on_stacked_empty_members(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    # 772 bytes of gzip, gzip, gzip unfolding into 4 million empty members
+    # (issue 24, F1): both commands decoded them all (9-10 s); they stop at
+    # the 256th member, which the outcome's detail says, and read the rules.
+    body = (Path(__file__).parent / "data/hostile/gzip3-empty-members.gz").read_bytes()
+    server = make_server()
+    server.route("/robots.txt", body, headers={"Content-Encoding": "gzip, gzip, gzip"})
+    done = scrapy(tmp_path, "check", server.url("/private"), "--json")
+    (result,) = json.loads(done.stdout)["results"]
+    assert result["allowed"] is False
+    assert result["outcome"]["detail"] == (
+        "HTTP 200, cut at 512000 bytes (more than 256 gzip members)"
+    )
+    done = scrapy(tmp_path, "lint", server.url("/robots.txt"), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["counts"]["error"] == 0
+    assert server.count("/robots.txt") == 2
+
+
 # -- terminal safety --------------------------------------------------------------
 
 #: Escape sequences that would recolour, retitle and clear the terminal, an

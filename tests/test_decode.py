@@ -5,6 +5,9 @@ from __future__ import annotations
 import gzip
 import tracemalloc
 import zlib
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import brotli
 import pytest
@@ -12,7 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import _decode
-from scrapy_rfc9309._decode import MAX_CODINGS, SLACK, BoundedDecoder, decode
+from scrapy_rfc9309._decode import (
+    MAX_CODINGS,
+    MAX_MEMBERS,
+    SLACK,
+    ZSTD_WINDOW_LOG_MAX,
+    BoundedDecoder,
+    decode,
+)
 
 try:
     from compression import zstd  # type: ignore[import-not-found]
@@ -202,7 +212,12 @@ def test_any_bytes_in_any_encoding_never_raise(
     for start in range(0, len(body), chunk):
         decoder.feed(body[start : start + chunk])
     assert len(decoder.body) <= limit + 1
-    assert decoder.cut == (len(decoder.body) > limit or decoder.encoded > limit + SLACK)
+    assert decoder.cut == (
+        len(decoder.body) > limit
+        or decoder.encoded > limit + SLACK
+        or decoder.overrun is not None
+    )
+    assert all(consumed <= limit + SLACK for consumed in decoder.consumed)
 
 
 @given(data=st.binary(max_size=4096), chunk=st.integers(min_value=1, max_value=700))
@@ -231,3 +246,141 @@ def test_at_most_max_codings_are_undone() -> None:
     )
     assert decoder.error == f"{MAX_CODINGS + 1} stacked encodings (more than 8)"
     assert decoder.body == b""
+
+
+# -- work, not only memory: stacked encodings of empty members (issue 24, F1) ---
+
+HOSTILE = Path(__file__).parent / "data" / "hostile"
+
+
+class _Counting:
+    """A codec object that counts the calls made to it."""
+
+    def __init__(self, inner: Any, calls: list[int]) -> None:
+        self._inner = inner
+        self._calls = calls
+        calls[1] += 1
+
+    def decompress(self, data: bytes, size: int = -1) -> bytes:
+        self._calls[0] += 1
+        out: bytes = self._inner.decompress(data, size)
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def count_codec_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """[decompress calls, codec objects made] of every zlib and zstd stage."""
+    calls = [0, 0]
+    monkeypatch.setattr(
+        _decode,
+        "zlib",
+        SimpleNamespace(
+            MAX_WBITS=zlib.MAX_WBITS,
+            error=zlib.error,
+            decompressobj=lambda wbits: _Counting(zlib.decompressobj(wbits), calls),
+        ),
+    )
+    monkeypatch.setattr(
+        _decode,
+        "_ZSTD",
+        SimpleNamespace(
+            DecompressionParameter=zstd.DecompressionParameter,
+            ZstdDecompressor=lambda **kw: _Counting(zstd.ZstdDecompressor(**kw), calls),
+        ),
+    )
+    return calls
+
+
+#: What a stage may cost: a codec object per member and one call per member
+#: and per chunk of input and output (limit + SLACK each way).
+CALLS_PER_STAGE = MAX_MEMBERS + 2 * (LIMIT + SLACK) // 65_536 + 4
+
+
+@pytest.mark.parametrize(
+    ("name", "encoding", "stages", "unit"),
+    [
+        # 772 bytes: 4 million empty gzip members inside two gzip layers.
+        ("gzip3-empty-members.gz", "gzip, gzip, gzip", 3, "gzip members"),
+        # 35 KB: 2 million empty zstd frames (9 bytes each) inside gzip.
+        ("zstd-gzip-empty-frames.gz", "zstd, gzip", 2, "zstd frames"),
+    ],
+)
+def test_empty_members_in_stacked_encodings_cost_a_bounded_work(
+    monkeypatch: pytest.MonkeyPatch, name: str, encoding: str, stages: int, unit: str
+) -> None:
+    # One feed of the whole body used to walk every empty member in one call
+    # (5 s and 19 s on the event loop); now at most MAX_MEMBERS per stage.
+    body = (HOSTILE / name).read_bytes()
+    calls = count_codec_calls(monkeypatch)
+    decoder = BoundedDecoder([encoding], LIMIT)
+    assert decoder.feed(body)
+    assert decoder.body == RULES
+    assert decoder.cut
+    assert decoder.overrun == f"more than {MAX_MEMBERS} {unit}"
+    assert decoder.error is None
+    made, walked = calls[1], calls[0]
+    assert made <= stages * (MAX_MEMBERS + 1)
+    assert walked <= stages * CALLS_PER_STAGE
+    assert all(consumed <= LIMIT + SLACK for consumed in decoder.consumed)
+
+
+def test_max_members_are_decoded_and_one_more_is_cut() -> None:
+    member = gzip.compress(b"a\n")
+    decoder = decode(member * MAX_MEMBERS, ["gzip"], LIMIT)
+    assert (decoder.body, decoder.cut, decoder.overrun) == (
+        b"a\n" * MAX_MEMBERS,
+        False,
+        None,
+    )
+    decoder = decode(member * (MAX_MEMBERS + 1), ["gzip"], LIMIT)
+    assert decoder.body == b"a\n" * MAX_MEMBERS
+    assert decoder.overrun == f"more than {MAX_MEMBERS} gzip members"
+    frame = zstd.compress(b"a\n")
+    decoder = decode(frame * (MAX_MEMBERS + 1), ["zstd"], LIMIT)
+    assert decoder.body == b"a\n" * MAX_MEMBERS
+    assert decoder.overrun == f"more than {MAX_MEMBERS} zstd frames"
+
+
+def test_an_inner_stage_reads_at_most_slack_past_the_limit() -> None:
+    # One gzip member of 20 MB of empty stored deflate blocks (5 bytes each,
+    # decoding to nothing) before the rules, in a 20 KB outer gzip: the
+    # inner stage used to read all of it; it stops at limit + SLACK.
+    padding = b"\x00\x00\x00\xff\xff" * 4_000_000
+    tail = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    deflated = tail.compress(RULES) + tail.flush()
+    inner = (
+        b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+        + padding
+        + deflated
+        + zlib.crc32(RULES).to_bytes(4, "little")
+        + len(RULES).to_bytes(4, "little")
+    )
+    assert gzip.decompress(inner) == RULES
+    decoder = decode(gzip.compress(inner), ["gzip, gzip"], LIMIT)
+    assert decoder.cut
+    assert decoder.consumed[1] == LIMIT + SLACK
+    assert decoder.overrun == f"more than {LIMIT + SLACK} bytes of gzip input"
+    assert decoder.body == b""
+
+
+def test_a_zstd_window_over_8_mib_is_refused() -> None:
+    compressor = zstd.ZstdCompressor(
+        options={
+            zstd.CompressionParameter.window_log: ZSTD_WINDOW_LOG_MAX + 4,
+            zstd.CompressionParameter.content_size_flag: 0,
+        }
+    )
+    body = compressor.compress(RULES) + compressor.flush()
+    decoder = decode(body, ["zstd"], LIMIT)
+    assert decoder.error is not None
+    assert "not valid zstd" in decoder.error
+    fits = zstd.ZstdCompressor(
+        options={
+            zstd.CompressionParameter.window_log: ZSTD_WINDOW_LOG_MAX,
+            zstd.CompressionParameter.content_size_flag: 0,
+        }
+    )
+    body = fits.compress(RULES) + fits.flush()
+    assert decode(body, ["zstd"], LIMIT).body == RULES

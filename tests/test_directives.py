@@ -21,6 +21,7 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy_rfc9309 import directives as directives_module
 from scrapy_rfc9309.directives import (
     IMAGE_PREVIEWS,
+    MAX_VALUE_LENGTH,
     DirectiveSet,
     directives_for,
     merge,
@@ -611,3 +612,143 @@ def test_meta_scan_skips_what_a_browser_skips(pieces: list[str]) -> None:
     ]
     found = directives_module._robots_meta(text, "examplebot")
     assert [content for _, content in found] == expected
+
+
+# -- cost: linear, and bounded by MAX_VALUE_LENGTH (issue 24, F2) ---------------
+
+
+def _work(value: str | bytes) -> tuple[int, int]:
+    """(lines run, bytes allocated) to parse ``value``, counted, not timed.
+
+    Bytes: the highest growth of traced memory within each line and each C
+    call (``str.partition``, a slice, ``split``), summed, so a copy of the
+    rest of the value at each step counts its length each time.
+    """
+    import tracemalloc
+
+    lines = allocated = 0
+    last = 0
+
+    def sample() -> None:
+        # The peak since the last sample catches a copy made then freed
+        # within one line (piece = piece[colon:]).
+        nonlocal allocated, last
+        now, peak = tracemalloc.get_traced_memory()
+        allocated += max(0, peak - last)
+        last = now
+        tracemalloc.reset_peak()
+
+    def trace(frame: FrameType, event: str, arg: object) -> Any:
+        nonlocal lines
+        if event == "line":
+            lines += 1
+            sample()
+        return trace
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        if event in ("c_call", "c_return", "c_exception"):
+            sample()
+
+    tracemalloc.start()
+    last = tracemalloc.get_traced_memory()[0]
+    sys.settrace(trace)
+    sys.setprofile(profile)
+    try:
+        parse_directives(value)
+    finally:
+        sys.setprofile(None)
+        sys.settrace(None)
+        tracemalloc.stop()
+    return lines, allocated
+
+
+def test_parse_is_linear_below_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a:a:a:... copied the rest of the value at each "a:": 0.5 MB took 9.9 s.
+    monkeypatch.setattr(directives_module, "MAX_VALUE_LENGTH", 10**9)
+    (lines, small), (lines4, large) = _work("a:" * 4_000), _work("a:" * 16_000)
+    assert lines4 < 4.4 * lines
+    assert large < 4.4 * small
+
+
+@pytest.mark.parametrize("megabytes", [0.5, 1, 2, 4])
+@pytest.mark.parametrize("kind", [str, bytes])
+def test_huge_values_cost_no_more_than_the_bound(
+    megabytes: float, kind: type[str] | type[bytes]
+) -> None:
+    # Meta content (str) or header (bytes) of a:a:a:... (or a scoped
+    # directive, then that): only the first MAX_VALUE_LENGTH are read, so
+    # the work is that of 8 KB whatever the size.
+    size = int(megabytes * 1024 * 1024)
+    text = ("noindex, x: " + ("a:" * 100 + " ") * (size // 201))[:size] + ", nofollow"
+    value = text if kind is str else text.encode()
+    lines, allocated = _work(value)
+    bound_lines, bound_bytes = _work("a:" * (MAX_VALUE_LENGTH // 2))
+    assert lines <= bound_lines + 100
+    assert allocated <= 2 * bound_bytes
+    # What is read is the prefix, cut at a separator; "nofollow" is past it.
+    assert parse_directives(value) == [D(noindex=True)]
+
+
+def test_a_value_is_cut_at_its_last_separator_within_the_bound() -> None:
+    head = "noindex," + " " * (MAX_VALUE_LENGTH - 8 - len("nofollow"))
+    assert len(head + "nofollow") == MAX_VALUE_LENGTH
+    # Exactly at the limit: read whole.
+    assert parse_directives(head + "nofollow") == [D(noindex=True, nofollow=True)]
+    # One character more: the directive astride the limit is dropped, not
+    # read as "nofollo" (or "max-snippet:1" of "max-snippet:12").
+    assert parse_directives(head + "nofollow!") == [D(noindex=True)]
+    assert parse_directives(head + "nofollow,noarchive") == [
+        D(noindex=True, nofollow=True)
+    ]
+    assert parse_directives((head + "nofollow!").encode()) == [D(noindex=True)]
+    assert parse_directives("x" * (MAX_VALUE_LENGTH + 1)) == []
+
+
+def _reference(value: str) -> list[DirectiveSet]:
+    """The parser before it read by position: a plain definition, copying
+    the rest of the piece at each colon."""
+    m = directives_module
+    scopes = m._Scopes()
+    pieces = value.lower().split(",")
+    index = 0
+    while index < len(pieces):
+        piece = pieces[index]
+        index += 1
+        while piece:
+            head, colon, rest = piece.partition(":")
+            key = head.strip()
+            if not colon:
+                for word in piece.split():
+                    scopes.word(word)
+                break
+            if key in m._DATE_KEYS:
+                index += m._read_date(scopes, rest, pieces, index)
+                break
+            if key in m._VALUE_KEYS or key.startswith("max-"):
+                parts = rest.split(None, 1)
+                if not parts:
+                    break
+                m._read_value(scopes, key, parts[0], 0)
+                piece = parts[1] if len(parts) > 1 else ""
+            elif key in m._FLAGS:
+                scopes.word(key)
+                piece = rest
+            elif m._WORD.fullmatch(key):
+                scopes.bot = key
+                piece = rest
+            else:
+                break
+    return [DirectiveSet(bot=bot, **values) for bot, values in scopes.values.items()]
+
+
+_pieces = st.sampled_from(
+    ["noindex", "nofollow", "googlebot", "a", ":", ",", " ", "\t", "\xa0", "\x1c",
+     "max-snippet", "max-image-preview", "max-foo", "large", "-1", "12", "x y",
+     "unavailable_after", "2026-12-31", "Monday", "27-Jun-2011 15:00:00 GMT",
+     "none", "NoIndex", "é"]
+)  # fmt: skip
+
+
+@given(st.lists(_pieces, max_size=30).map("".join))
+def test_parse_reads_as_the_plain_definition(value: str) -> None:
+    assert parse_directives(value) == _reference(value)

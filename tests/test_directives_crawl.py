@@ -14,8 +14,10 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
 from scrapy.utils.test import get_crawler
 
-from scrapy_rfc9309.directives import DirectiveSet
+from scrapy_rfc9309 import directives as directives_module
+from scrapy_rfc9309.directives import MAX_VALUE_LENGTH, DirectiveSet
 from scrapy_rfc9309.spidermiddleware import DirectivesMiddleware
+from tests.fault_server import FaultServer, raw
 from tests.server import Server
 from tests.utils import coroutine_test
 
@@ -408,3 +410,46 @@ async def test_invalid_mode(server: Server) -> None:
     ):
         await crawl(PageSpider, [server.url("/a")], ROBOTS_DIRECTIVES="dorp")
     assert server.count("/a") == 0
+
+
+@coroutine_test
+async def test_a_huge_folded_x_robots_tag_is_read_within_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 2 MB of a:a:a: folded over 2,000 header lines on a text/plain page
+    # (issue 24, F2): 25-28 s of parsing on the event loop.  Only the first
+    # MAX_VALUE_LENGTH characters are read: the noindex before them counts,
+    # the nofollow after them does not, and no parse reads more.
+    lines = [b"X-Robots-Tag: noindex, x: " + b"a:" * 512]
+    lines += [b" " + b"a:" * 512] * 2_000
+    lines[-1] += b", nofollow"
+    response = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n"
+        + b"\r\n".join(lines)
+        + b"\r\nConnection: close\r\n\r\npage"
+    )
+    assert len(response) > 2_000_000
+    read: list[int] = []
+    bounded = directives_module._bounded
+
+    def counted(value: str | bytes) -> str:
+        text = bounded(value)
+        read.append(len(text))
+        return text
+
+    monkeypatch.setattr(directives_module, "_bounded", counted)
+    server = FaultServer("127.11.0.1")
+    try:
+        server.routes["/page"] = raw(response)
+        crawler, items = await crawl(PageSpider, [server.url("/page")])
+    finally:
+        server.close()
+    assert isinstance(crawler.spider, PageSpider)
+    assert crawler.spider.directives == {
+        server.url("/page"): DirectiveSet(noindex=True)
+    }
+    assert items == []
+    assert stats(crawler) == (1, None)
+    # The folded value reached the parser whole: cut there, near the bound.
+    assert len(read) == 1
+    assert MAX_VALUE_LENGTH - 1030 < read[0] <= MAX_VALUE_LENGTH

@@ -18,6 +18,7 @@ import tracemalloc
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import brotli
@@ -29,12 +30,14 @@ from scrapy.utils.reactor import is_reactor_installed
 
 import scrapy_rfc9309._decode as decode_module
 import scrapy_rfc9309.fetch as fetch_module
+from scrapy_rfc9309._decode import MAX_MEMBERS
 from scrapy_rfc9309.middleware import META_KEY
 from scrapy_rfc9309.outcome import Outcome
 from scrapy_rfc9309.signals import robots_outcome
 from tests.crawl_helpers import make_crawler, stats
 from tests.fault_server import (
     Behaviour,
+    Exchange,
     FaultServer,
     close_mid_body,
     drip,
@@ -45,6 +48,7 @@ from tests.fault_server import (
     stall_mid_body,
     stream,
 )
+from tests.test_decode import CALLS_PER_STAGE, count_codec_calls
 from tests.utils import coroutine_test
 
 try:
@@ -660,6 +664,46 @@ async def test_small_gzip_member_then_endless_bytes_is_not_read_on(
     assert received < 2 * LIMIT
     assert result.memory_peak < MEMORY_BOUND
     _assert_accounted(result, [server])
+
+
+@coroutine_test
+async def test_stacked_empty_members_do_not_stall_another_origin(
+    hosts: Callable[[], FaultServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 772 bytes as gzip, gzip, gzip: 4 million empty gzip members after the
+    # rules (issue 24, F1).  Decoding them all took 5-6 s in one call on the
+    # event loop (80 s under tracemalloc), and another origin's page, on its
+    # way meanwhile, failed with a timeout: now a bounded number of codec
+    # calls (counted, as time is not), the rules before them read, and the
+    # other page fetched.
+    hostile, other = hosts(), hosts()
+    body = (Path(__file__).parent / "data/hostile/gzip3-empty-members.gz").read_bytes()
+    answer = respond(200, body, {"Content-Encoding": "gzip, gzip, gzip"})
+
+    def later(exchange: Exchange) -> None:
+        exchange.wait(0.5)  # while the other origin's page is on its way
+        answer(exchange)
+
+    hostile.routes["/robots.txt"] = later
+    other.routes["/robots.txt"] = respond(200, "User-agent: *\nAllow: /\n")
+    # 4 MiB in 64 KiB pieces over about a second: more than the socket
+    # buffers hold, so after a stall the client still has reading to do,
+    # and DOWNLOAD_TIMEOUT, overdue, fires first.
+    other.default = drip(bytes(4 * MiB), every=0.02, size=65_536)
+    calls = count_codec_calls(monkeypatch)
+    urls = [other.url("/p/page"), hostile.url("/private"), hostile.url("/public")]
+    result = await _crawl(urls, {"DOWNLOAD_TIMEOUT": 5})
+    spider: Any = result.crawler.spider
+    assert sorted(spider.crawled) == sorted([urls[0], urls[2]])
+    assert list(spider.dropped) == [urls[1]]
+    (outcome,) = [o for _, o in result.outcomes if o.detail != "HTTP 200"]
+    assert (
+        outcome.detail == "HTTP 200, cut at 512000 bytes (more than 256 gzip members)"
+    )
+    walked, made = calls
+    assert made <= 3 * (MAX_MEMBERS + 1)
+    assert walked <= 3 * CALLS_PER_STAGE
+    _assert_accounted(result, [hostile, other])
 
 
 @pytest.mark.parametrize(("module", "encoding"), [("_BROTLI", "br"), ("_ZSTD", "zstd")])

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import logging
 import traceback
+from urllib.parse import quote
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from redis.connection import parse_url
 from scrapy.utils.test import get_crawler
 
 from scrapy_rfc9309._redact import masked, redacted
+from scrapy_rfc9309._settings import SettingError
 from scrapy_rfc9309.stores.base import StoreError
 from scrapy_rfc9309.stores.redis import RedisStore, redis_url
 from scrapy_rfc9309.stores.sqlite import sqlite_path
@@ -116,3 +121,114 @@ async def test_a_crawl_with_a_failing_store_logs_no_credentials(
     ]
     assert any("127.0.0.1:1" in line for line in logged)
     assert not any(_leaks(line) for line in logged)
+
+
+# -- passwords redis-py misreads: unencoded / ? # @ (issue 24, F9) ---------------
+
+#: Letters no message of redis-py or of the package holds: any of them in a
+#: message is a piece of the password.
+_LETTERS = "αβγΩω"
+_passwords = (
+    st.lists(
+        st.sampled_from([*"αβγΩ", *"/?#@:%&=; +[]", "\t", "%2F", "%CE%B1"]),
+        min_size=1,
+        max_size=12,
+    )
+    .map("".join)
+    .filter(lambda password: any(letter in password for letter in _LETTERS))
+)
+
+
+def _shows_password(text: str) -> bool:
+    return any(letter in text for letter in _LETTERS) or "alice" in text.lower()
+
+
+def _quoted_by_redis(url: str) -> str:
+    """Every value redis-py's parse_url takes from ``url`` (host, port,
+    path, query names and values, credentials), as a message may quote
+    them; or its error."""
+    try:
+        kwargs = parse_url(url)
+    except ValueError as exc:
+        return str(exc)
+    return " ".join(f"{name}={value}" for name, value in kwargs.items())
+
+
+@given(password=_passwords, scheme=st.sampled_from(["redis", "rediss"]))
+@settings(max_examples=800, deadline=None)
+def test_no_password_is_shown_whatever_its_characters(
+    password: str, scheme: str
+) -> None:
+    url = f"{scheme}://alice:{password}@127.0.0.1:6379/0"
+    assert not _shows_password(masked(url))
+    assert not _shows_password(redacted(_quoted_by_redis(url), url))
+    shown = ""
+    try:
+        RedisStore(url)
+    except SettingError as exc:
+        shown = "".join(traceback.format_exception(exc))
+    assert not _shows_password(shown)
+    # Percent-encoded, as it should be: redis-py reads the password, the host
+    # is shown.
+    encoded = f"{scheme}://alice:{quote(password, safe='')}@127.0.0.1:6379/0"
+    assert parse_url(encoded)["password"] == password
+    assert masked(encoded) == f"{scheme}://***@127.0.0.1:6379/0"
+    assert not _shows_password(redacted(_quoted_by_redis(encoded), encoded))
+
+
+@given(password=_passwords)
+@settings(max_examples=400, deadline=None)
+def test_no_password_in_the_query_is_shown(password: str) -> None:
+    url = f"redis://127.0.0.1:6379/0?username=alice&password={password}"
+    assert not _shows_password(masked(url))
+    assert not _shows_password(redacted(_quoted_by_redis(url), url))
+
+
+@pytest.mark.parametrize(
+    ("url", "quoted"),
+    [
+        # The issue's shapes: redis-py reads host "robots-user", port "s3cr".
+        (f"redis://{USER}:s3cr/3t-pw@127.0.0.1:1/0", "s3cr"),
+        (f"redis://{USER}:s3cr?3t-pw@127.0.0.1:1/0", "s3cr"),
+        (f"redis://{USER}:s3cr#3t-pw@127.0.0.1:1/0", "s3cr"),
+    ],
+)
+def test_start_up_error_of_a_password_with_an_unencoded_delimiter(
+    url: str, quoted: str
+) -> None:
+    with pytest.raises(ValueError, match="Redis") as info:
+        RedisStore(
+            redis_url(get_crawler(settings_dict={"ROBOTS_STORE_URL": url}).settings)
+        )
+    message = "".join(traceback.format_exception(info.value))
+    assert quoted not in message
+    assert "3t-pw" not in message
+    assert USER not in message
+    assert str(info.value).startswith("Redis URL redis://***: ")
+    assert "must be percent-encoded, as %2F, %3F, %23" in str(info.value)
+
+
+@coroutine_test
+async def test_a_crawl_whose_password_redis_reads_as_a_port_logs_no_piece_of_it(
+    server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    # redis-py reads port 12 (of the password "12/s3cr3t-pw") on localhost:
+    # the store fails to connect there, and its errors say so without it.
+    server.route("/robots.txt", "User-agent: *\nDisallow: /private\n")
+    caplog.set_level(logging.DEBUG)
+    url = f"redis://:12/{SECRET}@127.0.0.1:1/0"
+    assert parse_url(url)["port"] == 12
+    crawler = await crawl(
+        [server.url("/private"), server.url("/public")],
+        {"ROBOTS_STORE": "redis", "ROBOTS_STORE_URL": url, "LOG_LEVEL": "DEBUG"},
+    )
+    assert stats(crawler)["robots/store/errors"] >= 1
+    assert crawler.spider.crawled == [server.url("/public")]
+    logged = [record.getMessage() for record in caplog.records]
+    logged += [
+        "".join(traceback.format_exception(*record.exc_info))
+        for record in caplog.records
+        if record.exc_info
+    ]
+    assert any("Redis store redis://***" in line for line in logged)
+    assert not any(_leaks(line) or ":12" in line for line in logged)

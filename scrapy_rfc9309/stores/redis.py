@@ -32,7 +32,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from .._defaults import DEFAULTS
-from .._redact import masked, redacted
+from .._redact import ambiguous, masked, redacted
 from .._settings import SettingError, text
 from ._codec import decode, encode
 from .base import OutcomeStore, StoreError
@@ -139,8 +139,15 @@ class RedisStore(OutcomeStore):
                 retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2),
             )
         except ValueError as exc:  # a port or an option redis-py cannot read
+            hint = ""
+            if ambiguous(url):
+                hint = (
+                    " (an '@' comes after the host redis-py reads: a '/', '?' or"
+                    " '#' in a user name or password must be percent-encoded,"
+                    " as %2F, %3F, %23)"
+                )
             raise SettingError(
-                f"Redis URL {masked(url)}: {redacted(str(exc), url)}"
+                f"Redis URL {masked(url)}: {redacted(str(exc), url)}{hint}"
             ) from None
         self._release_script = self._client.register_script(_RELEASE)
         self._reserve_script = self._client.register_script(_RESERVE)
