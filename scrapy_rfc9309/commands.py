@@ -12,7 +12,6 @@ usage error.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -20,7 +19,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from scrapy import Request, Spider
@@ -29,12 +28,11 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import UsageError
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from twisted.internet.defer import Deferred, DeferredList
+from twisted.internet.defer import DeferredList
 
+from ._crawljob import CommandFailure, JobSpider, describe, job_spider, run_in_crawl
 from ._settings import (
-    SettingError,
     positive_int,
-    refusals_reported,
     robots_profile,
     robots_user_agent,
 )
@@ -52,16 +50,13 @@ from .usage import refused, usage_explained
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import AsyncIterator, Awaitable, Callable
 
     from scrapy.settings import Settings
-    from twisted.python.failure import Failure
 
 __all__ = ["JSON_VERSION", "RobotsCommand"]
 
 logger = logging.getLogger(__name__)
 
-_T = TypeVar("_T")
 
 #: The ``version`` of the ``--json`` documents; bumped only when a key
 #: changes meaning or goes away (new keys may appear within a version).
@@ -71,76 +66,6 @@ _SUBCOMMANDS = ("check", "lint")
 _SEVERITIES = ("error", "warning", "info")
 #: The reason of URLs that have no robots.txt (``data:``, ``file:``, ...).
 _NO_ROBOTS_TXT = "no_robots_txt"
-
-
-class _Failure(Exception):
-    """Something the command cannot do, said in one line (exit status 2)."""
-
-
-# -- running a coroutine inside a crawl -----------------------------------------
-
-
-class _Job(Generic[_T]):
-    """A coroutine run inside a crawl: what it gave, or why it did not."""
-
-    def __init__(self, work: Callable[[Crawler], Awaitable[_T]]) -> None:
-        self.work = work
-        #: ``(result,)`` once the work is done.
-        self.result: tuple[_T] | None = None
-        self.error: str | None = None
-
-    async def run(self, crawler: Crawler) -> None:
-        try:
-            self.result = (await self.work(crawler),)
-        except Exception as exc:
-            self.fail(exc)
-
-    def crawl_done(self, task: asyncio.Future[None]) -> None:
-        """The done callback of an asyncio crawl."""
-        error = None if task.cancelled() else task.exception()
-        if error is not None:
-            self.fail(error)
-
-    def crawl_failed(self, failure: Failure) -> None:
-        """The errback of a Twisted crawl."""
-        self.fail(failure.value or Exception(failure.getErrorMessage()))
-
-    def fail(self, exc: BaseException) -> None:
-        # The traceback is only for whoever asks for it (-L DEBUG): the user
-        # gets one line.  A setting refused says all in its message.
-        logger.debug("scrapy robots failed", exc_info=exc)
-        if self.error is None:
-            plain = isinstance(exc, (_Failure, SettingError))
-            self.error = str(exc) if plain else _describe(exc)
-
-
-_NO_REQUESTS: tuple[Request, ...] = ()
-
-
-class _JobMixin:
-    """Runs the command's job from ``start()``; it schedules nothing, so the
-    crawl closes as soon as the job is over."""
-
-    job: _Job[Any]
-    crawler: Crawler
-
-    async def start(self) -> AsyncIterator[Request]:
-        await self.job.run(self.crawler)
-        # Nothing to schedule (the job downloads through the engine itself),
-        # but start() must be an async generator.
-        for request in _NO_REQUESTS:
-            yield request
-
-
-class _JobSpider(_JobMixin, Spider):
-    name = "scrapy_robots"
-
-
-def _job_spider(spidercls: type[Spider]) -> type[Spider]:
-    """``spidercls`` running the job instead of its own start requests: its
-    name, attributes (``robots_user_agent``) and ``custom_settings`` are
-    those of the crawl."""
-    return type(f"RobotsCheck{spidercls.__name__}", (_JobMixin, spidercls), {})
 
 
 def _ensure_suits(agent: str, profile: str, opts: argparse.Namespace) -> None:
@@ -155,12 +80,6 @@ def _ensure_suits(agent: str, profile: str, opts: argparse.Namespace) -> None:
             f"{whose} {agent!r} does not suit {which} {profile!r}: {exc}; name one"
             f" of those labels with --agent, such as --agent {RULES[profile].labels[0]}"
         ) from None
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    name = type(exc).__name__
-    return f"{name}: {text[0]}" if text else name
 
 
 # -- check ----------------------------------------------------------------------
@@ -275,7 +194,7 @@ class _Checked:
 async def _check(crawler: Crawler, urls: list[str]) -> _Checked:
     middleware = crawler.get_downloader_middleware(RobotsMiddleware)
     if middleware is None:
-        raise _Failure(
+        raise CommandFailure(
             "RobotsMiddleware is disabled in this project's DOWNLOADER_MIDDLEWARES"
         )
     requests = [Request(url, callback=NO_CALLBACK, dont_filter=True) for url in urls]
@@ -376,14 +295,14 @@ async def _download(crawler: Crawler, url: str) -> bytes:
     try:
         response, decoded = await fetcher.download(url, url, redirects=True)
     except Exception as exc:
-        raise _Failure(f"cannot fetch {url}: {_describe(exc)}") from exc
+        raise CommandFailure(f"cannot fetch {url}: {describe(exc)}") from exc
     if not 200 <= response.status < 300:
-        raise _Failure(
+        raise CommandFailure(
             f"{url} answered HTTP {response.status}: there is no robots.txt body"
             " to lint"
         )
     if decoded.error is not None:
-        raise _Failure(f"cannot decode {url}: {decoded.error}")
+        raise CommandFailure(f"cannot decode {url}: {decoded.error}")
     return decoded.body
 
 
@@ -457,7 +376,7 @@ class RobotsCommand(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         try:
             self.exitcode = self._run(args, opts)
-        except (UsageError, _Failure) as exc:
+        except (UsageError, CommandFailure) as exc:
             sys.stderr.write(f"scrapy robots: error: {_terminal_safe(str(exc))}\n")
             self.exitcode = 2
 
@@ -497,11 +416,11 @@ class RobotsCommand(ScrapyCommand):
             raise UsageError("check needs at least one URL")
         urls = [self._check_url(operand) for operand in operands]
         settings = self._settings
-        spidercls: type[Spider] = _JobSpider
+        spidercls: type[Spider] = JobSpider
         if opts.spider is not None:
             # The spider's agent and profile are what its crawl reads: its
             # attribute and custom_settings (spider priority) included.
-            spidercls = _job_spider(self._spider_class(opts.spider))
+            spidercls = job_spider(self._spider_class(opts.spider))
             if opts.robots_profile is not None:
                 settings.set("ROBOTS_PROFILE", self._profile(opts), "cmdline")
         else:
@@ -531,7 +450,10 @@ class RobotsCommand(ScrapyCommand):
         settings.set("ROBOTS_ENABLED", True, "cmdline")
         settings.set("ROBOTSTXT_OBEY", True, "cmdline")
         settings.setdefault_in_component_priority_dict("ADDONS", Addon, 100)
-        checked = self._in_crawl(lambda crawler: _check(crawler, urls), spidercls)
+        assert self.crawler_process is not None
+        checked = run_in_crawl(
+            self.crawler_process, lambda crawler: _check(crawler, urls), spidercls
+        )
         agent, profile, rows = checked.agent, checked.profile, checked.rows
         allowed = all(row.allowed for row in rows)
         if opts.json:
@@ -627,41 +549,16 @@ class RobotsCommand(ScrapyCommand):
         if "://" in source:
             if robots_url(source) is None:
                 raise UsageError(f"not an http:// or https:// URL: {source!r}")
-            return self._in_crawl(lambda crawler: _download(crawler, source))
+            assert self.crawler_process is not None
+            return run_in_crawl(
+                self.crawler_process, lambda crawler: _download(crawler, source)
+            )
         try:
             return Path(source).read_bytes()
         except OSError as exc:
-            raise _Failure(
-                f"cannot read {source}: {exc.strerror or _describe(exc)}"
+            raise CommandFailure(
+                f"cannot read {source}: {exc.strerror or describe(exc)}"
             ) from None
-
-    # -- running --
-
-    def _in_crawl(
-        self,
-        work: Callable[[Crawler], Awaitable[_T]],
-        spidercls: type[Spider] = _JobSpider,
-    ) -> _T:
-        """Run ``work`` inside a crawl of ``spidercls`` with the project's
-        settings."""
-        assert self.crawler_process is not None
-        job = _Job(work)
-        # The job says why the crawl could not start, in its one line.
-        refusals_reported.set(True)
-        crawling = self.crawler_process.crawl(spidercls, job=job)
-        # A crawl that cannot start (a setting a component refuses, say)
-        # fails the job, in one line: retrieving its error here keeps
-        # asyncio or Twisted from printing it as unhandled.
-        if isinstance(crawling, Deferred):
-            crawling.addErrback(job.crawl_failed)
-        elif isinstance(crawling, asyncio.Future):
-            crawling.add_done_callback(job.crawl_done)
-        self.crawler_process.start()
-        if job.error is not None:
-            raise _Failure(job.error)
-        if job.result is None:
-            raise _Failure("interrupted before the answer was complete")
-        return job.result[0]
 
 
 # Whatever a terminal could act on rather than show: C0 and C1 controls (ESC

@@ -67,14 +67,15 @@ _ROBOTS_TXT = -2
 # rfc9309 profile) percent-encoding normalisation: a scheme and an authority
 # of printable ASCII other than "/", "?", ";" and "#", or none, then a path
 # without fragment.  Anything else takes the exact, slower route through
-# request_path(); a leading "//" is an authority.  Positive classes and
-# possessive repeats: the regex engine goes through them quicker than a
-# negated class or a repeat it may backtrack into.
-_AUTHORITY = r'(?:[A-Za-z][A-Za-z0-9+.-]*+://[!"$-.0-:<->@-~]*+|(?!//))'
-_PLAIN_PATH = re.compile(_AUTHORITY + r"(/[^#]*+)").fullmatch
+# request_path(); a leading "//" is an authority.  Positive classes: the
+# regex engine goes through them quicker than a negated class.  Each repeat
+# is followed by a character its class does not hold, so that a greedy
+# repeat never backtracks into a match (Python 3.10 has no possessive ones).
+_AUTHORITY = r'(?:[A-Za-z][A-Za-z0-9+.-]*://[!"$-.0-:<->@-~]*|(?!//))'
+_PLAIN_PATH = re.compile(_AUTHORITY + r"(/[^#]*)").fullmatch
 # /robots.txt itself takes the slow route too (it is always allowed there).
 _NORMAL_PATH = re.compile(
-    _AUTHORITY + r'(?!/robots\.txt(?:\?|\Z))(/[!"&-)+-~]*+)'
+    _AUTHORITY + r'(?!/robots\.txt(?:\?|\Z))(/[!"&-)+-~]*)'
 ).fullmatch
 # A pattern that is not a plain prefix of printable ASCII without "%", "*"
 # or "$" (which reads the same in both profiles).
@@ -232,9 +233,7 @@ def _untail(head: str, kind: int, piece: _Piece) -> str:
 # regex over the patterns of a file, a match a line, reads them (quicker
 # than a match each); group 4 holds any other pattern.  Each match takes
 # its line's "\n", so that the next one starts where it ended.
-_ONE_STAR_LINES = re.compile(
-    r"(?:([^*$\n]*+)\*([^*$\n]*+)([*$]?+)|(.+))(?:\n|\Z)"
-).findall
+_ONE_STAR_LINES = re.compile(r"(?:([^*$\n]*)\*([^*$\n]*)([*$]?)|(.+))(?:\n|\Z)").findall
 
 
 def _any_shape(pattern: str) -> _Shape:

@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
-from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
+
+from scrapy_rfc9309._compat import sleep
 
 from . import signals as robots_signals
 from ._settings import (

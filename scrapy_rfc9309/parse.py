@@ -640,8 +640,8 @@ _AFTER_NUL = re.compile("\0.*").sub
 # A line that is surely a rule in every profile: a usual spelling of the
 # key, then the colon, well within the line cap.
 _SURE = (
-    r"\n[ \t\v\f]{0,1000}+(?:Disallow|disallow|DISALLOW|Allow|allow|ALLOW)"
-    r"[ \t\v\f]{0,1000}+:"
+    r"\n[ \t\v\f]{0,1000}(?:Disallow|disallow|DISALLOW|Allow|allow|ALLOW)"
+    r"[ \t\v\f]{0,1000}:"
 )
 _SURE_RULE = re.compile(_SURE).search
 # After any whitespace, the key of every User-agent line (misspellings and
@@ -650,14 +650,14 @@ _SURE_RULE = re.compile(_SURE).search
 # lower-cases to those letters.  Searching from a "\n" lets the regex engine
 # skip ahead to each line start at C speed.  Group 2 tells a User-agent
 # line followed by a rule.
-_AGENT_LINE = r"([ \t\v\f]*+user[^\n]*+)(?=(?-i:(" + _SURE + "))|)"
+_AGENT_LINE = r"([ \t\v\f]*user[^\n]*)(?=(?-i:(" + _SURE + "))|)"
 # Searched for one after another: a finditer() call can leave a small
 # allocation of CPython's behind (its attribute cache keeping a name it
 # made), which the memory store's tests would count as held.
 _AGENT_LINE_AFTER = re.compile(r"(?i)\n" + _AGENT_LINE).search
 # The first line has no "\n" before it (adding one would copy the text).
 _FIRST_AGENT_LINE = re.compile(r"(?i)" + _AGENT_LINE).match
-_RULE_LINES = re.compile(r"(?i)\n([ \t\v\f]*+(?:al|di)[^\n]*+)").finditer
+_RULE_LINES = re.compile(r"(?i)\n([ \t\v\f]*(?:al|di)[^\n]*)").finditer
 # How nearly every rule line starts: what follows it is a Disallow pattern
 # (and, if another line follows, that line).
 _DISALLOW_LINE = "\nDisallow: "
@@ -666,9 +666,9 @@ _DISALLOW_LINE = "\nDisallow: "
 # every profile) starts with "a", "d" or "c" in either case, after any
 # whitespace: whether a piece of text may hold one after its first line
 # (the first line of a group read is a User-agent line).
-_RELEVANT = re.compile(r"\n[ \t\v\f]*+[aAdDcC]").search
+_RELEVANT = re.compile(r"\n[ \t\v\f]*[aAdDcC]").search
 # And whether a line may be one (the others are passed over at C speed).
-_MATTERS = re.compile(r"[ \t\v\f]*+[aAdDcC]").match
+_MATTERS = re.compile(r"[ \t\v\f]*[aAdDcC]").match
 # User-agent lines as written -> the token they name, or None for a line
 # that is no User-agent line; per profile.  The same few lines come back
 # again and again.

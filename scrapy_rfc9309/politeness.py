@@ -29,9 +29,10 @@ from time import monotonic
 from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
-from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
+
+from scrapy_rfc9309._compat import sleep
 
 from ._settings import choice, setting
 from .stores.base import OutcomeStore

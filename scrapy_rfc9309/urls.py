@@ -129,7 +129,7 @@ _ESCAPE_CHANGES = (
 _ASCII_CHANGES = re.compile(_ESCAPE_CHANGES + "|[^!-#%&-)+-~]")
 # The same over octets read as Latin-1 characters (one per octet), where a
 # run of octets outside ASCII is encoded in one call.
-_OCTET_CHANGES = re.compile(_ESCAPE_CHANGES + "|([\x80-\xff]++)|[^!-#%&-)+-~]")
+_OCTET_CHANGES = re.compile(_ESCAPE_CHANGES + "|([\x80-\xff]+)|[^!-#%&-)+-~]")
 
 
 def _octet_canonical(found: re.Match[str]) -> str:

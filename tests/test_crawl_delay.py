@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from scrapy import Request
 from scrapy.http import Response
-from scrapy.utils.asyncio import sleep
 
+from scrapy_rfc9309._compat import sleep
 from tests.crawl_helpers import (
     TIMER_GRANULARITY,
     Departures,

@@ -290,9 +290,11 @@ def _work(function: Callable[[], object]) -> int:
     bound: a str method reads at most all of it) and the characters each
     regex of the package reads (to the end of its match, else of the text).
 
-    Blind spots: a regex backtracking within the characters it reads (the
-    package's regexes use possessive repeats on unbounded input), and
-    slicing or concatenation, which are operators, not calls.
+    Blind spots: a regex backtracking within the characters it reads (each
+    repeat of the package's regexes on unbounded input is followed by a
+    character its class does not hold, so a failed match gives back at most
+    what it read, once), and slicing or concatenation, which are operators,
+    not calls.
     """
     count = 0
 
