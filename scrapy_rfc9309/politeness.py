@@ -24,7 +24,7 @@ its turn's start leaves that turn unused and takes the next one.
 from __future__ import annotations
 
 import logging
-from collections import deque
+from collections import OrderedDict, deque
 from time import monotonic
 from typing import TYPE_CHECKING
 
@@ -33,7 +33,7 @@ from scrapy.utils.asyncio import sleep
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
-from ._settings import choice, setting
+from ._settings import choice, positive_int, setting
 from .stores.base import OutcomeStore
 
 if TYPE_CHECKING:
@@ -144,9 +144,19 @@ class Politeness:
         self.crawler = crawler
         self.stats = crawler.stats
         self._turns = turns
+        #: How many slots and origins each table keeps, the least recently
+        #: used dropped first: as many as the memory store keeps origins
+        #: (``ROBOTS_MEMORY_MAX_ORIGINS``).  A slot dropped is held again by
+        #: the next request to one of its origins, which comes through
+        #: :meth:`keep` before it reaches the slot.
+        self.max_entries = positive_int(
+            crawler.settings, "ROBOTS_MEMORY_MAX_ORIGINS", minimum=1
+        )
         # Downloader slot key -> the Crawl-delay it must keep.
-        self._slot_delays: dict[str, float] = {}
-        self._delayed_origins: set[str] = set()
+        self._slot_delays: OrderedDict[str, float] = OrderedDict()
+        # The origins under a Crawl-delay (counted once while kept here).
+        self._delayed_origins: OrderedDict[str, None] = OrderedDict()
+        self._enforcing = False
         self._downloader: Downloader | None = None
         # Downloader slot key -> the gate of its requests taking turns.
         self._gates: dict[str, _Gate] = {}
@@ -162,13 +172,22 @@ class Politeness:
         downloader = self._downloader
         if downloader is None:
             downloader = self._downloader = self.crawler.engine.downloader
-        if origin not in self._delayed_origins:
-            self._delayed_origins.add(origin)
+        delayed = self._delayed_origins
+        if origin in delayed:
+            delayed.move_to_end(origin)
+        else:
+            delayed[origin] = None
+            if len(delayed) > self.max_entries:
+                delayed.popitem(last=False)
             self.stats.inc_value("robots/crawl_delay/origins")
         key = downloader.get_slot_key(request)
-        if self._slot_delays.get(key, 0.0) >= delay:
-            return
-        if not self._slot_delays:
+        slot_delays = self._slot_delays
+        if key in slot_delays:
+            slot_delays.move_to_end(key)
+            if slot_delays[key] >= delay:
+                return
+        if not self._enforcing:
+            self._enforcing = True
             self.crawler.signals.connect(
                 self.enforce, signal=signals.request_reached_downloader
             )
@@ -179,7 +198,9 @@ class Politeness:
             )
         # Origins sharing a slot (http and https, other ports) share its
         # delay: the largest of theirs.
-        self._slot_delays[key] = delay
+        slot_delays[key] = delay
+        if len(slot_delays) > self.max_entries:
+            slot_delays.popitem(last=False)
         self._raise_slot_delay(key, delay)
         logger.debug(
             "Crawl-delay %(delay)s s of %(origin)s applied to slot %(slot)s",
@@ -255,6 +276,16 @@ class Politeness:
             else:
                 wait = max(wait, poll)
             await sleep(wait)
+
+    @property
+    def entries(self) -> dict[str, int]:
+        """How many entries each table holds now (gates only while requests
+        wait for a turn)."""
+        return {
+            "slot_delays": len(self._slot_delays),
+            "delayed_origins": len(self._delayed_origins),
+            "gates": len(self._gates),
+        }
 
     def enforce(self, request: Request) -> None:
         """Keep the slot of ``request`` at least at its Crawl-delay.
