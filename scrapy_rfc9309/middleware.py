@@ -54,7 +54,7 @@ from .outcome import (
 )
 from .parse import product_token
 from .parser import RobotParser
-from .politeness import Politeness, crawl_delay_scope
+from .politeness import Politeness, crawl_delay_scope, reserve_turn
 from .profiles import selector_for
 from .stores import STORES
 from .stores.base import OutcomeStore, StoreError
@@ -572,7 +572,10 @@ class RobotsMiddleware:
     async def _reserve(self, origin: str, delay: float) -> float | None:
         """The next Crawl-delay turn of ``origin`` in the shared store: the
         seconds to wait for it, ``None`` when the store is gone."""
-        return await self._store_call(lambda store: store.reserve(origin, delay), None)
+        return await self._store_call(
+            lambda store: reserve_turn(store, origin, delay, self.crawl_delay_max),
+            None,
+        )
 
     async def _spider_closed(self) -> None:
         logger.info(

@@ -17,24 +17,34 @@ each waiting first for the slot's own delay since the last request and for
 a free transfer place.  The slot's delay then never adds to the fleet's
 (one request per delay, not one per two), while still keeping the process
 polite on its own if the store is lost: its turns then stop and the slot's
-delay goes on alone.  A request that could not leave within ``_MISSED`` of
-its turn's start leaves that turn unused and takes the next one.
+delay goes on alone.  A turn is taken only when the origin is free now (the
+store answers how long to wait otherwise, and is asked again then), so a
+stored turn further ahead than ``ROBOTS_CRAWL_DELAY_MAX`` can only be
+hostile or stale: the store discards and replaces it.  A request whose turn
+was answered more than ``_MISSED`` after it was asked leaves that turn
+unused and takes the next one.  A request waiting for its turn looks every
+``_CLOSE_POLL`` whether the spider is closing, and is then dropped
+(``IgnoreRequest``, counted in ``robots/crawl_delay/cancelled``): Scrapy
+waits for the requests in progress before it sends ``spider_closed``.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections import deque
+from collections import OrderedDict, deque
+from functools import cache
 from time import monotonic
 from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
 from scrapy_rfc9309._compat import sleep
 
-from ._settings import choice, setting
+from ._settings import choice, positive_int, setting
 from .stores.base import OutcomeStore
 
 if TYPE_CHECKING:
@@ -48,7 +58,7 @@ if TYPE_CHECKING:
     #: for it, or ``None`` when the store is gone.
     Turns = Callable[[str, float], Awaitable[float | None]]
 
-__all__ = ["SCOPES", "Politeness", "crawl_delay_scope"]
+__all__ = ["SCOPES", "Politeness", "crawl_delay_scope", "reserve_turn"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +69,8 @@ SCOPES = ("fleet", "process")
 _MISSED = 0.01
 #: Turns missed in a row before the request leaves all the same.
 _TRIES = 10
+#: How often a request waiting for a turn looks whether the spider closes.
+_CLOSE_POLL = 0.25
 
 
 def keeps_turns(store: OutcomeStore | None) -> bool:
@@ -67,6 +79,27 @@ def keeps_turns(store: OutcomeStore | None) -> bool:
         store is not None
         and store.shared
         and type(store).reserve is not OutcomeStore.reserve
+    )
+
+
+def reserve_turn(
+    store: OutcomeStore, origin: str, interval: float, limit: float
+) -> Awaitable[float]:
+    """``store.reserve(origin, interval, limit)``, without ``limit`` for a
+    store written before it was a parameter."""
+    if _takes_limit(type(store)):
+        return store.reserve(origin, interval, limit)
+    return store.reserve(origin, interval)
+
+
+@cache
+def _takes_limit(store_type: type[OutcomeStore]) -> bool:
+    try:
+        parameters = inspect.signature(store_type.reserve).parameters
+    except (TypeError, ValueError):
+        return False
+    return "limit" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
     )
 
 
@@ -145,9 +178,19 @@ class Politeness:
         self.crawler = crawler
         self.stats = crawler.stats
         self._turns = turns
+        #: How many slots and origins each table keeps, the least recently
+        #: used dropped first: as many as the memory store keeps origins
+        #: (``ROBOTS_MEMORY_MAX_ORIGINS``).  A slot dropped is held again by
+        #: the next request to one of its origins, which comes through
+        #: :meth:`keep` before it reaches the slot.
+        self.max_entries = positive_int(
+            crawler.settings, "ROBOTS_MEMORY_MAX_ORIGINS", minimum=1
+        )
         # Downloader slot key -> the Crawl-delay it must keep.
-        self._slot_delays: dict[str, float] = {}
-        self._delayed_origins: set[str] = set()
+        self._slot_delays: OrderedDict[str, float] = OrderedDict()
+        # The origins under a Crawl-delay (counted once while kept here).
+        self._delayed_origins: OrderedDict[str, None] = OrderedDict()
+        self._enforcing = False
         self._downloader: Downloader | None = None
         # Downloader slot key -> the gate of its requests taking turns.
         self._gates: dict[str, _Gate] = {}
@@ -163,13 +206,22 @@ class Politeness:
         downloader = self._downloader
         if downloader is None:
             downloader = self._downloader = self.crawler.engine.downloader
-        if origin not in self._delayed_origins:
-            self._delayed_origins.add(origin)
+        delayed = self._delayed_origins
+        if origin in delayed:
+            delayed.move_to_end(origin)
+        else:
+            delayed[origin] = None
+            if len(delayed) > self.max_entries:
+                delayed.popitem(last=False)
             self.stats.inc_value("robots/crawl_delay/origins")
         key = downloader.get_slot_key(request)
-        if self._slot_delays.get(key, 0.0) >= delay:
-            return
-        if not self._slot_delays:
+        slot_delays = self._slot_delays
+        if key in slot_delays:
+            slot_delays.move_to_end(key)
+            if slot_delays[key] >= delay:
+                return
+        if not self._enforcing:
+            self._enforcing = True
             self.crawler.signals.connect(
                 self.enforce, signal=signals.request_reached_downloader
             )
@@ -180,7 +232,9 @@ class Politeness:
             )
         # Origins sharing a slot (http and https, other ports) share its
         # delay: the largest of theirs.
-        self._slot_delays[key] = delay
+        slot_delays[key] = delay
+        if len(slot_delays) > self.max_entries:
+            slot_delays.popitem(last=False)
         self._raise_slot_delay(key, delay)
         logger.debug(
             "Crawl-delay %(delay)s s of %(origin)s applied to slot %(slot)s",
@@ -190,7 +244,11 @@ class Politeness:
 
     async def take_turn(self, request: Request, origin: str, delay: float) -> None:
         """Wait until ``request`` may go to ``origin``: its turn of the fleet,
-        taken when its downloader slot would send it at once."""
+        taken when its downloader slot would send it at once.
+
+        Raises :class:`~scrapy.exceptions.IgnoreRequest` when the spider
+        closes meanwhile: a request waiting for a turn never holds the
+        crawl open."""
         downloader = self._downloader
         assert downloader is not None  # keep() came first
         key = downloader.get_slot_key(request)
@@ -199,30 +257,63 @@ class Politeness:
             gate = self._gates[key] = _Gate()
         await gate.enter()
         try:
-            await self._slot_ready(downloader, key, delay)
-            for _ in range(_TRIES):
+            await self._slot_ready(downloader, key, delay, origin)
+            missed = 0
+            while True:
+                self._unless_closing(origin)
                 asked = monotonic()
                 wait = await self._turn(origin, delay)
-                # Counted from the answer, the wait never ends before the
-                # turn starts, though the turn may have started up to the
-                # answer's round trip earlier.
-                if wait:
-                    await sleep(wait)
-                # Leaving more than _MISSED after the turn's earliest start
-                # would bring the request too close to the next turn's, which
-                # another worker may hold: that turn goes unused, and the
+                if wait > 0:
+                    # Another request holds the origin: ask again once free.
+                    await self._sleep(wait, origin)
+                    continue
+                # Taken: the turn started between the question and the
+                # answer.  An answer that took longer than _MISSED would
+                # bring the request too close to the next turn, which
+                # another worker may take: that turn goes unused, and the
                 # request takes the next free one.
-                late = monotonic() - (asked + wait)
-                if late <= _MISSED or not self.fleet:
-                    break
+                late = monotonic() - asked
+                if late <= _MISSED or not self.fleet or missed >= _TRIES:
+                    return
+                missed += 1
                 logger.debug(
-                    "Turn of %(origin)s missed by %(late).3f s; taking the next",
+                    "Turn of %(origin)s taken %(late).3f s late; taking the next",
                     {"origin": origin, "late": late},
                     extra={"spider": self.crawler.spider},
                 )
         finally:
             if not gate.leave() and self._gates.get(key) is gate:
                 del self._gates[key]
+
+    def _closing(self) -> bool:
+        """Whether the engine is stopping or closing the spider (Scrapy
+        sends no signal before it waits for the requests in progress)."""
+        engine = self.crawler.engine
+        if engine is None or not engine.running:
+            return True
+        slot = getattr(engine, "_slot", None)
+        return slot is not None and getattr(slot, "closing", None) is not None
+
+    def _unless_closing(self, origin: str) -> None:
+        if self._closing():
+            self.stats.inc_value("robots/crawl_delay/cancelled")
+            logger.debug(
+                "Dropped a request waiting for the Crawl-delay turn of"
+                " %(origin)s: the spider is closing",
+                {"origin": origin},
+                extra={"spider": self.crawler.spider},
+            )
+            raise IgnoreRequest(
+                f"the spider closed while waiting for the Crawl-delay turn of {origin}"
+            )
+
+    async def _sleep(self, seconds: float, origin: str) -> None:
+        """Sleep ``seconds``, waking every ``_CLOSE_POLL`` at most to see
+        whether the spider is closing (then raise IgnoreRequest)."""
+        deadline = monotonic() + seconds
+        while (left := deadline - monotonic()) > 0:
+            await sleep(min(left, _CLOSE_POLL))
+            self._unless_closing(origin)
 
     async def turn_taken(self, origin: str, delay: float) -> None:
         """Count a request that went to ``origin`` without its turn (its
@@ -242,7 +333,9 @@ class Politeness:
             return 0.0
         return wait
 
-    async def _slot_ready(self, downloader: Downloader, key: str, delay: float) -> None:
+    async def _slot_ready(
+        self, downloader: Downloader, key: str, delay: float, origin: str
+    ) -> None:
         """Wait until the slot ``key`` would start a request at once: its own
         delay passed since its last request, a transfer place free."""
         # Polled, at most every tenth of the delay: the slot has no event
@@ -255,7 +348,17 @@ class Politeness:
                     return
             else:
                 wait = max(wait, poll)
-            await sleep(wait)
+            await self._sleep(wait, origin)
+
+    @property
+    def entries(self) -> dict[str, int]:
+        """How many entries each table holds now (gates only while requests
+        wait for a turn)."""
+        return {
+            "slot_delays": len(self._slot_delays),
+            "delayed_origins": len(self._delayed_origins),
+            "gates": len(self._gates),
+        }
 
     def enforce(self, request: Request) -> None:
         """Keep the slot of ``request`` at least at its Crawl-delay.

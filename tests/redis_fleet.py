@@ -93,10 +93,12 @@ class _Counting:
         self._count("release")
         await super().release(origin)  # type: ignore[misc]
 
-    async def reserve(self, origin: str, interval: float) -> float:
+    async def reserve(
+        self, origin: str, interval: float, limit: float | None = None
+    ) -> float:
         self._count("reserve")
         self._count(f"reserve/{origin}")
-        return await super().reserve(origin, interval)  # type: ignore[misc,no-any-return]
+        return await super().reserve(origin, interval, limit)  # type: ignore[misc,no-any-return]
 
 
 class CountingRedisStore(_Counting, RedisStore):

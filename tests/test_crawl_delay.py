@@ -22,6 +22,7 @@ from tests.crawl_helpers import (
     Departures,
     RecordingSpider,
     crawl,
+    middleware,
     stats,
 )
 from tests.server import Server
@@ -215,3 +216,23 @@ async def test_origins_sharing_a_slot_keep_the_largest_delay(
     assert len(crawler.spider.crawled) == 4
     assert _slot(crawler, first).delay == DELAY
     assert stats(crawler)["robots/crawl_delay/origins"] == 2
+
+
+@coroutine_test
+async def test_politeness_tables_bounded_by_memory_max_origins(
+    make_server: MakeServer,
+) -> None:
+    """Issue 24 F8: with ROBOTS_MEMORY_MAX_ORIGINS = 5, 30 origins under a
+    Crawl-delay leave at most 5 entries in each of Politeness's tables."""
+    servers = [make_server() for _ in range(30)]
+    for each in servers:
+        each.route("/robots.txt", _robots(0.01))
+    crawler = await crawl(
+        [each.url("/p") for each in servers],
+        {**BURST, "ROBOTS_MEMORY_MAX_ORIGINS": 5},
+    )
+    assert len(crawler.spider.crawled) == 30
+    assert all(each.count("/p") == 1 for each in servers)
+    entries = middleware(crawler).politeness.entries
+    assert entries == {"slot_delays": 5, "delayed_origins": 5, "gates": 0}
+    assert stats(crawler)["robots/crawl_delay/origins"] == 30

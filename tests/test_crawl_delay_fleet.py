@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from http.server import BaseHTTPRequestHandler
 from itertools import pairwise
@@ -60,9 +61,14 @@ class Recording:
         self.calls.append(("release", origin, None))
         await super().release(origin)  # type: ignore[misc]
 
-    async def reserve(self, origin: str, interval: float) -> float:
+    async def reserve(
+        self, origin: str, interval: float, limit: float | None = None
+    ) -> float:
         self.calls.append(("reserve", origin, interval))
-        return await super().reserve(origin, interval)  # type: ignore[misc,no-any-return]
+        wait: float = await super().reserve(origin, interval, limit)  # type: ignore[misc]
+        if wait == 0:
+            self.calls.append(("taken", origin, interval))
+        return wait
 
 
 class RecordingSQLiteStore(Recording, SQLiteStore):
@@ -210,12 +216,14 @@ async def test_a_slower_slot_never_sends_a_request_after_its_turn(
 
 
 class SlowFirstTurn(RecordingSQLiteStore):
-    """Answers its second turn (the first page's) 50 ms late, as a store on
-    a loaded machine, or a stalled worker, would."""
+    """Answers its second turn taken (the first page's) 50 ms late, as a
+    store on a loaded machine, or a stalled worker, would."""
 
-    async def reserve(self, origin: str, interval: float) -> float:
-        wait = await super().reserve(origin, interval)
-        if len(calls("reserve")) == 2:
+    async def reserve(
+        self, origin: str, interval: float, limit: float | None = None
+    ) -> float:
+        wait = await super().reserve(origin, interval, limit)
+        if wait == 0 and len(calls("taken")) == 2:
             await asyncio.sleep(0.05)
         return wait
 
@@ -235,8 +243,10 @@ async def test_a_missed_turn_is_left_unused(
     await crawler.crawl_async(urls=[server.url(f"/{i}") for i in range(2)])
     assert len(crawler.spider.crawled) == 2  # type: ignore[union-attr]
     # robots.txt's turn, the first page's missed one and the one it took
-    # instead, the second page's.
-    assert calls("reserve") == [DELAY] * 4
+    # instead, the second page's (each page also asked while the origin was
+    # held).
+    assert calls("taken") == [DELAY] * 4
+    assert set(calls("reserve")) == {DELAY}
     assert min(gaps(server)) >= DELAY - TOLERANCE, gaps(server)
 
 
@@ -259,7 +269,7 @@ async def test_origins_without_a_crawl_delay_cost_no_store_call(
     free_calls = [name for name, called, _ in Recording.calls if called == origin]
     assert free_calls == ["get", "acquire", "get", "put", "release"]
     assert calls("reserve", free) == []
-    assert calls("reserve", delayed) == [DELAY, DELAY]
+    assert calls("taken", delayed) == [DELAY, DELAY]
 
 
 @coroutine_test
@@ -407,3 +417,93 @@ async def test_store_lost_mid_crawl_falls_back_to_process_delays(
     assert crawler.stats.get_value("finish_reason") == "finished"  # type: ignore[union-attr]
     # The slot's delay took over.
     assert min(gaps(server)) >= DELAY - TOLERANCE, gaps(server)
+
+
+# Turns read back from the store (issue 24, F6)
+
+
+async def poison_turn(settings: dict[str, Any], origin: str, ahead: float) -> None:
+    """Write, as another program could, a turn of ``origin`` starting
+    ``ahead`` seconds from now into the store of ``settings``."""
+    store: SQLiteStore | RedisStore
+    if "SQLite" in settings["ROBOTS_STORE"]:
+        sqlite = store = SQLiteStore(settings["ROBOTS_STORE_URL"])
+        await store.reserve(origin, 1.0)
+        moment = time.time() + ahead
+        await sqlite._run(
+            lambda: sqlite._db().execute(
+                "UPDATE turns SET next_free = ? WHERE origin = ?", (moment, origin)
+            )
+        )
+    else:
+        redis = store = RedisStore(
+            settings["ROBOTS_STORE_URL"], prefix=settings["ROBOTS_STORE_PREFIX"]
+        )
+        await store.reserve(origin, 1.0)
+        moment_us = f"{(time.time() + ahead) * 1_000_000:.0f}"
+        await redis._client.set(redis._key("turn", origin), moment_us)
+    await store.close()
+
+
+TEN_YEARS = 10 * 365 * 86400.0
+
+
+@coroutine_test
+async def test_a_turn_further_ahead_than_the_largest_delay_is_discarded(
+    server: Server,
+    shared: Callable[[], dict[str, Any]],
+    new_crawler: Callable[..., Crawler],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """One key setting the origin's next turn to now + 10 years: the turn is
+    discarded and replaced, counted and logged once, and every page is
+    fetched (before, none was, and the crawl outlived CLOSESPIDER_TIMEOUT)."""
+    server.route("/robots.txt", robots(DELAY))
+    settings = shared()
+    await poison_turn(settings, server.url("/robots.txt"), TEN_YEARS)
+    crawler = new_crawler({**BURST, **settings, "CLOSESPIDER_TIMEOUT": 20})
+    with caplog.at_level(logging.WARNING):
+        await crawler.crawl_async(urls=[server.url(f"/{i}") for i in range(3)])
+    assert server.count("/robots.txt") == 1
+    assert sum(server.count(f"/{i}") for i in range(3)) == 3
+    assert stats(crawler)["robots/store/discarded_turns"] == 1
+    assert "robots/store/errors" not in stats(crawler)
+    warned = [r for r in caplog.records if "Crawl-delay turn" in r.getMessage()]
+    assert len(warned) == 1
+    assert "more than ROBOTS_CRAWL_DELAY_MAX" in warned[0].getMessage()
+    assert crawler.stats.get_value("finish_reason") == "finished"  # type: ignore[union-attr]
+
+
+@coroutine_test
+async def test_a_worker_with_a_larger_maximum_does_not_hold_the_others(
+    server: Server,
+    shared: Callable[[], dict[str, Any]],
+    new_crawler: Callable[..., Crawler],
+) -> None:
+    """A turn within the writer's ROBOTS_CRAWL_DELAY_MAX but beyond this
+    worker's (here 1 s) is discarded too."""
+    server.route("/robots.txt", robots(DELAY))
+    settings = shared()
+    await poison_turn(settings, server.url("/robots.txt"), 600)
+    crawler = new_crawler({**BURST, **settings, "ROBOTS_CRAWL_DELAY_MAX": 1})
+    await crawler.crawl_async(urls=[server.url(f"/{i}") for i in range(2)])
+    assert sum(server.count(f"/{i}") for i in range(2)) == 2
+    assert stats(crawler)["robots/store/discarded_turns"] == 1
+
+
+@coroutine_test
+async def test_requests_waiting_for_a_turn_never_hold_the_crawl_open(
+    server: Server,
+    shared: Callable[[], dict[str, Any]],
+    new_crawler: Callable[..., Crawler],
+) -> None:
+    """Crawl-delay 20 s and CLOSESPIDER_TIMEOUT 1 s: the pages waiting for
+    their turns are dropped, counted, when Scrapy closes the spider (it
+    waited for each of them before: 60 s and three pages fetched)."""
+    server.route("/robots.txt", robots(20))
+    crawler = new_crawler({**BURST, **shared(), "CLOSESPIDER_TIMEOUT": 1})
+    await crawler.crawl_async(urls=[server.url(f"/{i}") for i in range(3)])
+    assert server.count("/robots.txt") == 1
+    assert sum(server.count(f"/{i}") for i in range(3)) == 0
+    assert stats(crawler)["robots/crawl_delay/cancelled"] == 3
+    assert crawler.stats.get_value("finish_reason") == "closespider_timeout"  # type: ignore[union-attr]

@@ -333,19 +333,37 @@ def next_free(db: Path) -> float:
 
 
 @coroutine_test
-async def test_turns_follow_each_other_by_the_interval(db: Path) -> None:
+async def test_a_turn_is_taken_only_while_the_origin_is_free(db: Path) -> None:
     stores = [SQLiteStore(db) for _ in range(4)]
     assert await stores[0].reserve(ORIGIN, 0.5) == 0.0
     first = next_free(db)
     waits = await gather(*(store.reserve(ORIGIN, 0.5) for store in stores))
-    # Every turn taken once, each 0.5 s after the one before.
-    assert next_free(db) == pytest.approx(first + 4 * 0.5, abs=1e-6)
-    assert len(set(waits)) == 4
-    assert all(0.0 < wait <= 2.0 for wait in waits), waits
-    assert sorted(waits)[-1] - sorted(waits)[0] > 1.0
+    # Held: each worker is told how long, and nothing is taken.
+    assert next_free(db) == first
+    assert all(0.0 < wait <= 0.5 for wait in waits), waits
     assert await stores[0].reserve("http://other.example/robots.txt", 0.5) == 0.0
     for store in stores:
         await store.close()
+
+
+@pytest.mark.parametrize("stored", [10 * 365 * 86400.0, "soon", float("inf")])
+@coroutine_test
+async def test_a_turn_further_ahead_than_the_limit_is_replaced(
+    db: Path, stored: float | str
+) -> None:
+    store = SQLiteStore(db)
+    await store.reserve(ORIGIN, 0.5)
+    value = time.time() + stored if isinstance(stored, float) else stored
+    with sqlite3.connect(db) as connection:
+        connection.execute("UPDATE turns SET next_free = ?", (value,))
+    # Beyond the limit (or not a moment at all): replaced and taken.
+    assert await store.reserve(ORIGIN, 0.5, limit=30) == 0.0
+    assert time.time() < next_free(db) <= time.time() + 0.5
+    with sqlite3.connect(db) as connection:
+        connection.execute("UPDATE turns SET next_free = ?", (time.time() + 20,))
+    # Within it: trusted.
+    assert 19 < await store.reserve(ORIGIN, 0.5, limit=30) <= 20
+    await store.close()
 
 
 @coroutine_test

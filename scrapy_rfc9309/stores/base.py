@@ -14,19 +14,32 @@ themselves.  A lease expires on its own after ``ttl`` seconds, so a holder
 that dies never stalls the others for longer than that.
 
 A shared store also keeps Crawl-delay turns (:meth:`OutcomeStore.reserve`):
-per origin, the moment the next request of the fleet may start, taken and
-moved on in one atomic step, so that the requests of every worker reach the
-origin at least its Crawl-delay apart.  A turn's record lasts no longer than
-the turn, so a worker that dies while waiting for its turn holds nobody up.
+per origin, the moment the next request of the fleet may start, checked and
+taken in one atomic step, so that the requests of every worker reach the
+origin at least its Crawl-delay apart.  A turn is only taken when the origin
+is free now, so no honest record is further ahead than one Crawl-delay; one
+further ahead than ``limit`` (another version, a worker with a larger
+``ROBOTS_CRAWL_DELAY_MAX``, a key written by hand) is discarded, counted in
+``robots/store/discarded_turns`` and replaced.  A turn's record lasts no
+longer than the turn, so a worker that dies holds nobody up.
 """
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
     from ..outcome import Outcome
+
+logger = logging.getLogger(__name__)
+
+#: Stats key: stored Crawl-delay turns further ahead than the largest
+#: allowed Crawl-delay, discarded and replaced.
+DISCARDED_TURNS = "robots/store/discarded_turns"
 
 
 class OutcomeStore(ABC):
@@ -57,10 +70,18 @@ class OutcomeStore(ABC):
     async def release(self, origin: str) -> None:
         """Give the lease back (a no-op when it is not held)."""
 
-    async def reserve(self, origin: str, interval: float) -> float:
-        """Take the next turn of ``origin``: the seconds to wait until it
-        starts (``0.0`` when the origin is free now).  The turn after it
-        starts ``interval`` seconds after this one.
+    async def reserve(
+        self, origin: str, interval: float, limit: float | None = None
+    ) -> float:
+        """Try to take the turn of ``origin``: ``0.0`` when it was free and
+        is now taken (the next one then starts ``interval`` seconds from
+        now), else the seconds until it is free (nothing taken: ask again
+        then).
+
+        A stored turn further than ``limit`` seconds ahead (the largest
+        Crawl-delay allowed) is not trusted: it is discarded (see
+        :func:`turn_discarded`) and the turn taken as if the origin were
+        free.
 
         Only shared stores implement it (and only they are asked, see
         ``ROBOTS_CRAWL_DELAY_SCOPE``); within one process Scrapy's downloader
@@ -74,3 +95,18 @@ class OutcomeStore(ABC):
 
 class StoreError(Exception):
     """The store's backend failed (connection lost, file unwritable, ...)."""
+
+
+def turn_discarded(crawler: Crawler | None, origin: str, ahead: float) -> None:
+    """Count and log a stored turn of ``origin`` found ``ahead`` seconds in
+    the future, further than any allowed Crawl-delay."""
+    if crawler is None:
+        return
+    assert crawler.stats is not None
+    crawler.stats.inc_value(DISCARDED_TURNS)
+    logger.warning(
+        "The stored Crawl-delay turn of %(origin)s was %(ahead).0f s ahead,"
+        " more than ROBOTS_CRAWL_DELAY_MAX: discarded and replaced",
+        {"origin": origin, "ahead": ahead},
+        extra={"spider": crawler.spider},
+    )

@@ -35,7 +35,7 @@ from .._defaults import DEFAULTS
 from .._redact import ambiguous, masked, redacted
 from .._settings import SettingError, text
 from ._codec import decode, encode
-from .base import OutcomeStore, StoreError
+from .base import OutcomeStore, StoreError, turn_discarded
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -58,22 +58,29 @@ end
 return 0
 """
 
-# Take the next Crawl-delay turn of an origin (KEYS[1]) in one step on the
+# Try to take the Crawl-delay turn of an origin (KEYS[1]) in one step on the
 # server, by Redis's own clock (TIME, in microseconds), so the workers'
-# clocks never matter: the turn starts at the stored "next free" moment or
-# now, whichever is later, and the next one ARGV[1] microseconds after it.
-# The key expires when that next turn starts, after which it would change
-# nothing: a worker that dies while waiting leaves no lasting record.
+# clocks never matter.  The stored value is the moment the origin is free
+# again.  Free now: the turn is taken, the next free moment set ARGV[1]
+# microseconds on, the key expiring then; else the wait is returned and
+# nothing changes.  A stored moment more than ARGV[2] microseconds ahead (no
+# honest worker writes one) is discarded: its distance is returned second,
+# capped so that it stays an integer reply.
 # %.0f keeps every digit (Lua's tostring gives 14 significant digits).
 _RESERVE = """
 local time = redis.call("TIME")
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-local start = tonumber(redis.call("GET", KEYS[1])) or now
-if start < now then start = now end
-local next_free = start + tonumber(ARGV[1])
-redis.call("SET", KEYS[1], string.format("%.0f", next_free),
-           "PX", math.ceil((next_free - now) / 1000))
-return start - now
+local interval = tonumber(ARGV[1])
+local stored = tonumber(redis.call("GET", KEYS[1]))
+local discarded = 0
+if stored and stored - now > tonumber(ARGV[2]) then
+    discarded = math.min(stored - now, 1e15)
+elseif stored and stored > now then
+    return {stored - now, 0}
+end
+redis.call("SET", KEYS[1], string.format("%.0f", now + interval),
+           "PX", math.ceil(interval / 1000))
+return {0, discarded}
 """
 
 _SCHEMES = ("redis://", "rediss://", "unix://")
@@ -207,13 +214,16 @@ class RedisStore(OutcomeStore):
                 self._release_script(keys=[self._key("lease", origin)], args=[token])
             )
 
-    async def reserve(self, origin: str, interval: float) -> float:
-        wait = await self._call(
-            self._reserve_script(
-                keys=[self._key("turn", origin)],
-                args=[max(1, math.ceil(interval * 1_000_000))],
-            )
+    async def reserve(
+        self, origin: str, interval: float, limit: float | None = None
+    ) -> float:
+        step = max(1, math.ceil(interval * 1_000_000))
+        most = step if limit is None else max(step, math.ceil(limit * 1_000_000))
+        wait, discarded = await self._call(
+            self._reserve_script(keys=[self._key("turn", origin)], args=[step, most])
         )
+        if int(discarded):
+            turn_discarded(self._crawler, origin, int(discarded) / 1_000_000)
         return int(wait) / 1_000_000
 
     async def close(self) -> None:

@@ -12,6 +12,7 @@ means nothing once its moment has passed and is purged with expired rows.
 from __future__ import annotations
 
 import asyncio
+import math
 import sqlite3
 import time
 import uuid
@@ -26,7 +27,7 @@ from scrapy.utils.project import data_path
 from .._redact import masked
 from .._settings import SettingError, text
 from ._codec import decode, encode
-from .base import OutcomeStore, StoreError
+from .base import OutcomeStore, StoreError, turn_discarded
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -142,11 +143,14 @@ class SQLiteStore(OutcomeStore):
         if token is not None:
             await self._run(self._release, origin, token)
 
-    async def reserve(self, origin: str, interval: float) -> float:
-        start = await self._run(self._reserve, origin, interval)
-        # Measured here, not in the store's thread: the wait then leaves out
-        # the time the answer took to come back to the event loop.
-        return max(0.0, start - time.time())
+    async def reserve(
+        self, origin: str, interval: float, limit: float | None = None
+    ) -> float:
+        most = interval if limit is None else max(interval, limit)
+        wait, discarded = await self._run(self._reserve, origin, interval, most)
+        if discarded:
+            turn_discarded(self._crawler, origin, discarded)
+        return wait
 
     async def close(self) -> None:
         if self._closed:
@@ -276,8 +280,10 @@ class SQLiteStore(OutcomeStore):
             "DELETE FROM leases WHERE origin = ? AND token = ?", (origin, token)
         )
 
-    def _reserve(self, origin: str, interval: float) -> float:
-        """The moment (``time.time()``) the turn taken starts."""
+    def _reserve(
+        self, origin: str, interval: float, limit: float
+    ) -> tuple[float, float]:
+        """The wait (0.0: taken) and how far ahead a discarded turn was."""
         db = self._db()
         # BEGIN IMMEDIATE takes the write lock before the read, so no other
         # process takes the same turn between the SELECT and the write.  The
@@ -288,10 +294,13 @@ class SQLiteStore(OutcomeStore):
             row = db.execute(
                 "SELECT next_free FROM turns WHERE origin = ?", (origin,)
             ).fetchone()
-            start = now if row is None else max(now, row[0])
+            ahead = _ahead(row, now)
+            if 0 < ahead <= limit:
+                db.execute("COMMIT")
+                return ahead, 0.0
             db.execute(
                 "INSERT OR REPLACE INTO turns (origin, next_free) VALUES (?, ?)",
-                (origin, start + interval),
+                (origin, now + interval),
             )
         except BaseException:
             if db.in_transaction:
@@ -301,9 +310,22 @@ class SQLiteStore(OutcomeStore):
         self._writes += 1
         if self._writes % _PURGE_EVERY == 0:
             self._purge(db)
-        return start
+        return 0.0, ahead if ahead > limit else 0.0
 
     def _close(self) -> None:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+
+
+def _ahead(row: tuple[object, ...] | None, now: float) -> float:
+    """How far ahead of ``now`` a stored turn's moment is (infinite when it
+    is not a number)."""
+    if row is None:
+        return 0.0
+    value = row[0]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return math.inf
+    if not math.isfinite(value):
+        return math.inf
+    return float(value) - now
