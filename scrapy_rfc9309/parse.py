@@ -457,8 +457,8 @@ def merge_signals(
 # a rule and "kind == _ALLOW" its verdict.
 _DISALLOW, _ALLOW, _USER_AGENT, _SITEMAP, _CRAWL_DELAY, _CONTENT_SIGNAL = range(6)
 _NO_KEY, _RECORD = 6, 7
-# A Content-Usage line: a rule of the group (attach-05 section 3) that, like
-# Content-Signal, never ends one.
+# A Content-Usage line: a rule of the group (attach-05 section 3), which
+# ends it as Allow and Disallow do unless the profile says otherwise.
 _CONTENT_USAGE = 8
 # What the keys of a profile's table (scrapy_rfc9309.profiles) are read as.
 _KIND_OF_KEY = {
@@ -658,6 +658,13 @@ _AGENT_LINE_AFTER = re.compile(r"(?i)\n" + _AGENT_LINE).search
 # The first line has no "\n" before it (adding one would copy the text).
 _FIRST_AGENT_LINE = re.compile(r"(?i)" + _AGENT_LINE).match
 _RULE_LINES = re.compile(r"(?i)\n([ \t\v\f]*(?:al|di)[^\n]*)").finditer
+# The same with Content-Usage lines (every spelling starts with "co").
+_USAGE_RULE_LINES = re.compile(r"(?i)\n([ \t\v\f]*(?:al|di|co)[^\n]*)").finditer
+# Per profile: which of the two finds the lines that end a group.
+_ENDING_LINES = {
+    profile: _USAGE_RULE_LINES if rules.usage_ends_group else _RULE_LINES
+    for profile, rules in RULES.items()
+}
 # How nearly every rule line starts: what follows it is a Disallow pattern
 # (and, if another line follows, that line).
 _DISALLOW_LINE = "\nDisallow: "
@@ -723,11 +730,13 @@ def _agent_of(line: str, profile: Profile) -> str | None:
 
 def _has_rule(gap: str, profile: Profile) -> bool:
     """Whether an Allow or Disallow line, spelt as it may be, is in ``gap``
-    (text from a "\\n" to a line start)."""
+    (text from a "\\n" to a line start), or a Content-Usage line where the
+    profile makes it end a group."""
     if _SURE_RULE(gap):
         return True
-    lines = "\n".join(match[1] for match in _RULE_LINES(gap))
-    return bool(_read_alone(lines, profile).rules)
+    lines = "\n".join(match[1] for match in _ENDING_LINES[profile](gap))
+    group = _read_alone(lines, profile)
+    return bool(group.rules or group.content_usage)
 
 
 def _read_alone(text: str, profile: Profile) -> Group:

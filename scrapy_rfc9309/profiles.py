@@ -142,6 +142,11 @@ class ProfileRules:
     #: Whether the vendor ignores Crawl-delay and Content-Signal (read all
     #: the same, for the crawl's own use): lint says so.
     ignores_delay: bool = False
+    #: Whether a ``Content-Usage`` line is a rule that ends its group (a
+    #: User-agent line after it starts a new one), as the aipref attach
+    #: draft's grammar makes it; Google's parser does not know the key, so
+    #: there it ends nothing (docs/content-usage.md).
+    usage_ends_group: bool = True
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -202,6 +207,7 @@ RULES: dict[str, ProfileRules] = {
         prefix_keys=True,
         percent="escape",
         ignores_delay=True,
+        usage_ends_group=False,
     ),
     YANDEX: ProfileRules(
         YANDEX,

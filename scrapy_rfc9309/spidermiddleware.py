@@ -12,8 +12,15 @@ from itemadapter import ItemAdapter
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
-from ._settings import choice, ensure_enabled, refusals_logged, robots_user_agent
+from ._settings import (
+    choice,
+    crawl_purposes,
+    ensure_enabled,
+    refusals_logged,
+    robots_user_agent,
+)
 from .directives import DirectiveSet, directives_for
+from .rights import AI_TOKENS, IMAGE_FIELDS, ai_refusal, ai_tokens, is_training
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -28,6 +35,8 @@ logger = logging.getLogger(__name__)
 #: that ``annotate`` mode fills.
 META_KEY = FIELD = "robots_directives"
 MODES = ("drop", "annotate", "off")
+# The reasons counted on their own as well (what a training crawl refused).
+AI_STATS = frozenset(AI_TOKENS)
 
 
 def annotate(item: Any, field: str, value: Any) -> None:
@@ -54,6 +63,10 @@ class DirectivesMiddleware:
     "drop"`` the items of a noindex page (or one past its
     ``unavailable_after``) and the requests of a nofollow page are dropped;
     with ``"annotate"`` items get a ``robots_directives`` field instead.
+    A crawl for training (``ROBOTS_PURPOSES`` naming ``train-ai``) in
+    ``drop`` mode also drops the items of a page saying ``noai`` or ``noml``
+    (``noimageai``: its image items); other crawls get those items with a
+    ``robots_directives`` field (docs/rights.md).
     """
 
     #: What "now" is for ``unavailable_after``; replaceable in tests.
@@ -69,6 +82,15 @@ class DirectivesMiddleware:
         self.stats = crawler.stats
         self.drop = mode == "drop"
         self.user_agent = robots_user_agent(settings, crawler.spider)
+        self.training = is_training(crawl_purposes(settings)[1])
+        self.image_fields = tuple(
+            dict.fromkeys(
+                [
+                    str(settings.get("IMAGES_URLS_FIELD") or IMAGE_FIELDS[0]),
+                    str(settings.get("IMAGES_RESULT_FIELD") or IMAGE_FIELDS[1]),
+                ]
+            )
+        )
         self._read: WeakKeyDictionary[Response, DirectiveSet] = WeakKeyDictionary()
 
     @classmethod
@@ -98,6 +120,7 @@ class DirectivesMiddleware:
                 yield output
             return
         directives = self.directives(response)
+        ai = ai_tokens(directives)
         if not self.drop:
             async for output in result:
                 if not isinstance(output, Request) and ItemAdapter.is_item(output):
@@ -105,7 +128,7 @@ class DirectivesMiddleware:
                 yield output
             return
         drop_items = directives.noindex or directives.is_expired(self.clock())
-        if not (drop_items or directives.nofollow):
+        if not (drop_items or directives.nofollow or ai):
             async for output in result:
                 yield output
             return
@@ -114,18 +137,38 @@ class DirectivesMiddleware:
                 if directives.nofollow and not output.meta.get("dont_obey_robotstxt"):
                     self._dropped("requests", output, response, "nofollow")
                     continue
-            elif drop_items and ItemAdapter.is_item(output):
-                reason = (
-                    "noindex"
-                    if directives.noindex
-                    else f"unavailable_after: {directives.unavailable_after}"
-                )
-                self._dropped("items", output, response, reason)
-                continue
+            elif ItemAdapter.is_item(output):
+                reason = self._item_refusal(directives, ai, output, response)
+                if reason is not None:
+                    self._dropped("items", output, response, reason)
+                    continue
+                if ai:
+                    annotate(output, FIELD, directives)
             yield output
+
+    def _item_refusal(
+        self,
+        directives: DirectiveSet,
+        ai: tuple[str, ...],
+        item: Any,
+        response: Response,
+    ) -> str | None:
+        """Why the page refuses ``item`` (drop mode), if it does."""
+        if directives.noindex:
+            return "noindex"
+        if directives.is_expired(self.clock()):
+            return f"unavailable_after: {directives.unavailable_after}"
+        if ai and self.training:
+            content_type = response.headers.get(b"Content-Type") or b""
+            return ai_refusal(
+                ai, item, content_type.decode("latin-1"), self.image_fields
+            )
+        return None
 
     def _dropped(self, kind: str, output: Any, response: Response, reason: str) -> None:
         self.stats.inc_value(f"robots/directives/{kind}_dropped")
+        if reason in AI_STATS:
+            self.stats.inc_value(f"robots/directives/{kind}_dropped/{reason}")
         logger.debug(
             "Dropped %(output)r of %(url)s: the page says %(reason)s",
             {"output": output, "url": response.url, "reason": reason},

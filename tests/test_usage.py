@@ -214,8 +214,8 @@ def _usage_line(path: str, preference: str) -> str:
 
 
 def _text(groups: Groups) -> str:
-    # Content-Usage lines first: a group of them alone must still join the
-    # next one, as if they were not there.
+    # Content-Usage lines first: a group of them alone ends (a rule, as
+    # attach's grammar has it), except in the google profile.
     return "\n".join(
         _group(agents, [*(_usage_line(*u) for u in usage), *rules])
         for agents, rules, usage in groups
@@ -225,6 +225,11 @@ def _text(groups: Groups) -> str:
 @settings(max_examples=150, deadline=None)
 @given(_GROUPS)
 def test_content_usage_never_changes_crawlability(groups: Groups) -> None:
+    # A group of Content-Usage lines alone is a group of its own (see
+    # tests/test_usage_groups.py): here every group with some has a rule.
+    groups = [
+        (agents, rules, usage if rules else []) for agents, rules, usage in groups
+    ]
     without = parse(_text([(agents, rules, []) for agents, rules, _ in groups]))
     # Both routes: the one-agent scan, and the groups read.
     for with_usage in (parse(_text(groups)), read_document(parse(_text(groups)))):
