@@ -26,8 +26,11 @@ from scrapy_rfc9309.parse import (
     read_document,
     rules_for,
 )
+from scrapy_rfc9309.profiles import RULES
 
 PROFILES = ("rfc9309", "google")
+# Whether a Content-Usage line ends a group, per profile (issue 26).
+USAGE_ENDS = {name: rules.usage_ends_group for name, rules in RULES.items()}
 # Every profile reads a whole document through group_starts().
 ALL_PROFILES = ("rfc9309", "google", "yandex", "bing")
 TOKENS = ("examplebot", "other", "")
@@ -65,18 +68,25 @@ def rfc9309_groups(text: str, profile: str) -> list[tuple[int, list[str], list[i
     unless the group being read has no rule yet.  Each group as its first
     line, its User-agent values and the lines of its rules."""
     groups: list[tuple[int, list[str], list[int]]] = []
+    # Whether the group being read has a line that ends it: a rule, or a
+    # Content-Usage line where the profile reads it as one.
+    ended = False
     for number, line in enumerate(re.split(r"\r\n|\r|\n", text), 1):
         # A group is open (line=1), so a rule line alone is read as one.
         reading = _Reading(line=1)
         read_chunk(line, 1, profile, reading)
         assert reading.groups
-        agents, rules = reading.groups[0].user_agents, reading.groups[0].rules
+        group = reading.groups[0]
+        agents, rules = group.user_agents, group.rules
         if agents:
-            if not groups or groups[-1][2]:
+            if not groups or ended:
                 groups.append((number, [], []))
+                ended = False
             groups[-1][1].extend(agents)
-        elif rules and groups:
-            groups[-1][2].append(number)
+        elif groups and (rules or (group.content_usage and USAGE_ENDS[profile])):
+            ended = True
+            if rules:
+                groups[-1][2].append(number)
     return groups
 
 
