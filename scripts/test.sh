@@ -31,7 +31,11 @@ fi
 .venv/bin/python -m pytest -q "$@"
 # The crawl tests once more without a Twisted reactor
 # (TWISTED_REACTOR_ENABLED=False, aiohttp downloads, pytest-asyncio).
+# aiohttp itself refuses a header field over 8,190 bytes (the download fails
+# before the package sees it), so the huge folded X-Robots-Tag case cannot
+# arise there; it runs under the reactor above.
 .venv/bin/python -m pytest -q -p no:twisted -o addopts="" \
+    --deselect tests/test_directives_crawl.py::test_a_huge_folded_x_robots_tag_is_read_within_the_bound \
     tests/test_middleware*.py tests/test_crawl_delay.py tests/test_crawl_delay_fleet.py \
     tests/test_addon.py \
     tests/test_directives_crawl.py tests/test_ai_directives_crawl.py tests/test_sitemaps.py \
