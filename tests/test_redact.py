@@ -40,6 +40,17 @@ def _leaks(text: str) -> bool:
     return SECRET in text or USER in text
 
 
+def _logged(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """Every message logged, and the traceback of each that carries one."""
+    logged = [record.getMessage() for record in caplog.records]
+    logged += [
+        "".join(traceback.format_exception(*record.exc_info))
+        for record in caplog.records
+        if record.exc_info
+    ]
+    return logged
+
+
 @pytest.mark.parametrize("url", URLS)
 def test_masked_hides_userinfo_and_query_credentials(url: str) -> None:
     shown = masked(url)
@@ -113,12 +124,7 @@ async def test_a_crawl_with_a_failing_store_logs_no_credentials(
     # The store failed and the crawl went on with memory alone.
     assert stats(crawler)["robots/store/errors"] >= 1
     assert crawler.spider.crawled == [server.url("/public")]
-    logged = [record.getMessage() for record in caplog.records]
-    logged += [
-        "".join(traceback.format_exception(*record.exc_info))
-        for record in caplog.records
-        if record.exc_info
-    ]
+    logged = _logged(caplog)
     assert any("127.0.0.1:1" in line for line in logged)
     assert not any(_leaks(line) for line in logged)
 
@@ -224,11 +230,6 @@ async def test_a_crawl_whose_password_redis_reads_as_a_port_logs_no_piece_of_it(
     )
     assert stats(crawler)["robots/store/errors"] >= 1
     assert crawler.spider.crawled == [server.url("/public")]
-    logged = [record.getMessage() for record in caplog.records]
-    logged += [
-        "".join(traceback.format_exception(*record.exc_info))
-        for record in caplog.records
-        if record.exc_info
-    ]
+    logged = _logged(caplog)
     assert any("Redis store redis://***" in line for line in logged)
     assert not any(_leaks(line) or ":12" in line for line in logged)
