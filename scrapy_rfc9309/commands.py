@@ -38,7 +38,7 @@ from ._settings import (
 )
 from .addon import Addon
 from .fetch import RobotsFetcher
-from .lint import Diagnostic, lint
+from .lint import CODES, Diagnostic, lint
 from .match import Decision, content_signals, crawl_delay, product_token
 from .middleware import RobotsDisallowed, RobotsMiddleware
 from .outcome import Lifetimes, Outcome, explain_by
@@ -287,10 +287,12 @@ def refused_purposes(
 # -- lint -----------------------------------------------------------------------
 
 
-async def _download(crawler: Crawler, url: str) -> bytes:
+async def _download(crawler: Crawler, url: str) -> tuple[bytes, str | None]:
     # The crawl's own robots.txt download: ROBOTS_MAX_BYTES bounds the
     # decoded body and the transfer, whatever the encoding.  Redirects are
-    # followed by RedirectMiddleware, as for any URL.
+    # followed by RedirectMiddleware, as for any URL.  Also returned: why the
+    # decoder cut the body before its decoded size passed the limit (a stage
+    # read too far, too many members), which the body alone cannot show.
     fetcher = RobotsFetcher(crawler, lifetimes=Lifetimes(), clock=time.time)
     try:
         response, decoded = await fetcher.download(url, url, redirects=True)
@@ -303,7 +305,7 @@ async def _download(crawler: Crawler, url: str) -> bytes:
         )
     if decoded.error is not None:
         raise CommandFailure(f"cannot decode {url}: {decoded.error}")
-    return decoded.body
+    return decoded.body, decoded.overrun
 
 
 # -- the command ----------------------------------------------------------------
@@ -515,8 +517,19 @@ class RobotsCommand(ScrapyCommand):
         source = operands[0]
         profile = self._profile(opts)
         max_bytes = self._max_bytes()
-        body = self._read(source)
+        body, overrun = self._read(source)
         diagnostics = lint(body, profile=profile, max_bytes=max_bytes)
+        if overrun is not None:
+            message = f"the download was cut after {len(body):,} bytes ({overrun})"
+            diagnostics.insert(
+                0,
+                Diagnostic(
+                    0,
+                    CODES["download-cut"],
+                    "download-cut",
+                    f"{message}; only those are linted",
+                ),
+            )
         counts = {
             severity: sum(1 for d in diagnostics if d.severity == severity)
             for severity in _SEVERITIES
@@ -543,9 +556,10 @@ class RobotsCommand(ScrapyCommand):
         except ValueError as exc:
             raise UsageError(str(exc)) from None
 
-    def _read(self, source: str) -> bytes:
+    def _read(self, source: str) -> tuple[bytes, str | None]:
+        """The body of ``source``, and why its download was cut short."""
         if source == "-":
-            return sys.stdin.buffer.read()
+            return sys.stdin.buffer.read(), None
         if "://" in source:
             if robots_url(source) is None:
                 raise UsageError(f"not an http:// or https:// URL: {source!r}")
@@ -554,7 +568,7 @@ class RobotsCommand(ScrapyCommand):
                 self.crawler_process, lambda crawler: _download(crawler, source)
             )
         try:
-            return Path(source).read_bytes()
+            return Path(source).read_bytes(), None
         except OSError as exc:
             raise CommandFailure(
                 f"cannot read {source}: {exc.strerror or describe(exc)}"

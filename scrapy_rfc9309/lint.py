@@ -51,6 +51,7 @@ CODES: dict[str, Severity] = {
     "html-body": "error",
     "invalid-crawl-delay": "error",
     "body-too-large": "warning",
+    "download-cut": "warning",
     "broken-byte-order-mark": "warning",
     "conflicting-rules": "warning",
     "directive-outside-group": "warning",

@@ -639,7 +639,15 @@ def test_check_and_lint_url_on_stacked_empty_members(
     )
     done = scrapy(tmp_path, "lint", server.url("/robots.txt"), "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["counts"]["error"] == 0
+    linted = json.loads(done.stdout)
+    assert linted["counts"]["error"] == 0
+    # The cut is said: the decoded body is far below the limit, so
+    # body-too-large cannot say it.
+    cut = linted["diagnostics"][0]
+    assert (cut["line"], cut["code"]) == (0, "download-cut")
+    assert cut["message"].endswith(
+        "(more than 256 gzip members); only those are linted"
+    )
     assert server.count("/robots.txt") == 2
 
 
