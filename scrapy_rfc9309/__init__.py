@@ -3,8 +3,8 @@
 The engine (``parse``, ``is_allowed``, ``explain``, ``stringify``, ``lint``,
 ``Outcome``, ...) is pure Python: importing it does not import Scrapy or
 Twisted.  The Scrapy components (``Addon``, ``RobotsMiddleware``,
-``DirectivesMiddleware``, ``UsageMiddleware``, ``RobotsDisallowed``,
-``RobotParser``) are imported on first use.
+``DirectivesMiddleware``, ``UsageMiddleware``, ``LicensesMiddleware``,
+``RobotsDisallowed``, ``RobotParser``) are imported on first use.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from .usage import usage_explained, usage_preferences
 
 if TYPE_CHECKING:
     from .addon import Addon
+    from .licensemiddleware import LicensesMiddleware
     from .middleware import RobotsDisallowed, RobotsMiddleware
     from .parser import RobotParser
     from .spidermiddleware import DirectivesMiddleware
@@ -52,6 +53,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "Addon": "addon",
     "DirectivesMiddleware": "spidermiddleware",
+    "LicensesMiddleware": "licensemiddleware",
     "RobotParser": "parser",
     "RobotsDisallowed": "middleware",
     "RobotsMiddleware": "middleware",
@@ -66,6 +68,7 @@ __all__ = [
     "DirectivesMiddleware",
     "Document",
     "Group",
+    "LicensesMiddleware",
     "Matcher",
     "Outcome",
     "RobotParser",

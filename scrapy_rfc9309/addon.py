@@ -26,8 +26,11 @@ SPIDER_PRIORITY = 550
 DIRECTIVES_MIDDLEWARE = "scrapy_rfc9309.spidermiddleware.DirectivesMiddleware"
 SITEMAPS_MIDDLEWARE = "scrapy_rfc9309.sitemaps.SitemapsMiddleware"
 USAGE_MIDDLEWARE = "scrapy_rfc9309.usagemiddleware.UsageMiddleware"
+LICENSES_MIDDLEWARE = "scrapy_rfc9309.licensemiddleware.LicensesMiddleware"
 #: Beside DirectivesMiddleware: both judge the items of a page.
 USAGE_PRIORITY = 560
+#: Beside them: it only records.
+LICENSES_PRIORITY = 570
 #: Near the spider (after Depth, 900): the sitemap requests it puts in place
 #: of a SitemapSpider's robots.txt start requests pass every other one.
 SITEMAPS_PRIORITY = 950
@@ -41,7 +44,8 @@ class Addon:
     chain whatever ``ROBOTSTXT_OBEY`` says, and installs
     :class:`~scrapy_rfc9309.RobotsMiddleware`,
     :class:`~scrapy_rfc9309.DirectivesMiddleware`,
-    :class:`~scrapy_rfc9309.usagemiddleware.UsageMiddleware` and
+    :class:`~scrapy_rfc9309.usagemiddleware.UsageMiddleware`,
+    :class:`~scrapy_rfc9309.licensemiddleware.LicensesMiddleware` and
     :class:`~scrapy_rfc9309.sitemaps.SitemapsMiddleware` unless the project
     placed (or disabled, with ``None``) them itself.
     """
@@ -64,6 +68,9 @@ class Addon:
         )
         _setdefault_by_path(
             settings, "SPIDER_MIDDLEWARES", USAGE_MIDDLEWARE, USAGE_PRIORITY
+        )
+        _setdefault_by_path(
+            settings, "SPIDER_MIDDLEWARES", LICENSES_MIDDLEWARE, LICENSES_PRIORITY
         )
         _setdefault_by_path(
             settings, "SPIDER_MIDDLEWARES", SITEMAPS_MIDDLEWARE, SITEMAPS_PRIORITY

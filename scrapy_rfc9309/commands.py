@@ -40,7 +40,7 @@ from .addon import Addon
 from .fetch import RobotsFetcher
 from .lint import Diagnostic, lint
 from .match import Decision, content_signals, crawl_delay, product_token
-from .middleware import RobotsDisallowed, RobotsMiddleware
+from .middleware import LICENSES_META_KEY, RobotsDisallowed, RobotsMiddleware
 from .outcome import Lifetimes, Outcome, explain_by
 from .parse import PROFILES, Rule, UsageRule
 from .profiles import RULES, selector_for
@@ -107,6 +107,8 @@ class _Row:
     #: (empty when robots.txt disallows it), and the rules that gave them.
     usage: dict[str, bool | None] = field(default_factory=dict)
     usage_rules: tuple[UsageRule, ...] = ()
+    #: robots.txt's RSL License URLs for the agent (recorded, not obeyed).
+    licenses: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         rule = self.rule
@@ -146,6 +148,7 @@ class _Row:
                 }
                 for rule in self.usage_rules
             ],
+            "licenses": list(self.licenses),
         }
 
     def to_text(self) -> str:
@@ -179,6 +182,8 @@ class _Row:
                 f"{key}={'y' if value else 'n'}" for key, value in known.items()
             )
             parts.append(f"content-usage {values} (line {lines})")
+        if self.licenses:
+            parts.append("license " + " ".join(self.licenses))
         return "  ".join(parts)
 
 
@@ -240,6 +245,7 @@ async def _check_one(middleware: RobotsMiddleware, url: str, request: Request) -
     usage, usage_rules = (
         ({}, ()) if rules is None else usage_explained(rules, agent, request.url)
     )
+    licenses = tuple(entry["url"] for entry in request.meta.get(LICENSES_META_KEY, ()))
     note = ""
     if decision.reason == "content_signal":
         note = ", ".join(
@@ -270,6 +276,7 @@ async def _check_one(middleware: RobotsMiddleware, url: str, request: Request) -
         signals,
         usage,
         usage_rules,
+        licenses,
     )
 
 
