@@ -4,7 +4,8 @@ The engine (``parse``, ``is_allowed``, ``explain``, ``stringify``, ``lint``,
 ``Outcome``, ...) is pure Python: importing it does not import Scrapy or
 Twisted.  The Scrapy components (``Addon``, ``RobotsMiddleware``,
 ``DirectivesMiddleware``, ``UsageMiddleware``, ``LicensesMiddleware``,
-``RobotsDisallowed``, ``RobotParser``) are imported on first use.
+``TdmMiddleware``, ``TdmItemsMiddleware``, ``RobotsDisallowed``,
+``RobotParser``) are imported on first use.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from .middleware import RobotsDisallowed, RobotsMiddleware
     from .parser import RobotParser
     from .spidermiddleware import DirectivesMiddleware
+    from .tdmmiddleware import TdmItemsMiddleware, TdmMiddleware
     from .usagemiddleware import UsageMiddleware
 
 __version__ = "0.1.0"
@@ -57,6 +59,8 @@ _LAZY = {
     "RobotParser": "parser",
     "RobotsDisallowed": "middleware",
     "RobotsMiddleware": "middleware",
+    "TdmItemsMiddleware": "tdmmiddleware",
+    "TdmMiddleware": "tdmmiddleware",
     "UsageMiddleware": "usagemiddleware",
 }
 
@@ -75,6 +79,8 @@ __all__ = [
     "RobotsDisallowed",
     "RobotsMiddleware",
     "Rule",
+    "TdmItemsMiddleware",
+    "TdmMiddleware",
     "UsageMiddleware",
     "UsageRule",
     "compile",

@@ -77,7 +77,14 @@ _T = TypeVar("_T")
 
 REFUSED = ("allow", "disallow")
 #: The causes of a dropped request (``robots/forbidden/<cause>``).
-CAUSES = ("rule", "unreachable", "crawl_delay", "content_signal", "content_usage")
+CAUSES = (
+    "rule",
+    "unreachable",
+    "crawl_delay",
+    "content_signal",
+    "content_usage",
+    "tdm_reservation",
+)
 #: Request (and so response) meta key of the usage preferences that apply
 #: (robots.txt's here; combined with the response header's by
 #: :class:`~scrapy_rfc9309.usagemiddleware.UsageMiddleware`).
@@ -92,7 +99,8 @@ class RobotsDisallowed(IgnoreRequest):
     ``decision`` is the :class:`~scrapy_rfc9309.match.Decision` (its
     ``rule`` is the deciding rule, with its line, when there is one),
     ``origin`` the robots.txt URL, and ``cause`` one of ``rule``,
-    ``unreachable``, ``crawl_delay``, ``content_signal`` and ``content_usage``.
+    ``unreachable``, ``crawl_delay``, ``content_signal``, ``content_usage`` and
+    ``tdm_reservation`` (the origin's TDMRep file; ``origin`` is then its URL).
     """
 
     def __init__(self, decision: Decision, origin: str, cause: str) -> None:
