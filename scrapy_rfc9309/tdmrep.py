@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from typing import Any, NamedTuple
 from urllib.parse import urljoin
 
@@ -44,6 +43,8 @@ __all__ = [
 FILE_PATH = "/.well-known/tdmrep.json"
 RESERVATION = "tdm-reservation"
 POLICY = "tdm-policy"
+#: The problems of a file said (and logged, and stored); the rest counted.
+MAX_PROBLEMS = 10
 #: Where a state's reservation came from.
 SOURCES = ("tdmrep.json", "header", "meta")
 
@@ -88,13 +89,22 @@ class TdmFile(NamedTuple):
 
     rules: tuple[TdmRule, ...] = ()
     problems: tuple[str, ...] = ()
+    #: Each rule's location, normalised and split at its ``*`` (what
+    #: :func:`parse_file` prepares once, so a request costs no more).
+    patterns: tuple[_Pattern, ...] = ()
 
     def rule_for(self, url: str) -> TdmRule | None:
         """The rule that applies to ``url``: the first one matching its path
         and query (section 6.1, "the first in sequence")."""
         path = normalize_path(request_path(url))
-        for rule in self.rules:
-            if _matches(_normal_pattern(rule.location), path):
+        patterns = self.patterns or tuple(_pattern(r.location) for r in self.rules)
+        for rule, (head, parts, anchored) in zip(self.rules, patterns, strict=True):
+            if not path.startswith(head):
+                continue
+            if not parts:
+                if not anchored or len(path) == len(head):
+                    return rule
+            elif _wildcards_match(path, len(head), parts, anchored):
                 return rule
         return None
 
@@ -107,24 +117,22 @@ class TdmFile(NamedTuple):
         ]
 
 
-# Each request asks every rule of its origin's file until one matches.
-_normal_pattern = lru_cache(maxsize=4096)(normalize_pattern)
+class _Pattern(NamedTuple):
+    head: str
+    parts: tuple[str, ...]
+    anchored: bool
 
 
-def _matches(pattern: str, path: str) -> bool:
-    """Whether a normalised ``location`` matches a normalised path: a prefix
-    match, ``*`` any run of characters, a final ``$`` the end of the path
-    (section 6.1.1, the robots.txt syntax)."""
+def _pattern(location: str) -> _Pattern:
+    """A ``location`` ready to match normalised paths: a prefix match, ``*``
+    any run of characters, a final ``$`` the end of the path (section
+    6.1.1, the robots.txt syntax), escapes in RFC 9309's canonical form."""
+    pattern = normalize_pattern(location)
     anchored = pattern.endswith("$")
     if anchored:
         pattern = pattern[:-1]
-    parts = pattern.split("*")
-    head = parts[0]
-    if not path.startswith(head):
-        return False
-    if len(parts) == 1:
-        return not anchored or len(path) == len(head)
-    return _wildcards_match(path, len(head), tuple(parts[1:]), anchored)
+    head, *parts = pattern.split("*")
+    return _Pattern(head, tuple(parts), anchored)
 
 
 def parse_file(body: bytes | str, base: str = "") -> TdmFile:
@@ -151,7 +159,11 @@ def parse_file(body: bytes | str, base: str = "") -> TdmFile:
             rules.append(rule)
         if problem:
             problems.append(f"rule {index + 1}: {problem}")
-    return TdmFile(tuple(rules), tuple(problems))
+    patterns = tuple(_pattern(rule.location) for rule in rules)
+    if len(problems) > MAX_PROBLEMS:
+        more = len(problems) - MAX_PROBLEMS
+        problems[MAX_PROBLEMS:] = [f"and {more} more"]
+    return TdmFile(tuple(rules), tuple(problems), patterns)
 
 
 def _rule(index: int, element: Any, base: str) -> tuple[TdmRule | None, str]:

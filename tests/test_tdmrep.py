@@ -265,3 +265,9 @@ def test_the_first_match_wins(rules: list[tuple[str, int]], path: str) -> None:
         ).rule_for(url)
     ]
     assert found == (alone[0] if alone else None)
+
+
+def test_problems_are_bounded() -> None:
+    tdm_file = parse_file(json.dumps([1] * 5000))
+    assert len(tdm_file.problems) == 11
+    assert tdm_file.problems[-1] == "and 4990 more"

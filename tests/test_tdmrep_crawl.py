@@ -264,6 +264,13 @@ async def test_redirected_file_is_followed(make_server: Callable[..., Server]) -
     crawler = await crawl([server.url("/x"), server.url("/y")], TRAIN)
     assert crawler.spider.crawled == [server.url("/y")]  # type: ignore[union-attr]
     assert server.count("/tdm/real.json") == 1
+    # A redirect loop: no file after ROBOTS_MAX_REDIRECTS hops (missing).
+    looping = make_server()
+    looping.route(TDM, status=302, headers={"Location": TDM})
+    crawler = await crawl([looping.url("/x")], {**TRAIN, "ROBOTS_MAX_REDIRECTS": 3})
+    assert crawler.spider.crawled == [looping.url("/x")]  # type: ignore[union-attr]
+    assert looping.count(TDM) == 4
+    assert stats(crawler)["robots/tdm/file/missing"] == 1
 
 
 @coroutine_test
@@ -402,3 +409,25 @@ def test_check_shows_a_missing_file(
     assert row.endswith(
         f"tdm-reservation unset (tdmrep.json missing: {server.url(TDM)})"
     )
+
+
+@coroutine_test
+async def test_memory_keeps_files_within_its_bounds(
+    make_server: Callable[..., Server],
+) -> None:
+    """Files of many origins: what the process keeps stays within
+    ROBOTS_MEMORY_MAX_BYTES (counted), the least recently used dropped."""
+    servers = [make_server() for _ in range(4)]
+    rules = [{"location": f"/p{i}/", "tdm-reservation": 1} for i in range(40)]
+    for server in servers:
+        server.route(TDM, json.dumps(rules))
+    crawler = make_crawler({**TRAIN, "ROBOTS_MEMORY_MAX_BYTES": 45_000})
+    await crawler.crawl_async(urls=[s.url("/a") for s in servers])
+    middleware = crawler.get_downloader_middleware(TdmMiddleware)
+    assert middleware is not None
+    one = next(iter(middleware._sizes.values()))
+    # 40 rules of ~460 bytes each: two files fit, not three.
+    assert 15_000 < one < 22_500
+    assert len(middleware._entries) == 2
+    assert middleware.size == sum(middleware._sizes.values()) <= 45_000
+    assert set(middleware._entries) < {s.url(TDM) for s in servers}
