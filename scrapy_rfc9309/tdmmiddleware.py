@@ -567,12 +567,16 @@ class TdmItemsMiddleware:
         return state
 
     def process_spider_input(self, response: Response) -> None:
-        self.state(response)
+        if not response.meta.get("dont_obey_robotstxt"):
+            self.state(response)
 
     async def process_spider_output(
         self, response: Response | None, result: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:
-        state = None if response is None else self.state(response)
+        state = None
+        # dont_obey_robotstxt: the request opted out of TDMRep too.
+        if response is not None and not response.meta.get("dont_obey_robotstxt"):
+            state = self.state(response)
         async for output in result:
             if (
                 state is None

@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from scrapy import signals
+import redis
+from scrapy import Request, signals
 from scrapy.http import Response
 
+from scrapy_rfc9309.stores.redis import RedisStore
+from scrapy_rfc9309.stores.sqlite import SQLiteStore
 from scrapy_rfc9309.tdmmiddleware import TdmItemsMiddleware, TdmMiddleware, is_tdm
 from tests.crawl_helpers import RecordingSpider, crawl, make_crawler, stats
 from tests.fleet_crawl import Worker, spawn
@@ -431,3 +435,99 @@ async def test_memory_keeps_files_within_its_bounds(
     assert len(middleware._entries) == 2
     assert middleware.size == sum(middleware._sizes.values()) <= 45_000
     assert set(middleware._entries) < {s.url(TDM) for s in servers}
+
+
+class OptingOut(ItemSpider):
+    async def start(self) -> AsyncIterator[Any]:
+        for url in self.urls:
+            yield Request(url, callback=self.parse, meta={"dont_obey_robotstxt": True})
+
+
+@coroutine_test
+async def test_dont_obey_robotstxt_skips_tdmrep(server: Server) -> None:
+    server.route(TDM, json.dumps([{"location": "/", "tdm-reservation": 1}]))
+    server.route("/h", "<html></html>", headers={**HTML, "tdm-reservation": "1"})
+    crawler = make_crawler(TRAIN, OptingOut)
+    items: list[Any] = []
+
+    def scraped(item: Any) -> None:
+        items.append(item)
+
+    crawler.signals.connect(scraped, signal=signals.item_scraped)
+    await crawler.crawl_async(urls=[server.url("/h")])
+    assert items == [{"url": server.url("/h")}]
+    assert server.count(TDM) == 0
+    assert "robots/tdm/items_dropped" not in stats(crawler)
+
+
+def test_two_workers_sharing_redis_fetch_the_file_once(
+    make_server: Callable[..., Server],
+    tmp_path: Path,
+    redis_server: Any,
+    redis_prefix: str,
+) -> None:
+    servers = []
+    for _ in range(3):
+        server = make_server()
+        server.route(
+            TDM, json.dumps([{"location": "/r/", "tdm-reservation": 1}]), delay=1.0
+        )
+        servers.append(server)
+    urls = [s.url(p) for s in servers for p in ("/a", "/r/b")]
+    settings = {
+        **TRAIN,
+        "ROBOTS_STORE": "redis",
+        "ROBOTS_STORE_URL": redis_server.url,
+        "ROBOTS_STORE_PREFIX": redis_prefix,
+    }
+    workers = [
+        spawn(
+            "tests.fleet_crawl",
+            {"urls": urls, "settings": settings, "reactorless": bool(i)},
+            tmp_path,
+            f"worker-{i}",
+        )
+        for i in range(2)
+    ]
+    try:
+        results = [worker.wait() for worker in workers]
+    finally:
+        for worker in workers:
+            worker.kill()
+    assert [s.count(TDM) for s in servers] == [1, 1, 1]
+    for result in results:
+        assert result["robots/forbidden/tdm_reservation"] == 3
+        assert "robots/store/errors" not in result
+    client = redis.Redis.from_url(redis_server.url)
+    assert len(list(client.scan_iter(match=f"{redis_prefix}record:*"))) == 3
+    assert not list(client.scan_iter(match=f"{redis_prefix}lease:*"))
+    client.close()
+
+
+@coroutine_test
+async def test_records_expire_and_damaged_ones_are_fetched_again(
+    server: Server, redis_server: Any, redis_prefix: str, tmp_path: Path
+) -> None:
+    sqlite = SQLiteStore(tmp_path / "r.db")
+    redis_store = RedisStore(redis_server.url, prefix=redis_prefix)
+    for store in (sqlite, redis_store):
+        await store.put_record("k", "v", time.time() + 60)
+        assert await store.get_record("k") == "v"
+        await store.put_record("k", "v", time.time() - 1)
+        assert await store.get_record("k") is None
+        await store.close()
+    # A record written by hand (another program, a damaged entry): missing.
+    client = redis.Redis.from_url(redis_server.url)
+    client.set(f"{redis_prefix}record:{server.url(TDM)}", b"\xff{not json")
+    client.close()
+    server.route(TDM, json.dumps([{"location": "/r", "tdm-reservation": 1}]))
+    settings = {
+        **TRAIN,
+        "ROBOTS_STORE": "redis",
+        "ROBOTS_STORE_URL": redis_server.url,
+        "ROBOTS_STORE_PREFIX": redis_prefix,
+    }
+    crawler = await crawl([server.url("/r"), server.url("/a")], settings)
+    assert crawler.spider.crawled == [server.url("/a")]  # type: ignore[union-attr]
+    assert server.count(TDM) == 1
+    assert "robots/store/errors" not in stats(crawler)
