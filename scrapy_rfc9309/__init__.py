@@ -3,7 +3,8 @@
 The engine (``parse``, ``is_allowed``, ``explain``, ``stringify``, ``lint``,
 ``Outcome``, ...) is pure Python: importing it does not import Scrapy or
 Twisted.  The Scrapy components (``Addon``, ``RobotsMiddleware``,
-``DirectivesMiddleware``, ``UsageMiddleware``, ``RobotsDisallowed``,
+``DirectivesMiddleware``, ``UsageMiddleware``, ``LicensesMiddleware``,
+``TdmMiddleware``, ``TdmItemsMiddleware``, ``RobotsDisallowed``,
 ``RobotParser``) are imported on first use.
 """
 
@@ -40,9 +41,11 @@ from .usage import usage_explained, usage_preferences
 
 if TYPE_CHECKING:
     from .addon import Addon
+    from .licensemiddleware import LicensesMiddleware
     from .middleware import RobotsDisallowed, RobotsMiddleware
     from .parser import RobotParser
     from .spidermiddleware import DirectivesMiddleware
+    from .tdmmiddleware import TdmItemsMiddleware, TdmMiddleware
     from .usagemiddleware import UsageMiddleware
 
 __version__ = "0.1.0"
@@ -52,9 +55,12 @@ __version__ = "0.1.0"
 _LAZY = {
     "Addon": "addon",
     "DirectivesMiddleware": "spidermiddleware",
+    "LicensesMiddleware": "licensemiddleware",
     "RobotParser": "parser",
     "RobotsDisallowed": "middleware",
     "RobotsMiddleware": "middleware",
+    "TdmItemsMiddleware": "tdmmiddleware",
+    "TdmMiddleware": "tdmmiddleware",
     "UsageMiddleware": "usagemiddleware",
 }
 
@@ -66,12 +72,15 @@ __all__ = [
     "DirectivesMiddleware",
     "Document",
     "Group",
+    "LicensesMiddleware",
     "Matcher",
     "Outcome",
     "RobotParser",
     "RobotsDisallowed",
     "RobotsMiddleware",
     "Rule",
+    "TdmItemsMiddleware",
+    "TdmMiddleware",
     "UsageMiddleware",
     "UsageRule",
     "compile",

@@ -45,6 +45,11 @@ DEFAULTS: dict[str, Any] = {
     "ROBOTS_STORE": "memory",
     "ROBOTS_STORE_PREFIX": "robots:",
     "ROBOTS_STORE_URL": None,
+    # TDMRep: "drop" for a crawl whose ROBOTS_PURPOSES is text and data
+    # mining (see tdmmiddleware), "annotate", or "off".
+    "ROBOTS_TDMREP": "drop",
+    # Seconds an origin's tdmrep.json may take (its requests wait for it).
+    "ROBOTS_TDMREP_TIMEOUT": 30,
     "ROBOTS_UNREACHABLE_GRACE": 2_592_000,
     "ROBOTS_UNREACHABLE_LIFETIME": 600,
     "ROBOTS_USAGE": "drop",

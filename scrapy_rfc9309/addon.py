@@ -26,8 +26,18 @@ SPIDER_PRIORITY = 550
 DIRECTIVES_MIDDLEWARE = "scrapy_rfc9309.spidermiddleware.DirectivesMiddleware"
 SITEMAPS_MIDDLEWARE = "scrapy_rfc9309.sitemaps.SitemapsMiddleware"
 USAGE_MIDDLEWARE = "scrapy_rfc9309.usagemiddleware.UsageMiddleware"
+LICENSES_MIDDLEWARE = "scrapy_rfc9309.licensemiddleware.LicensesMiddleware"
+TDM_MIDDLEWARE = "scrapy_rfc9309.tdmmiddleware.TdmMiddleware"
+TDM_ITEMS_MIDDLEWARE = "scrapy_rfc9309.tdmmiddleware.TdmItemsMiddleware"
+#: Right after RobotsMiddleware: the TDMRep file is read for the requests
+#: robots.txt lets through.
+TDM_PRIORITY = 105
 #: Beside DirectivesMiddleware: both judge the items of a page.
 USAGE_PRIORITY = 560
+#: Beside them: it only records.
+LICENSES_PRIORITY = 570
+#: Beside them too: it judges the items of a page.
+TDM_ITEMS_PRIORITY = 565
 #: Near the spider (after Depth, 900): the sitemap requests it puts in place
 #: of a SitemapSpider's robots.txt start requests pass every other one.
 SITEMAPS_PRIORITY = 950
@@ -41,7 +51,11 @@ class Addon:
     chain whatever ``ROBOTSTXT_OBEY`` says, and installs
     :class:`~scrapy_rfc9309.RobotsMiddleware`,
     :class:`~scrapy_rfc9309.DirectivesMiddleware`,
-    :class:`~scrapy_rfc9309.usagemiddleware.UsageMiddleware` and
+    :class:`~scrapy_rfc9309.usagemiddleware.UsageMiddleware`,
+    :class:`~scrapy_rfc9309.licensemiddleware.LicensesMiddleware`,
+    :class:`~scrapy_rfc9309.tdmmiddleware.TdmMiddleware` and
+    :class:`~scrapy_rfc9309.tdmmiddleware.TdmItemsMiddleware` (TDMRep, for a
+    text and data mining crawl) and
     :class:`~scrapy_rfc9309.sitemaps.SitemapsMiddleware` unless the project
     placed (or disabled, with ``None``) them itself.
     """
@@ -66,7 +80,16 @@ class Addon:
             settings, "SPIDER_MIDDLEWARES", USAGE_MIDDLEWARE, USAGE_PRIORITY
         )
         _setdefault_by_path(
+            settings, "SPIDER_MIDDLEWARES", LICENSES_MIDDLEWARE, LICENSES_PRIORITY
+        )
+        _setdefault_by_path(
             settings, "SPIDER_MIDDLEWARES", SITEMAPS_MIDDLEWARE, SITEMAPS_PRIORITY
+        )
+        _setdefault_by_path(
+            settings, "DOWNLOADER_MIDDLEWARES", TDM_MIDDLEWARE, TDM_PRIORITY
+        )
+        _setdefault_by_path(
+            settings, "SPIDER_MIDDLEWARES", TDM_ITEMS_MIDDLEWARE, TDM_ITEMS_PRIORITY
         )
 
 

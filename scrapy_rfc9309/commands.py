@@ -40,11 +40,13 @@ from .addon import Addon
 from .fetch import RobotsFetcher
 from .lint import CODES, Diagnostic, lint
 from .match import Decision, content_signals, crawl_delay, product_token
-from .middleware import RobotsDisallowed, RobotsMiddleware
+from .middleware import LICENSES_META_KEY, RobotsDisallowed, RobotsMiddleware
 from .outcome import Lifetimes, Outcome, explain_by
 from .parse import PROFILES, Rule, UsageRule
 from .profiles import RULES, selector_for
 from .stringify import rule_line, signal_text, usage_line
+from .tdmmiddleware import META_KEY as TDM_META_KEY
+from .tdmmiddleware import TdmMiddleware
 from .urls import robots_url
 from .usage import refused, usage_explained
 
@@ -107,6 +109,11 @@ class _Row:
     #: (empty when robots.txt disallows it), and the rules that gave them.
     usage: dict[str, bool | None] = field(default_factory=dict)
     usage_rules: tuple[UsageRule, ...] = ()
+    #: robots.txt's RSL License URLs for the agent (recorded, not obeyed).
+    licenses: tuple[str, ...] = ()
+    #: What the origin's TDMRep file says of the URL (``robots_tdm``), for
+    #: a text and data mining crawl that robots.txt lets fetch it.
+    tdm: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         rule = self.rule
@@ -146,6 +153,8 @@ class _Row:
                 }
                 for rule in self.usage_rules
             ],
+            "licenses": list(self.licenses),
+            "tdm": self.tdm,
         }
 
     def to_text(self) -> str:
@@ -179,7 +188,27 @@ class _Row:
                 f"{key}={'y' if value else 'n'}" for key, value in known.items()
             )
             parts.append(f"content-usage {values} (line {lines})")
+        if self.licenses:
+            parts.append("license " + " ".join(self.licenses))
+        if self.tdm is not None:
+            parts.append(_tdm_text(self.tdm))
         return "  ".join(parts)
+
+
+def _tdm_text(tdm: dict[str, Any]) -> str:
+    """A row's TDMRep part: the reservation, and the file's rule behind it."""
+    reservation = tdm["reservation"]
+    text = f"tdm-reservation {'unset' if reservation is None else reservation}"
+    rule = tdm["rule"]
+    if rule is not None:
+        text += f" (rule {rule['index'] + 1}: {rule['location']} {tdm['file']})"
+    elif tdm["file_status"] == "parsed":
+        text += f" (no rule in {tdm['file']})"
+    else:
+        text += f" (tdmrep.json {tdm['file_status']}: {tdm['file']})"
+    if tdm["policy"]:
+        text += f" policy {tdm['policy']}"
+    return text
 
 
 @dataclass(frozen=True)
@@ -240,7 +269,15 @@ async def _check_one(middleware: RobotsMiddleware, url: str, request: Request) -
     usage, usage_rules = (
         ({}, ()) if rules is None else usage_explained(rules, agent, request.url)
     )
+    licenses = tuple(entry["url"] for entry in request.meta.get(LICENSES_META_KEY, ()))
+    tdm_middleware = middleware.crawler.get_downloader_middleware(TdmMiddleware)
     note = ""
+    if decision.allowed and tdm_middleware is not None:
+        try:
+            await tdm_middleware.process_request(request)
+        except RobotsDisallowed as exc:
+            decision = exc.decision
+            note = f"TDMRep {exc.origin}"
     if decision.reason == "content_signal":
         note = ", ".join(
             f"Content-Signal {purpose}=no"
@@ -270,6 +307,8 @@ async def _check_one(middleware: RobotsMiddleware, url: str, request: Request) -
         signals,
         usage,
         usage_rules,
+        licenses,
+        request.meta.get(TDM_META_KEY),
     )
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "DirectiveSet",
     "directives_for",
     "merge",
+    "meta_contents",
     "parse_directives",
     "stringify_directives",
 ]
@@ -475,6 +476,19 @@ def _robots_meta(text: str, token: str) -> Iterator[tuple[str, str]]:
         name = attributes.get("name", "").strip().lower()
         if name in ("robots", token) and "content" in attributes:
             yield name, attributes["content"]
+
+
+def meta_contents(text: str, name: str, *, first: bool = False) -> Iterator[str]:
+    """The ``content`` of each ``<meta name="{name}">`` of an HTML page (the
+    name matched ASCII case-insensitively), found as robots meta tags are:
+    one linear scan, comments and scripts skipped; only the first with
+    ``first``."""
+    name = name.lower()
+    for found, content in _robots_meta(text, name):
+        if found == name:
+            yield content
+            if first:
+                return
 
 
 def _is_html(response: Any) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request, signals
@@ -301,7 +301,12 @@ class RobotsFetcher:
         )
 
     async def download(
-        self, url: str, origin: str, *, redirects: bool = False
+        self,
+        url: str,
+        origin: str,
+        *,
+        redirects: bool = False,
+        meta: dict[str, Any] | None = None,
     ) -> tuple[Response, BoundedDecoder]:
         """Download ``url`` for ``origin``'s robots.txt: the response (its
         body as it came, encoded, no more of it than it took to know the
@@ -309,7 +314,8 @@ class RobotsFetcher:
         + 1`` bytes (``cut`` past the limit, ``error`` if undecodable).
 
         ``redirects``: let RedirectMiddleware follow them (the ``lint``
-        command), rather than returning the 3xx.
+        command, the TDMRep file), rather than returning the 3xx; ``meta``:
+        more request meta (a ``download_timeout``).
         """
         body = _Body(self.max_bytes)
         request = Request(
@@ -326,6 +332,7 @@ class RobotsFetcher:
                 # ROBOTS_MAX_BYTES is the limit, counted decoded: the transfer
                 # stops there, and DOWNLOAD_MAXSIZE never fails a robots.txt.
                 "download_maxsize": 0,
+                **(meta or {}),
             },
             dont_filter=True,
         )

@@ -77,11 +77,20 @@ _T = TypeVar("_T")
 
 REFUSED = ("allow", "disallow")
 #: The causes of a dropped request (``robots/forbidden/<cause>``).
-CAUSES = ("rule", "unreachable", "crawl_delay", "content_signal", "content_usage")
+CAUSES = (
+    "rule",
+    "unreachable",
+    "crawl_delay",
+    "content_signal",
+    "content_usage",
+    "tdm_reservation",
+)
 #: Request (and so response) meta key of the usage preferences that apply
 #: (robots.txt's here; combined with the response header's by
 #: :class:`~scrapy_rfc9309.usagemiddleware.UsageMiddleware`).
 USAGE_META_KEY = "robots_usage"
+# robots.txt's License lines for the request (scrapy_rfc9309.licenses).
+LICENSES_META_KEY = "robots_licenses"
 
 
 class RobotsDisallowed(IgnoreRequest):
@@ -90,7 +99,8 @@ class RobotsDisallowed(IgnoreRequest):
     ``decision`` is the :class:`~scrapy_rfc9309.match.Decision` (its
     ``rule`` is the deciding rule, with its line, when there is one),
     ``origin`` the robots.txt URL, and ``cause`` one of ``rule``,
-    ``unreachable``, ``crawl_delay``, ``content_signal`` and ``content_usage``.
+    ``unreachable``, ``crawl_delay``, ``content_signal``, ``content_usage`` and
+    ``tdm_reservation`` (the origin's TDMRep file; ``origin`` is then its URL).
     """
 
     def __init__(self, decision: Decision, origin: str, cause: str) -> None:
@@ -183,9 +193,12 @@ class RobotsMiddleware:
         """Drop ``request`` (:class:`RobotsDisallowed`) unless robots.txt allows it."""
         # The per-request path, written for speed: with the origin's outcome
         # in memory and fresh, this is a dict lookup and a matcher call.
+        meta = request.meta
         if self.usage_purposes:
             # Spiders pass meta on: a page's preferences are not its links'.
-            request.meta.pop(USAGE_META_KEY, None)
+            meta.pop(USAGE_META_KEY, None)
+        # Nor its licences.
+        meta.pop(LICENSES_META_KEY, None)
         if request.meta.get("dont_obey_robotstxt"):
             return
         parts = urlparse_cached(request)
@@ -199,6 +212,10 @@ class RobotsMiddleware:
             entry = await self._obtain(origin, request)
             now = self.clock()
         outcome = entry.outcome
+        if entry.licenses:
+            meta[LICENSES_META_KEY] = [
+                {"url": url, "source": "robots.txt"} for url in entry.licenses
+            ]
         decision = explain_compiled(outcome, entry.matcher, request.url, now)
         if not decision.allowed:
             self._forbid(

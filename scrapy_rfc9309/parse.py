@@ -13,6 +13,7 @@ from dataclasses import FrozenInstanceError, dataclass, field, replace
 from itertools import compress
 from typing import Any, NamedTuple
 
+from .licenses import license_records
 from .profiles import (
     BING,
     GOOGLE,
@@ -217,13 +218,16 @@ class Document:
     def for_agent(self, user_agent: str) -> Document:
         """Only what is needed to answer for ``user_agent``.
 
-        The groups that apply to it merged into one group (or none), and the
-        sitemaps.  Matching it for that agent gives the same decisions and
-        line numbers as matching the whole document.
+        The groups that apply to it merged into one group (or none), the
+        sitemaps and the ``License`` records that apply to it.  Matching it
+        for that agent gives the same decisions and line numbers as matching
+        the whole document.
         """
         groups = applicable_groups(self, product_token(user_agent))
         merged = () if not groups else (merge_groups(groups),)
-        return Document(merged, self.sitemaps, (), self.profile)
+        # The RSL License lines for the agent (scrapy_rfc9309.licenses).
+        licenses = license_records(self.records, self.groups, groups)
+        return Document(merged, self.sitemaps, licenses, self.profile)
 
     def without_lines(self) -> Document:
         """This document with every line number set to 0, to compare content:

@@ -57,6 +57,7 @@ def test_addon_respects_middlewares_placed_by_the_project() -> None:
     assert downloader == {
         "scrapy_rfc9309.RobotsMiddleware": 120,
         RobotsTxtMiddleware: None,
+        "scrapy_rfc9309.tdmmiddleware.TdmMiddleware": 105,
     }
     spider = settings.getdict("SPIDER_MIDDLEWARES")
     assert spider["scrapy_rfc9309.DirectivesMiddleware"] is None

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from scrapy import Request
 
-from tests.crawl_helpers import RecordingSpider, crawl, stats
+from tests.crawl_helpers import RecordingSpider, crawl
+from tests.crawl_helpers import stats as all_stats
 from tests.server import Server
 from tests.utils import coroutine_test
 
@@ -33,6 +34,16 @@ def _forbidden(count: int, cause: str = "content_signal") -> dict[str, int]:
 
 
 PARSED_ONCE = {"robots/fetch_count": 1, "robots/outcome/parsed": 1}
+
+
+def stats(crawler: Any) -> dict[str, Any]:
+    """robots.txt's stats: a training crawl also reads each origin's TDMRep
+    file (``robots/tdm/*``, counted in tests/test_tdmrep_crawl.py)."""
+    return {
+        key: value
+        for key, value in all_stats(crawler).items()
+        if not key.startswith("robots/tdm/")
+    }
 
 
 @coroutine_test

@@ -161,6 +161,15 @@ BAD = {
         "ROBOTS_UNREACHABLE_LIFETIME must be a number of seconds from 0 to"
         " 1,000,000,000 (such as 600), not True",
     ),
+    "ROBOTS_TDMREP": (
+        "maybe",
+        "ROBOTS_TDMREP must be one of 'drop', 'annotate', 'off', not 'maybe'",
+    ),
+    "ROBOTS_TDMREP_TIMEOUT": (
+        0,
+        "ROBOTS_TDMREP_TIMEOUT must be a number of seconds more than 0"
+        " (such as 30), not 0",
+    ),
     "ROBOTS_USAGE": (
         "maybe",
         "ROBOTS_USAGE must be one of 'drop', 'annotate', 'off', not 'maybe'",
@@ -180,6 +189,8 @@ CONTEXT: dict[str, dict[str, Any]] = {
     "ROBOTS_SITEMAP_MAX_REQUESTS": {"ROBOTS_SITEMAPS": True},
     "ROBOTS_SITEMAP_OTHER_SITES": {"ROBOTS_SITEMAPS": True},
     "ROBOTS_STORE_PREFIX": {"ROBOTS_STORE": "redis"},
+    "ROBOTS_TDMREP": {"ROBOTS_PURPOSES": ["train-ai"]},
+    "ROBOTS_TDMREP_TIMEOUT": {"ROBOTS_PURPOSES": ["train-ai"]},
     "ROBOTS_STORE_URL": {"ROBOTS_STORE": "redis"},
 }
 

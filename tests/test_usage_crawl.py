@@ -141,6 +141,10 @@ async def test_a_train_ai_crawl_obeys_the_rule_and_the_header(
         "robots/forbidden/rule": 1,
         "robots/forbidden/content_usage": 1,
         "robots/usage/items_dropped": 2,
+        # A training crawl reads TDMRep too: the server's catch-all HTML page
+        # is no tdmrep.json.
+        "robots/tdm/fetch_count": 1,
+        "robots/tdm/file/invalid": 1,
     }
     assert "Content-Usage refuses train-ai" in caplog.text
 

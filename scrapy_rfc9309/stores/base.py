@@ -89,6 +89,21 @@ class OutcomeStore(ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} keeps no turns")
 
+    async def get_record(self, key: str) -> str | None:
+        """The text stored under ``key`` by :meth:`put_record`, or ``None``.
+
+        Records are what the package keeps beside outcomes (an origin's
+        TDMRep file, ``key`` its URL).  Optional: a store that keeps none
+        raises ``NotImplementedError`` (the default), and the records then
+        stay in this process's memory.
+        """
+        raise NotImplementedError(f"{type(self).__name__} keeps no records")
+
+    async def put_record(self, key: str, value: str, retain_until: float) -> None:
+        """Store ``value`` under ``key`` until ``retain_until`` (seconds since
+        the epoch); see :meth:`get_record`."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no records")
+
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources; called when the spider closes."""
 

@@ -17,8 +17,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from .._settings import positive_int, robots_user_agent
+from ..licenses import robots_licenses
 from ..match import compile
 from ..outcome import PARSED
+from ..parse import Document, Record
 from .base import OutcomeStore
 
 if TYPE_CHECKING:
@@ -46,6 +48,8 @@ class Entry(NamedTuple):
     #: The sitemaps of the document of ``outcome.rules``, one a line (one
     #: string takes far less memory than a tuple of them).
     sitemaps: str = ""
+    #: The RSL License URLs of that document for the agent.
+    licenses: tuple[str, ...] = ()
 
     def restored(self) -> Outcome:
         """The outcome with a document that answers for the agent as the
@@ -56,6 +60,11 @@ class Entry(NamedTuple):
             return outcome
         sitemaps = self.sitemaps
         document = matcher.document(tuple(sitemaps.split("\n")) if sitemaps else ())
+        if self.licenses:
+            records = tuple(Record("license", url, 0) for url in self.licenses)
+            document = Document(
+                document.groups, document.sitemaps, records, document.profile
+            )
         if outcome.kind == PARSED:
             return replace(outcome, document=document)
         return replace(outcome, fallback=document)
@@ -66,10 +75,13 @@ def new_entry(outcome: Outcome, user_agent: str | None) -> Entry:
     ``user_agent`` (``None``: the whole outcome, matched for ``*``)."""
     rules = outcome.rules
     matcher = None if rules is None else compile(rules, user_agent or "*")
+    licenses = () if rules is None else robots_licenses(rules, user_agent or "*")
     if user_agent is None:
-        return Entry(outcome, matcher)
+        return Entry(outcome, matcher, "", licenses)
     sitemaps = "" if rules is None else "\n".join(rules.sitemaps)
-    return Entry(replace(outcome, document=None, fallback=None), matcher, sitemaps)
+    return Entry(
+        replace(outcome, document=None, fallback=None), matcher, sitemaps, licenses
+    )
 
 
 # What an entry costs beyond its text, in bytes: measured with tracemalloc by
@@ -189,6 +201,8 @@ def entry_size(origin: str, entry: Entry) -> int:
     if entry.sitemaps:
         # One string, one a line: its text and its object's header.
         size += _STRING_BYTES + _chars(entry.sitemaps, _TEXT_CHAR)
+    for url in entry.licenses:
+        size += _STRING_BYTES + _chars(url, _TEXT_CHAR)
     if entry.matcher is not None and not documents:
         # Kept for one agent: the matcher alone holds the rules that apply.
         size += _matcher_size(entry.matcher)

@@ -192,6 +192,20 @@ class RedisStore(OutcomeStore):
         else:
             await self._call(self._client.set(key, encode(outcome), px=ttl_ms))
 
+    async def get_record(self, key: str) -> str | None:
+        data = await self._call(self._client.get(self._key("record", key)))
+        if data is None:
+            return None
+        return data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)
+
+    async def put_record(self, key: str, value: str, retain_until: float) -> None:
+        name = self._key("record", key)
+        ttl_ms = int((retain_until - time.time()) * 1000)
+        if ttl_ms <= 0:
+            await self._call(self._client.delete(name))
+        else:
+            await self._call(self._client.set(name, value, px=ttl_ms))
+
     async def acquire(self, origin: str, ttl: float) -> bool:
         token = uuid.uuid4().hex
         taken = await self._call(

@@ -55,6 +55,9 @@ _SCHEMA = (
     # table added to schema 1 (older versions never read it).
     "CREATE TABLE IF NOT EXISTS turns ("
     " origin TEXT PRIMARY KEY, next_free REAL NOT NULL)",
+    # Records kept beside outcomes (TDMRep files), added to schema 1 too.
+    "CREATE TABLE IF NOT EXISTS records ("
+    " key TEXT PRIMARY KEY, value TEXT NOT NULL, retain_until REAL NOT NULL)",
     f"PRAGMA user_version = {SCHEMA_VERSION}",
 )
 
@@ -130,6 +133,13 @@ class SQLiteStore(OutcomeStore):
 
     async def put(self, origin: str, outcome: Outcome) -> None:
         await self._run(self._put, origin, encode(outcome), outcome.retain_until)
+
+    async def get_record(self, key: str) -> str | None:
+        data = await self._run(self._get_record, key)
+        return None if data is None else data.decode("utf-8", "replace")
+
+    async def put_record(self, key: str, value: str, retain_until: float) -> None:
+        await self._run(self._put_record, key, value, retain_until)
 
     async def acquire(self, origin: str, ttl: float) -> bool:
         token = uuid.uuid4().hex
@@ -230,6 +240,7 @@ class SQLiteStore(OutcomeStore):
         connection.execute("DELETE FROM outcomes WHERE retain_until <= ?", (now,))
         connection.execute("DELETE FROM leases WHERE expires_at <= ?", (now,))
         connection.execute("DELETE FROM turns WHERE next_free <= ?", (now,))
+        connection.execute("DELETE FROM records WHERE retain_until <= ?", (now,))
 
     def _get(self, origin: str) -> bytes | None:
         row = (
@@ -261,6 +272,32 @@ class SQLiteStore(OutcomeStore):
         self._writes += 1
         if self._writes % _PURGE_EVERY == 0:
             self._purge(db)
+
+    def _get_record(self, key: str) -> bytes | None:
+        row = (
+            self._db()
+            .execute(
+                "SELECT value FROM records WHERE key = ? AND retain_until > ?",
+                (key, self.clock()),
+            )
+            .fetchone()
+        )
+        if row is None:
+            return None
+        value = row[0]
+        return value if isinstance(value, bytes) else str(value).encode()
+
+    def _put_record(self, key: str, value: str, retain_until: float) -> None:
+        db = self._db()
+        if retain_until <= self.clock():
+            db.execute("DELETE FROM records WHERE key = ?", (key,))
+            return
+        db.execute(
+            "INSERT OR REPLACE INTO records (key, value, retain_until)"
+            " VALUES (?, ?, ?)",
+            (key, value, retain_until),
+        )
+        self._writes += 1
 
     def _acquire(self, origin: str, token: str, ttl: float) -> bool:
         now = self.clock()
