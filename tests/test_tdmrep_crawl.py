@@ -80,7 +80,10 @@ async def test_file_rules_drop_reserved_requests(
         "/directory-b/images/cat.jpg",
         "/directory-c/x.html",
     ]
-    with caplog.at_level(logging.DEBUG, "scrapy_rfc9309.tdmmiddleware"):
+    with (
+        caplog.at_level(logging.INFO),
+        caplog.at_level(logging.DEBUG, "scrapy_rfc9309.tdmmiddleware"),
+    ):
         crawler = await crawl([server.url(p) for p in paths], TRAIN, ItemSpider)
     spider = crawler.spider
     assert isinstance(spider, ItemSpider)
@@ -104,6 +107,11 @@ async def test_file_rules_drop_reserved_requests(
     ]
     assert server.url(TDM) in line
     assert 'rule 2: "location": "/directory-b/html/", "tdm-reservation": 1' in line
+    # The crawl's summary counts them with the other causes.
+    assert any(
+        "2 requests dropped (tdm_reservation 2)" in r.getMessage()
+        for r in caplog.records
+    )
     image = spider.tdm[server.url("/directory-b/images/cat.jpg")]
     assert image["reservation"] == 0
     assert image["rule"] == {"index": 2, "location": "/directory-b/images/*.jpg"}
