@@ -247,7 +247,7 @@ class SQLiteStore(OutcomeStore):
         value = row[0]
         return value if isinstance(value, bytes) else str(value).encode()
 
-    def _put(self, origin: str, data: str, retain_until: float) -> None:
+    def _put(self, origin: str, data: bytes, retain_until: float) -> None:
         db = self._db()
         if retain_until <= self.clock():
             # Nothing to keep; an older entry must not outlive its successor.
