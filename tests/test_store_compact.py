@@ -4,7 +4,9 @@ the previous form in a SQLite file and in Redis."""
 
 from __future__ import annotations
 
+import gzip
 import logging
+import random
 import sqlite3
 import time
 import zlib
@@ -199,3 +201,115 @@ async def test_an_entry_written_now_reads_in_the_next_crawl(
     assert server.count("/robots.txt") == 1
     assert crawler.spider.crawled == [server.url("/public")]
     assert DISCARDED not in stats(crawler)
+
+
+# -- F7: a bounded number of bytes per origin ------------------------------------
+
+#: F7's body: 537 bytes of gzip that decode to 512,000 bytes of ``a:`` lines.
+JUNK = gzip.compress(b"a:\n" * (512_000 // 3))
+
+
+def _random_rules(seed: int, size: int) -> bytes:
+    """``size`` bytes of distinct, incompressible Disallow rules."""
+    rng = random.Random(seed)
+    lines = [b"User-agent: *\n"]
+    total = len(lines[0])
+    while total < size:
+        line = b"Disallow: /%016x\n" % rng.getrandbits(64)
+        lines.append(line)
+        total += len(line)
+    return b"".join(lines)[:size]
+
+
+def stored_bytes(settings: dict[str, Any]) -> dict[str, int]:
+    """What the store holds per origin, in bytes: Redis's own count of each
+    key (``MEMORY USAGE``: key, value and overhead), or SQLite's length of
+    each row's entry."""
+    if settings["ROBOTS_STORE"] == "sqlite":
+        with sqlite3.connect(settings["ROBOTS_STORE_URL"]) as db:
+            rows = db.execute("SELECT origin, length(outcome) FROM outcomes")
+            return dict(rows.fetchall())
+    client = redis.Redis.from_url(settings["ROBOTS_STORE_URL"])
+    prefix = f"{settings['ROBOTS_STORE_PREFIX']}outcome:"
+    sizes = {
+        key.decode()[len(prefix) :]: int(client.memory_usage(key) or 0)
+        for key in client.scan_iter(match=f"{prefix}*")
+    }
+    client.close()
+    return sizes
+
+
+def _files_bytes(settings: dict[str, Any]) -> int:
+    """The SQLite file with its WAL, or nothing for Redis."""
+    if settings["ROBOTS_STORE"] != "sqlite":
+        return 0
+    path = Path(settings["ROBOTS_STORE_URL"])
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+@coroutine_test
+async def test_hostile_origins_keep_a_bounded_number_of_bytes_each(
+    make_server: Any, shared_store: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    # F7: 537 bytes of gzip made 2.6 MB per origin in Redis and in SQLite.
+    junk = [make_server() for _ in range(4)]
+    for server in junk:
+        server.route("/robots.txt", JUNK, headers={"Content-Encoding": "gzip"})
+    # 200,000 bytes of rules that compress to more than the bound.
+    dense = make_server()
+    dense.route("/robots.txt", _random_rules(0, 200_000))
+    servers = [*junk, dense]
+    caplog.set_level(logging.WARNING)
+    # Parsing 512,000 bytes of junk takes the loop a moment per origin: the
+    # timeout leaves room for that on a loaded machine.
+    settings = {**shared_store, "DOWNLOAD_TIMEOUT": 60}
+    crawler = await crawl([server.url("/page") for server in servers], settings)
+    assert sorted(crawler.spider.crawled) == sorted(s.url("/page") for s in servers)
+    sizes = stored_bytes(shared_store)
+    # The junk is stored, shared, in well under a kilobyte per origin.
+    assert sorted(sizes) == sorted(server.url("/robots.txt") for server in junk)
+    assert max(sizes.values()) <= 1_000
+    # The dense one, over ROBOTS_STORE_MAX_ENTRY_BYTES (64 KiB), is not.
+    assert stats(crawler)["robots/store/oversized"] == 1
+    (oversized,) = [r.getMessage() for r in caplog.records if "not shared" in r.message]
+    assert dense.url("/robots.txt") in oversized
+    assert "over ROBOTS_STORE_MAX_ENTRY_BYTES (65536)" in oversized
+    # The whole SQLite file (tables, indexes, WAL): 5 origins, not 10 MB.
+    assert _files_bytes(shared_store) <= 256 * 1024
+
+
+@coroutine_test
+async def test_an_entry_over_the_bound_is_not_shared_and_fetched_again(
+    server: Server, shared_store: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = {**shared_store, "ROBOTS_STORE_MAX_ENTRY_BYTES": 2048}
+    body = _random_rules(7, 20_000) + b"\nDisallow: /private\n"
+    server.route("/robots.txt", body)
+    urls = [server.url("/private"), server.url("/public")]
+    caplog.set_level(logging.WARNING)
+    for crawls in (1, 2):
+        crawler = await crawl(urls, settings)
+        # Judged by it all the same; each crawl (each worker) fetches it.
+        assert crawler.spider.crawled == [server.url("/public")]
+        assert server.count("/robots.txt") == crawls
+        assert stats(crawler)["robots/store/oversized"] == 1
+        assert stored_bytes(settings) == {}
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+@coroutine_test
+async def test_an_older_entry_goes_when_its_successor_is_over_the_bound(
+    server: Server, shared_store: dict[str, Any]
+) -> None:
+    # Kept (for the 30-day rule) but expired at once: fetched again next.
+    expiring = {**shared_store, "ROBOTS_CACHE_LIFETIME": 0}
+    server.route("/robots.txt", RULES)
+    await crawl([server.url("/page")], expiring)
+    assert list(stored_bytes(shared_store)) == [server.url("/robots.txt")]
+    # Now too large to store.
+    server.route("/robots.txt", _random_rules(3, 20_000))
+    settings = {**expiring, "ROBOTS_STORE_MAX_ENTRY_BYTES": 2048}
+    crawler = await crawl([server.url("/page")], settings)
+    assert server.count("/robots.txt") == 2
+    assert stats(crawler)["robots/store/oversized"] == 1
+    assert stored_bytes(shared_store) == {}

@@ -36,6 +36,11 @@ logger = logging.getLogger(__name__)
 #: origin's robots.txt fetched again.
 DISCARDED = "robots/store/discarded"
 
+#: Stats key: outcomes not written to a shared store because their entry
+#: was larger than ``ROBOTS_STORE_MAX_ENTRY_BYTES``: kept in the memory of
+#: the process that fetched them, not shared.
+OVERSIZED = "robots/store/oversized"
+
 #: What starts an entry of the compact form.
 COMPACT = b"z1:"
 
@@ -131,6 +136,20 @@ def decode(
             extra=log_extra(crawler),
         )
         return None
+
+
+def oversized(crawler: Crawler | None, origin: str, size: int, bound: int) -> None:
+    """Count and log an entry of ``origin`` of ``size`` bytes, over the
+    ``bound`` of ``ROBOTS_STORE_MAX_ENTRY_BYTES``, that is not stored."""
+    if crawler is not None and crawler.stats is not None:
+        crawler.stats.inc_value(OVERSIZED)
+    logger.warning(
+        "The robots.txt outcome of %(origin)s takes %(size)s bytes stored, over"
+        " ROBOTS_STORE_MAX_ENTRY_BYTES (%(bound)s): kept in this process only,"
+        " not shared",
+        {"origin": origin, "size": size, "bound": bound},
+        extra=log_extra(crawler),
+    )
 
 
 def log_extra(crawler: Crawler | None) -> dict[str, Any]:
