@@ -8,11 +8,17 @@ robots.txt files of Protego's test data, cycled over distinct origins, or
 with ``--small`` one short robots.txt of the common kind for all of them),
 then prints, per store: puts per second, lookups per second one at a time
 and with ``--concurrency`` lookups in flight (a lookup of a shared store
-includes reading the outcome back from its JSON), and the memory the
+includes reading the outcome back from its entry), and the memory the
 entries take per 100,000 origins: Python heap for the memory store
 (tracemalloc), the database file for SQLite, Redis's ``used_memory`` for
 Redis.  Without ``--redis-url`` a private ``redis-server`` is started on a
 free loopback port.  Not a test: figures depend on the machine.
+
+Then (or alone, with ``--entries``) what a shared store keeps per origin
+over the corpus, one origin per robots.txt file, in the previous form of an
+entry (the bare JSON) and in the compact one (issue 27): the entry's bytes,
+Redis's ``used_memory`` and the SQLite file per origin.  These depend on
+the corpus, not on the machine.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import asyncio
 import gc
 import json
 import random
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -38,15 +45,19 @@ import redis
 from benchmarks._corpus import corpus
 from scrapy_rfc9309.outcome import Lifetimes, Outcome, parsed
 from scrapy_rfc9309.parse import Document, parse
-from scrapy_rfc9309.stores._codec import encode
+from scrapy_rfc9309.stores._codec import encode, legacy_encode
 from scrapy_rfc9309.stores.base import OutcomeStore
 from scrapy_rfc9309.stores.memory import MemoryStore
 from scrapy_rfc9309.stores.redis import RedisStore
-from scrapy_rfc9309.stores.sqlite import SQLiteStore
+from scrapy_rfc9309.stores.sqlite import _SCHEMA, SQLiteStore
 
 ROOT = Path(__file__).resolve().parent.parent
 PER = 100_000
 AGENT = "ExampleBot/1.0"
+#: ``max_entry_bytes`` of the shared stores: every file of the corpus kept
+#: (docs.oracle.com's is over the default ROBOTS_STORE_MAX_ENTRY_BYTES), so
+#: that every lookup finds its entry.
+UNBOUNDED = 2**31
 
 
 @dataclass
@@ -157,7 +168,7 @@ async def bench_memory(values: list[Outcome], args: argparse.Namespace) -> Figur
 async def bench_sqlite(values: list[Outcome], args: argparse.Namespace) -> Figures:
     with tempfile.TemporaryDirectory(prefix="robots-bench-") as tmp:
         path = Path(tmp, "robots.sqlite3")
-        store = SQLiteStore(path)
+        store = SQLiteStore(path, max_entry_bytes=UNBOUNDED)
         puts = await fill(store, values, args.origins, args.concurrency)
         seq, conc = await lookups(store, args.origins, args.lookups, args.concurrency)
         await store.close()
@@ -174,7 +185,7 @@ async def bench_redis(
     client = redis.Redis.from_url(url)
     prefix = f"robots-bench-{time.time_ns()}:"
     before = int(client.info("memory")["used_memory"])
-    store = RedisStore(url, prefix=prefix)
+    store = RedisStore(url, prefix=prefix, max_entry_bytes=UNBOUNDED)
     puts = await fill(store, values, args.origins, args.concurrency)
     seq, conc = await lookups(store, args.origins, args.lookups, args.concurrency)
     used = int(client.info("memory")["used_memory"]) - before
@@ -196,7 +207,7 @@ def report(
     print(
         f"{args.origins:,} origins ({len(values):,} robots.txt"
         f" file{'s' if len(values) > 1 else ''} cycled,"
-        f" {stored:,.0f} bytes of JSON each on average), {args.lookups:,} lookups,"
+        f" {stored:,.0f} bytes stored each on average), {args.lookups:,} lookups,"
         f" {args.concurrency} in flight for the concurrent column\n"
     )
     header = (
@@ -210,6 +221,98 @@ def report(
             f"{f.store:8} {f.puts:>10,.0f} {f.lookups:>11,.0f}"
             f" {f.lookups / base.lookups:>11.4f}x {f.concurrent_lookups:>13,.0f}"
             f" {f.bytes_per_100k / 1e6:>20.1f}  {f.memory_note}"
+        )
+
+
+@dataclass
+class Entries:
+    form: str
+    mean: float
+    median: float
+    largest: int
+    redis_per_origin: float
+    sqlite_per_origin: float
+
+
+#: The two forms of an entry: what the previous version wrote, and what the
+#: stores write now.
+FORMS: dict[str, Callable[[Outcome], bytes]] = {
+    "previous (JSON)": lambda outcome: legacy_encode(outcome).encode(),
+    "compact": encode,
+}
+
+
+def entries_figures(url: str, values: list[Outcome]) -> list[Entries]:
+    """What each form of entry takes per origin, one origin per value."""
+    figures = []
+    for form, encoder in FORMS.items():
+        data = [encoder(value) for value in values]
+        sizes = sorted(len(item) for item in data)
+        figures.append(
+            Entries(
+                form,
+                sum(sizes) / len(sizes),
+                sizes[len(sizes) // 2],
+                sizes[-1],
+                _redis_bytes(url, data) / len(data),
+                _sqlite_bytes(data) / len(data),
+            )
+        )
+    return figures
+
+
+def _redis_bytes(url: str, data: list[bytes]) -> int:
+    """Redis's ``used_memory`` taken by ``data``, as the Redis store keys
+    and expires them."""
+    client = redis.Redis.from_url(url)
+    prefix = f"robots-bench-{time.time_ns()}:outcome:"
+    before = int(client.info("memory")["used_memory"])
+    pipeline = client.pipeline(transaction=False)
+    for i, item in enumerate(data):
+        pipeline.set(prefix + origin(i), item, px=86_400_000)
+    pipeline.execute()
+    used = int(client.info("memory")["used_memory"]) - before
+    keys = [prefix + origin(i) for i in range(len(data))]
+    for first in range(0, len(keys), 10_000):
+        client.delete(*keys[first : first + 10_000])
+    client.close()
+    return used
+
+
+def _sqlite_bytes(data: list[bytes]) -> int:
+    """The size of a SQLite store's file holding ``data``."""
+    with tempfile.TemporaryDirectory(prefix="robots-bench-") as tmp:
+        path = Path(tmp, "robots.sqlite3")
+        db = sqlite3.connect(path, isolation_level=None)
+        db.execute("PRAGMA journal_mode = WAL")
+        for statement in _SCHEMA:
+            db.execute(statement)
+        db.execute("BEGIN")
+        db.executemany(
+            "INSERT INTO outcomes (origin, outcome, retain_until) VALUES (?, ?, ?)",
+            ((origin(i), item, 1e10) for i, item in enumerate(data)),
+        )
+        db.execute("COMMIT")
+        db.close()
+        # Closing the last connection checkpoints the WAL into the file.
+        return sum(p.stat().st_size for p in Path(tmp).iterdir())
+
+
+def report_entries(figures: list[Entries], count: int) -> None:
+    print(
+        f"\nWhat a shared store keeps per origin over the corpus ({count:,}"
+        " robots.txt files, one origin each), in bytes\n"
+    )
+    header = (
+        f"{'entry form':16} {'mean':>8} {'median':>7} {'largest':>8}"
+        f" {'Redis per origin':>17} {'SQLite per origin':>18}"
+    )
+    print(header)
+    print("-" * len(header))
+    for f in figures:
+        print(
+            f"{f.form:16} {f.mean:>8,.0f} {f.median:>7,.0f} {f.largest:>8,}"
+            f" {f.redis_per_origin:>17,.0f} {f.sqlite_per_origin:>18,.0f}"
         )
 
 
@@ -249,6 +352,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="one short robots.txt for every origin instead of the real files",
     )
+    parser.add_argument(
+        "--entries",
+        action="store_true",
+        help="only what a shared store keeps per origin over the corpus",
+    )
     parser.add_argument("--store", choices=sorted(BENCHES), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.store:
@@ -261,8 +369,11 @@ def main(argv: list[str] | None = None) -> int:
             from tests.redis_server import RedisServer
 
             args.redis_url = stack.enter_context(RedisServer()).url
-        figures = [measure(store, args) for store in BENCHES]
-        report(figures, outcomes(args.small), args)
+        if not args.entries:
+            figures = [measure(store, args) for store in BENCHES]
+            report(figures, outcomes(args.small), args)
+        values = outcomes(small=False)
+        report_entries(entries_figures(args.redis_url, values), len(values))
     return 0
 
 

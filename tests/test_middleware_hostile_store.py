@@ -3,7 +3,6 @@ again: real crawls against loopback servers, with each store."""
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 from pathlib import Path
@@ -15,6 +14,7 @@ import redis
 from scrapy_rfc9309 import signals as robots_signals
 from scrapy_rfc9309.fetch import RobotsFetcher, _is_public
 from scrapy_rfc9309.outcome import Lifetimes, Outcome
+from scrapy_rfc9309.stores._codec import pack, unpack
 from scrapy_rfc9309.stores.redis import RedisStore
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
 from tests.crawl_helpers import crawl, make_crawler, stats
@@ -224,18 +224,18 @@ def _rewrite(settings: dict[str, Any], origin: str, how: str) -> None:
             (text,) = db.execute(
                 "SELECT outcome FROM outcomes WHERE origin = ?", (origin,)
             ).fetchone()
-            data = json.loads(text)
+            data = unpack(text)
             _tamper(data, how)
             db.execute(
                 "UPDATE outcomes SET outcome = ? WHERE origin = ?",
-                (json.dumps(data), origin),
+                (pack(data), origin),
             )
         return
     client = redis.Redis.from_url(settings["ROBOTS_STORE_URL"])
     key = f"{settings['ROBOTS_STORE_PREFIX']}outcome:{origin}"
-    data = json.loads(client.get(key))  # type: ignore[arg-type]
+    data = unpack(client.get(key))  # type: ignore[arg-type]
     _tamper(data, how)
-    client.set(key, json.dumps(data), keepttl=True)
+    client.set(key, pack(data), keepttl=True)
     client.close()
 
 

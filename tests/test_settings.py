@@ -145,6 +145,11 @@ BAD = {
         "ROBOTS_STORE must be one of 'memory', 'redis', 'sqlite' or the import"
         " path of an OutcomeStore class; '3' cannot be loaded",
     ),
+    "ROBOTS_STORE_MAX_ENTRY_BYTES": (
+        -1,
+        "ROBOTS_STORE_MAX_ENTRY_BYTES must be a whole number, 1 or more"
+        " (such as 65536), not -1",
+    ),
     "ROBOTS_STORE_PREFIX": (3, "ROBOTS_STORE_PREFIX must be text, not 3"),
     "ROBOTS_STORE_URL": (
         "sqlite:///robots.sqlite3",
@@ -188,6 +193,7 @@ CONTEXT: dict[str, dict[str, Any]] = {
     "ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT": {"ROBOTS_SITEMAPS": True},
     "ROBOTS_SITEMAP_MAX_REQUESTS": {"ROBOTS_SITEMAPS": True},
     "ROBOTS_SITEMAP_OTHER_SITES": {"ROBOTS_SITEMAPS": True},
+    "ROBOTS_STORE_MAX_ENTRY_BYTES": {"ROBOTS_STORE": "sqlite"},
     "ROBOTS_STORE_PREFIX": {"ROBOTS_STORE": "redis"},
     "ROBOTS_TDMREP": {"ROBOTS_PURPOSES": ["train-ai"]},
     "ROBOTS_TDMREP_TIMEOUT": {"ROBOTS_PURPOSES": ["train-ai"]},

@@ -70,7 +70,7 @@ async def test_stored_as_outcome_json_under_the_prefix(
     before = time.time()
     await store.put(ORIGIN, value)
     key = f"{redis_prefix}outcome:{ORIGIN}"
-    assert client.get(key) == encode(value).encode()
+    assert client.get(key) == encode(value)
     # Expires with the entry's retain_until, by Redis TTL.
     assert_ttl_ends_at(client.pttl(key), value.retain_until, before, time.time())
     await closing(store)

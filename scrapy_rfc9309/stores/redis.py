@@ -33,8 +33,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from .._defaults import DEFAULTS
 from .._redact import ambiguous, masked, redacted
-from .._settings import SettingError, text
-from ._codec import decode, encode
+from .._settings import SettingError, positive_int, text
+from ._codec import decode, encode, oversized
 from .base import OutcomeStore, StoreError, turn_discarded
 
 if TYPE_CHECKING:
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 DEFAULT_PREFIX: str = DEFAULTS["ROBOTS_STORE_PREFIX"]
+DEFAULT_MAX_ENTRY_BYTES: int = DEFAULTS["ROBOTS_STORE_MAX_ENTRY_BYTES"]
 
 # Delete the lease only while it holds our token, in one step on the server.
 _RELEASE = """
@@ -120,7 +121,10 @@ class RedisStore(OutcomeStore):
     """Outcomes in Redis under ``prefix``, shared by every worker using it.
 
     Connection failures and timeouts raise :class:`StoreError` after a short
-    retry, so a lost Redis costs a crawl seconds, not minutes.
+    retry, so a lost Redis costs a crawl seconds, not minutes.  An entry
+    larger than ``max_entry_bytes`` is not written (and the origin's older
+    entry deleted): that outcome stays in the memory of the worker that
+    fetched it.
     """
 
     shared = True
@@ -131,10 +135,12 @@ class RedisStore(OutcomeStore):
         *,
         prefix: str = DEFAULT_PREFIX,
         timeout: float = 5.0,
+        max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
         crawler: Crawler | None = None,
     ) -> None:
         self.url = url
         self.prefix = prefix
+        self.max_entry_bytes = max_entry_bytes
         self._crawler = crawler
         # redis-py's default retries ten times with backoff: several seconds
         # per call once Redis is gone, for every request of the crawl.
@@ -172,6 +178,9 @@ class RedisStore(OutcomeStore):
         return cls(
             redis_url(settings),
             prefix=text(settings, "ROBOTS_STORE_PREFIX") or "",
+            max_entry_bytes=positive_int(
+                settings, "ROBOTS_STORE_MAX_ENTRY_BYTES", minimum=1
+            ),
             crawler=crawler,
         )
 
@@ -187,10 +196,15 @@ class RedisStore(OutcomeStore):
         # A TTL relative to this worker's clock, so a Redis server whose
         # clock differs still drops the entry at the right moment.
         ttl_ms = int((outcome.retain_until - time.time()) * 1000)
-        if ttl_ms <= 0:
+        data = encode(outcome) if ttl_ms > 0 else b""
+        if len(data) > self.max_entry_bytes:
+            oversized(self._crawler, origin, len(data), self.max_entry_bytes)
+            data = b""
+        if not data:
+            # Nothing to keep; an older entry must not outlive its successor.
             await self._call(self._client.delete(key))
         else:
-            await self._call(self._client.set(key, encode(outcome), px=ttl_ms))
+            await self._call(self._client.set(key, data, px=ttl_ms))
 
     async def get_record(self, key: str) -> str | None:
         data = await self._call(self._client.get(self._key("record", key)))

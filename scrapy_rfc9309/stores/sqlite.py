@@ -24,9 +24,10 @@ from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 from scrapy.utils.job import job_dir
 from scrapy.utils.project import data_path
 
+from .._defaults import DEFAULTS
 from .._redact import masked
-from .._settings import SettingError, text
-from ._codec import decode, encode
+from .._settings import SettingError, positive_int, text
+from ._codec import decode, encode, oversized
 from .base import OutcomeStore, StoreError, turn_discarded
 
 if TYPE_CHECKING:
@@ -97,7 +98,9 @@ class SQLiteStore(OutcomeStore):
     Every database call runs on one thread of the store's own, so the event
     loop never waits on the disk or on another process's lock.  The file is
     opened on first use; any failure of SQLite or of the file system raises
-    :class:`StoreError`.
+    :class:`StoreError`.  An entry larger than ``max_entry_bytes`` is not
+    written (and the origin's older row deleted): that outcome stays in the
+    memory of the process that fetched it.
     """
 
     shared = True
@@ -110,10 +113,12 @@ class SQLiteStore(OutcomeStore):
         path: str | Path,
         *,
         busy_timeout: float = 5.0,
+        max_entry_bytes: int = DEFAULTS["ROBOTS_STORE_MAX_ENTRY_BYTES"],
         crawler: Crawler | None = None,
     ) -> None:
         self.path = Path(path)
         self.busy_timeout = busy_timeout
+        self.max_entry_bytes = max_entry_bytes
         self._crawler = crawler
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="robots-sqlite")
         self._connection: sqlite3.Connection | None = None
@@ -125,14 +130,26 @@ class SQLiteStore(OutcomeStore):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(sqlite_path(crawler), crawler=crawler)
+        return cls(
+            sqlite_path(crawler),
+            max_entry_bytes=positive_int(
+                crawler.settings, "ROBOTS_STORE_MAX_ENTRY_BYTES", minimum=1
+            ),
+            crawler=crawler,
+        )
 
     async def get(self, origin: str) -> Outcome | None:
         data = await self._run(self._get, origin)
         return None if data is None else decode(data, origin, self._crawler)
 
     async def put(self, origin: str, outcome: Outcome) -> None:
-        await self._run(self._put, origin, encode(outcome), outcome.retain_until)
+        data = encode(outcome)
+        if len(data) > self.max_entry_bytes:
+            oversized(self._crawler, origin, len(data), self.max_entry_bytes)
+            # The older row is deleted: an entry must not outlive its successor.
+            await self._run(self._put, origin, b"", -math.inf)
+            return
+        await self._run(self._put, origin, data, outcome.retain_until)
 
     async def get_record(self, key: str) -> str | None:
         data = await self._run(self._get_record, key)
@@ -258,10 +275,11 @@ class SQLiteStore(OutcomeStore):
         value = row[0]
         return value if isinstance(value, bytes) else str(value).encode()
 
-    def _put(self, origin: str, data: str, retain_until: float) -> None:
+    def _put(self, origin: str, data: bytes, retain_until: float) -> None:
         db = self._db()
         if retain_until <= self.clock():
-            # Nothing to keep; an older entry must not outlive its successor.
+            # Nothing to keep (or too large to): an older entry must not
+            # outlive its successor.
             db.execute("DELETE FROM outcomes WHERE origin = ?", (origin,))
             return
         db.execute(
