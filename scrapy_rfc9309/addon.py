@@ -26,6 +26,11 @@ SPIDER_PRIORITY = 550
 DIRECTIVES_MIDDLEWARE = "scrapy_rfc9309.spidermiddleware.DirectivesMiddleware"
 SITEMAPS_MIDDLEWARE = "scrapy_rfc9309.sitemaps.SitemapsMiddleware"
 USAGE_MIDDLEWARE = "scrapy_rfc9309.usagemiddleware.UsageMiddleware"
+PACING_MIDDLEWARE = "scrapy_rfc9309.politeness.PacingMiddleware"
+#: Last in the downloader middleware chain: after HttpCacheMiddleware (900),
+#: so a cached response never waits, and after whatever picks a request's
+#: downloader slot (proxy rotation at 600-800, scrapy-zyte-api at 1000).
+PACING_PRIORITY = 1_000_000
 #: Beside DirectivesMiddleware: both judge the items of a page.
 USAGE_PRIORITY = 560
 #: Near the spider (after Depth, 900): the sitemap requests it puts in place
@@ -41,7 +46,9 @@ class Addon:
     chain whatever ``ROBOTSTXT_OBEY`` says, and installs
     :class:`~scrapy_rfc9309.RobotsMiddleware`,
     :class:`~scrapy_rfc9309.DirectivesMiddleware`,
-    :class:`~scrapy_rfc9309.usagemiddleware.UsageMiddleware` and
+    :class:`~scrapy_rfc9309.usagemiddleware.UsageMiddleware`,
+    :class:`~scrapy_rfc9309.politeness.PacingMiddleware` (last in the
+    downloader middleware chain) and
     :class:`~scrapy_rfc9309.sitemaps.SitemapsMiddleware` unless the project
     placed (or disabled, with ``None``) them itself.
     """
@@ -58,6 +65,9 @@ class Addon:
         )
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", RobotsMiddleware, DOWNLOADER_PRIORITY
+        )
+        _setdefault_by_path(
+            settings, "DOWNLOADER_MIDDLEWARES", PACING_MIDDLEWARE, PACING_PRIORITY
         )
         _setdefault_by_path(
             settings, "SPIDER_MIDDLEWARES", DIRECTIVES_MIDDLEWARE, SPIDER_PRIORITY
