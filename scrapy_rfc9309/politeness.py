@@ -29,11 +29,11 @@ request until its origin may receive it:
 
 Departures are stamped when the request is handed to the downloader, after
 every wait: a request that leaves late (a busy event loop, a slow store)
-moves the next one of the process back with it, and counts in
-``robots/crawl_delay/late`` (the largest lateness, in seconds, in
-``robots/crawl_delay/late_max``).  A fleet turn answered more than
-``_MISSED`` after it was asked is left unused, since another worker may take
-the next one on time: the request takes the next free turn instead.
+moves the next one of the process back with it.  A fleet turn answered more
+than ``_MISSED`` after it was asked is left unused, since another worker may
+take the next one on time: the request takes the next free turn instead.
+Either is counted in ``robots/crawl_delay/late`` (the largest lateness, in
+seconds, in ``robots/crawl_delay/late_max``).
 
 Without PacingMiddleware in the chain (a project that lists the middlewares
 itself), RobotsMiddleware waits for the same turns at its own place in the
@@ -289,6 +289,7 @@ class Politeness:
                         # too long ago, another worker may take the next
                         # one on time.  Left unused, the next taken.
                         missed += 1
+                        self._count_late(now - asked)
                         logger.debug(
                             "Turn of %(origin)s taken %(late).3f s late;"
                             " taking the next",
@@ -324,6 +325,8 @@ class Politeness:
             free_at.popitem(last=False)
 
     def _count_late(self, late: float) -> None:
+        """Count a request ``late`` seconds late for its turn (a missed fleet
+        turn, or a departure after the moment it was due)."""
         if late > _MISSED:
             self.stats.inc_value("robots/crawl_delay/late")
             self.stats.max_value("robots/crawl_delay/late_max", round(late, 3))

@@ -9,6 +9,7 @@ the server.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable
 from itertools import pairwise
 from typing import Any
@@ -258,3 +259,29 @@ async def test_politeness_tables_bounded_by_memory_max_origins(
     entries = middleware(crawler).politeness.entries
     assert entries == {"origins": 5, "gates": 0}
     assert stats(crawler)["robots/crawl_delay/origins"] == 30
+
+
+class BusySpider(RecordingSpider):
+    """Each callback holds the event loop 0.4 s (CPU), longer than the
+    Crawl-delay: the next page, waiting for its turn, wakes late."""
+
+    def parse(self, response: Response) -> None:
+        super().parse(response)
+        until = time.process_time() + 0.4
+        while time.process_time() < until:
+            pass
+
+
+@coroutine_test
+async def test_late_departures_are_counted_and_move_the_next_back(
+    server: Server, departures: Departures
+) -> None:
+    server.route("/robots.txt", _robots(0.2))
+    urls = [server.url(f"/p{i}") for i in range(3)]
+    crawler = await crawl(urls, BURST, spidercls=BusySpider)
+    assert len(crawler.spider.crawled) == 3
+    counted = stats(crawler)
+    assert counted["robots/crawl_delay/late"] >= 1, counted
+    assert counted["robots/crawl_delay/late_max"] > 0.01
+    # Spaced from when each page really left, not from when it was due.
+    _assert_spaced(departures, crawler, server, 0.2)
