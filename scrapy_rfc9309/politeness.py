@@ -47,8 +47,10 @@ from __future__ import annotations
 
 import inspect
 import logging
+import time
 from collections import OrderedDict, deque
-from functools import cache
+from email.utils import parsedate_to_datetime
+from functools import cache, lru_cache
 from time import monotonic
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
@@ -56,18 +58,21 @@ from weakref import WeakKeyDictionary
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 
 from scrapy_rfc9309._compat import sleep
 
-from ._settings import choice, positive_int, setting
+from ._settings import choice, flag, positive_int, seconds, setting
 from .stores.base import OutcomeStore
+from .urls import robots_url
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from scrapy.core.downloader import Downloader, Slot
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
     from scrapy.settings import BaseSettings
     from typing_extensions import Self
 
@@ -82,6 +87,7 @@ __all__ = [
     "Politeness",
     "crawl_delay_scope",
     "reserve_turn",
+    "retry_after",
 ]
 
 logger = logging.getLogger(__name__)
@@ -93,6 +99,8 @@ SCOPES = ("fleet", "process")
 _MISSED = 0.01
 #: Turns missed in a row before the request leaves all the same.
 _TRIES = 10
+#: How many of the event loop's latest lags a worker keeps.
+_LAGS = 8
 #: How often a request waiting for a turn looks whether the spider closes.
 _CLOSE_POLL = 0.25
 #: Request meta key: ``(origin, Crawl-delay)`` of a request RobotsMiddleware
@@ -102,6 +110,39 @@ PACE_META = "_robots_crawl_delay"
 #: Each crawler's Politeness (its RobotsMiddleware's), for PacingMiddleware,
 #: built after it.
 _BY_CRAWLER: WeakKeyDictionary[Crawler, Politeness] = WeakKeyDictionary()
+
+
+#: The statuses whose Retry-After pauses the origin (RFC 9110 10.2.3).
+RETRY_AFTER_STATUSES = frozenset((429, 503))
+
+
+def retry_after(value: bytes | str, now: float | None = None) -> float | None:
+    """The seconds a ``Retry-After`` value asks to wait: delta-seconds or an
+    HTTP-date (0 for a date past); ``None`` when it is neither."""
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    text = value.strip()
+    if text.isascii() and text.isdigit():
+        return float(text)
+    try:
+        moment = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if moment.tzinfo is None:
+        # RFC 9110 dates are in GMT; parsedate_to_datetime leaves "-0000" naive.
+        return None
+    return max(moment.timestamp() - (time.time() if now is None else now), 0.0)
+
+
+@lru_cache(maxsize=65_536)
+def _origin_of(scheme: str, netloc: str) -> str | None:
+    return robots_url(f"{scheme}://{netloc}/")
+
+
+def origin_of(request: Request) -> str | None:
+    """The origin (its robots.txt URL) of ``request``; ``None`` without one."""
+    parts = urlparse_cached(request)
+    return _origin_of(parts.scheme, parts.netloc)
 
 
 def keeps_turns(store: OutcomeStore | None) -> bool:
@@ -222,6 +263,16 @@ class Politeness:
         self._downloader: Downloader | None = None
         # Origin -> the gate of its requests waiting for their turns.
         self._gates: dict[str, _Gate] = {}
+        # The event loop's latest lags (seconds a callback ran later than
+        # asked): how late a request handed over now may reach the wire.
+        self._lags: deque[float] = deque(maxlen=_LAGS)
+        settings = crawler.settings
+        #: Whether a 429 or 503 with Retry-After pauses its origin
+        #: (``ROBOTS_RETRY_AFTER``), and for at most how long.
+        self.retry_after = flag(settings, "ROBOTS_RETRY_AFTER")
+        self.retry_after_max = seconds(settings, "ROBOTS_RETRY_AFTER_MAX")
+        # Origin -> until when (monotonic) a Retry-After pauses it.
+        self.paused: OrderedDict[str, float] = OrderedDict()
         #: Whether :class:`PacingMiddleware` holds the turns, last in the
         #: downloader middleware chain (else RobotsMiddleware does).
         self.paced_later = False
@@ -275,8 +326,9 @@ class Politeness:
             while True:
                 due = max(due, await self._own_turn(origin))
                 due = max(due, await self._slot_ready(downloader, key, delay, origin))
+                held = delay + await self._lag()
                 asked = monotonic()
-                wait = await self._turn(origin, delay)
+                wait = await self._turn(origin, held)
                 if wait > 0:
                     # Another worker holds the origin: ask again once free.
                     due = max(due, await self._sleep(wait, origin))
@@ -310,10 +362,78 @@ class Politeness:
     async def _own_turn(self, origin: str) -> float:
         """Wait until this process's last request to ``origin`` left its
         Crawl-delay ago; when that was."""
-        free_at = self._free_at.get(origin, 0.0)
+        free_at = max(self._free_at.get(origin, 0.0), self.paused.get(origin, 0.0))
         await self._sleep(free_at - monotonic(), origin)
         self._unless_closing(origin)
         return free_at
+
+    async def _lag(self) -> float:
+        """How much longer than its delay this worker's fleet turn is held:
+        twice the largest recent lag of its event loop, 0 when under
+        ``_MISSED``.
+
+        A request handed to the downloader reaches the wire a few loop
+        turns later; in a worker whose loop is busy (callbacks parsing large
+        pages) that is when another worker's request, on time, could come
+        closer than the delay.  Measured now, by one turn of the loop, and
+        by how late the waits woke."""
+        if not self.fleet:
+            return 0.0
+        asked = monotonic()
+        await sleep(0)
+        self._lags.append(monotonic() - asked)
+        lag = max(self._lags)
+        return 2 * lag if lag > _MISSED else 0.0
+
+    async def unpaused(self, origin: str) -> None:
+        """Wait until no Retry-After pauses ``origin``."""
+        until = self.paused.get(origin)
+        if until is None:
+            return
+        if until <= monotonic():
+            del self.paused[origin]
+            return
+        await self._sleep(until - monotonic(), origin)
+
+    def pause(self, response: Response, request: Request) -> None:
+        """Pause the origin of ``request`` for as long as ``response`` (a
+        429 or 503) asks with ``Retry-After``, at most
+        ``ROBOTS_RETRY_AFTER_MAX``."""
+        header = response.headers.get(b"Retry-After")
+        origin = origin_of(request)
+        if header is None or origin is None:
+            return
+        wait = retry_after(header)
+        if wait is None:
+            self.stats.inc_value("robots/retry_after/invalid")
+            return
+        capped = wait > self.retry_after_max
+        if capped:
+            self.stats.inc_value("robots/retry_after/capped")
+            wait = self.retry_after_max
+        until = monotonic() + wait
+        paused = self.paused
+        if paused.get(origin, 0.0) >= until:
+            return  # already paused as long: one pause, one log line
+        if paused.get(origin, 0.0) <= monotonic():
+            self.stats.inc_value("robots/retry_after/paused")
+            logger.info(
+                "%(origin)s answered %(status)s with Retry-After %(header)s:"
+                " no request to it for %(wait)g s%(capped)s",
+                {
+                    "origin": origin,
+                    "status": response.status,
+                    "header": header.decode("latin-1"),
+                    "wait": wait,
+                    "capped": " (ROBOTS_RETRY_AFTER_MAX)" if capped else "",
+                },
+                extra={"spider": self.crawler.spider},
+            )
+        self.stats.max_value("robots/retry_after/max_seconds", wait)
+        paused[origin] = until
+        paused.move_to_end(origin)
+        if len(paused) > self.max_entries:
+            paused.popitem(last=False)
 
     def _left(self, origin: str, delay: float, now: float) -> None:
         """A request to ``origin`` leaves at ``now``: the next one waits
@@ -361,6 +481,8 @@ class Politeness:
         while (left := deadline - monotonic()) > 0:
             await sleep(min(left, _CLOSE_POLL))
             self._unless_closing(origin)
+        if seconds > 0:
+            self._lags.append(max(monotonic() - deadline, 0.0))
         return deadline
 
     async def turn_taken(self, origin: str, delay: float) -> None:
@@ -447,9 +569,26 @@ class PacingMiddleware:
         return cls(crawler)
 
     async def process_request(self, request: Request) -> None:
-        """Wait for the turn of a marked request; let any other pass."""
+        """Wait for the turn of a marked request, or the end of a pause; let
+        any other pass."""
         # The per-request path: one meta lookup for requests to origins
-        # without a Crawl-delay.
+        # without a Crawl-delay, while no origin is paused.
+        politeness = self.politeness
         mark = request.meta.get(PACE_META)
         if mark is not None:
-            await self.politeness.take_turn(request, *mark)
+            await politeness.take_turn(request, *mark)
+        elif politeness.paused:
+            origin = origin_of(request)
+            if origin is not None:
+                await politeness.unpaused(origin)
+
+    async def process_response(self, request: Request, response: Response) -> Response:
+        """Pause the origin of a 429 or 503 with ``Retry-After`` (before
+        RetryMiddleware retries it: the retry then waits for the pause)."""
+        if (
+            response.status in RETRY_AFTER_STATUSES
+            and self.politeness.retry_after
+            and "cached" not in response.flags
+        ):
+            self.politeness.pause(response, request)
+        return response
