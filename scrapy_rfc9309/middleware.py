@@ -55,7 +55,7 @@ from .outcome import (
 )
 from .parse import product_token
 from .parser import RobotParser
-from .politeness import PACE_META, Politeness, crawl_delay_scope, reserve_turn
+from .politeness import LAG_MAX, PACE_META, Politeness, crawl_delay_scope, reserve_turn
 from .profiles import selector_for
 from .stores import STORES
 from .stores.base import OutcomeStore, StoreError
@@ -581,7 +581,9 @@ class RobotsMiddleware:
         """The next Crawl-delay turn of ``origin`` in the shared store: the
         seconds to wait for it, ``None`` when the store is gone."""
         return await self._store_call(
-            lambda store: reserve_turn(store, origin, delay, self.crawl_delay_max),
+            lambda store: reserve_turn(
+                store, origin, delay, self.crawl_delay_max + LAG_MAX
+            ),
             None,
         )
 

@@ -35,6 +35,12 @@ take the next one on time: the request takes the next free turn instead.
 Either is counted in ``robots/crawl_delay/late`` (the largest lateness, in
 seconds, in ``robots/crawl_delay/late_max``).
 
+A worker whose event loop lags holds its fleet turns longer by twice the
+lag (at most :data:`LAG_MAX`): a request reaches the network a few loop
+turns after it is handed over.  A ``429`` or ``503`` answer with
+``Retry-After`` pauses its origin in the process (``ROBOTS_RETRY_AFTER``,
+at most ``ROBOTS_RETRY_AFTER_MAX``): :meth:`Politeness.pause`.
+
 Without PacingMiddleware in the chain (a project that lists the middlewares
 itself), RobotsMiddleware waits for the same turns at its own place in the
 chain.  A request waiting for a turn looks every ``_CLOSE_POLL`` whether the
@@ -81,6 +87,7 @@ if TYPE_CHECKING:
     Turns = Callable[[str, float], Awaitable[float | None]]
 
 __all__ = [
+    "LAG_MAX",
     "PACE_META",
     "SCOPES",
     "PacingMiddleware",
@@ -99,6 +106,10 @@ SCOPES = ("fleet", "process")
 _MISSED = 0.01
 #: Turns missed in a row before the request leaves all the same.
 _TRIES = 10
+#: The most a worker's fleet turn is held beyond its Crawl-delay for the lag
+#: of its event loop; the other workers trust a stored turn this much
+#: further ahead than ``ROBOTS_CRAWL_DELAY_MAX``.
+LAG_MAX = 1.0
 #: How many of the event loop's latest lags a worker keeps.
 _LAGS = 8
 #: How often a request waiting for a turn looks whether the spider closes.
@@ -383,7 +394,7 @@ class Politeness:
         await sleep(0)
         self._lags.append(monotonic() - asked)
         lag = max(self._lags)
-        return 2 * lag if lag > _MISSED else 0.0
+        return min(2 * lag, LAG_MAX) if lag > _MISSED else 0.0
 
     async def unpaused(self, origin: str) -> None:
         """Wait until no Retry-After pauses ``origin``."""
