@@ -11,7 +11,8 @@ per fleet size: pages per second against the bound (origins / delay: what
 one polite crawler may take), the smallest gap between two requests to one
 origin, as the requests left the workers (the ``X-Sent-At`` stamp of
 ``tests.redis_fleet.SentAt``, on the host's monotonic clock) and as the
-servers received them, the turns taken per request and the other store
+servers received them, the mean gap as a multiple of the delay (1.00: the
+fleet runs at the bound), the turns taken per request and the other store
 calls (robots.txt outcomes and leases) per request.  Then a crawl of
 ``--free-pages`` pages per origin over origins without a Crawl-delay, once
 with ``ROBOTS_CRAWL_DELAY_SCOPE = "process"`` and once with ``"fleet"``:
@@ -60,6 +61,9 @@ class Run:
     #: and as they left the workers.
     smallest_gaps: list[float]
     smallest_sent_gaps: list[float]
+    #: The mean gap between two requests to each origin, as they arrived:
+    #: how close the fleet runs to the bound of one request per delay.
+    mean_gaps: list[float]
     store_calls: int
     turns: int
 
@@ -129,9 +133,11 @@ def crawl(
         rate = 0.0
         smallest_gaps: list[float] = []
         smallest_sent_gaps: list[float] = []
+        mean_gaps: list[float] = []
         for server in sites:
             times = sorted(server.times())
             smallest_gaps.append(min(b - a for a, b in pairwise(times)))
+            mean_gaps.append((times[-1] - times[0]) / (len(times) - 1))
             rate += (len(times) - 1) / (times[-1] - times[0])
             sent = sorted(float(hit.headers[SENT_AT]) for hit in server.hits)
             smallest_sent_gaps.append(min(b - a for a, b in pairwise(sent)))
@@ -143,6 +149,7 @@ def crawl(
             rate=rate,
             smallest_gaps=smallest_gaps,
             smallest_sent_gaps=smallest_sent_gaps,
+            mean_gaps=mean_gaps,
             store_calls=sum(
                 s.get(f"fleet/store/{method}", 0)
                 for s in stats
@@ -187,16 +194,18 @@ def main(argv: list[str] | None = None) -> None:
         print(
             "workers  pages/s  of bound  turns/request  other store calls/request"
             "  smallest gap per origin (s): as sent | as received"
+            "  mean gap (s) / delay"
         )
         for workers in sizes:
             run = crawl(args, redis_server, folder, workers, args.delay, "fleet")
             sent = " ".join(f"{gap:.3f}" for gap in run.smallest_sent_gaps)
             received = " ".join(f"{gap:.3f}" for gap in run.smallest_gaps)
+            mean = " ".join(f"{gap / args.delay:.2f}" for gap in run.mean_gaps)
             print(
                 f"{workers:7}  {run.rate:7.2f}  {run.rate / bound:8.2f}"
                 f"  {run.turns / run.requests:13.2f}"
                 f"  {(run.store_calls - run.turns) / run.requests:25.2f}"
-                f"  {sent} | {received}"
+                f"  {sent} | {received}  {mean}"
             )
         args.pages = args.free_pages
         print(f"\nNo Crawl-delay, {args.origins} origins x {args.pages} pages")

@@ -32,6 +32,8 @@ DEFAULTS: dict[str, Any] = {
     "ROBOTS_PROFILE": "rfc9309",
     "ROBOTS_PURPOSES": [],
     "ROBOTS_REFUSED": "allow",
+    "ROBOTS_RETRY_AFTER": True,
+    "ROBOTS_RETRY_AFTER_MAX": 600,
     # 50 MiB: the largest sitemap the sitemaps.org protocol allows, decoded.
     "ROBOTS_SITEMAP_MAX_BYTES": 52_428_800,
     "ROBOTS_SITEMAP_MAX_DEPTH": 3,

@@ -32,6 +32,11 @@ TDM_ITEMS_MIDDLEWARE = "scrapy_rfc9309.tdmmiddleware.TdmItemsMiddleware"
 #: Right after RobotsMiddleware: the TDMRep file is read for the requests
 #: robots.txt lets through.
 TDM_PRIORITY = 105
+PACING_MIDDLEWARE = "scrapy_rfc9309.politeness.PacingMiddleware"
+#: Last in the downloader middleware chain: after HttpCacheMiddleware (900),
+#: so a cached response never waits, and after whatever picks a request's
+#: downloader slot (proxy rotation at 600-800, scrapy-zyte-api at 1000).
+PACING_PRIORITY = 1_000_000
 #: Beside DirectivesMiddleware: both judge the items of a page.
 USAGE_PRIORITY = 560
 #: Beside them: it only records.
@@ -55,7 +60,9 @@ class Addon:
     :class:`~scrapy_rfc9309.licensemiddleware.LicensesMiddleware`,
     :class:`~scrapy_rfc9309.tdmmiddleware.TdmMiddleware` and
     :class:`~scrapy_rfc9309.tdmmiddleware.TdmItemsMiddleware` (TDMRep, for a
-    text and data mining crawl) and
+    text and data mining crawl),
+    :class:`~scrapy_rfc9309.politeness.PacingMiddleware` (last in the
+    downloader middleware chain) and
     :class:`~scrapy_rfc9309.sitemaps.SitemapsMiddleware` unless the project
     placed (or disabled, with ``None``) them itself.
     """
@@ -72,6 +79,9 @@ class Addon:
         )
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", RobotsMiddleware, DOWNLOADER_PRIORITY
+        )
+        _setdefault_by_path(
+            settings, "DOWNLOADER_MIDDLEWARES", PACING_MIDDLEWARE, PACING_PRIORITY
         )
         _setdefault_by_path(
             settings, "SPIDER_MIDDLEWARES", DIRECTIVES_MIDDLEWARE, SPIDER_PRIORITY

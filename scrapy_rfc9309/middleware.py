@@ -5,8 +5,9 @@ lifetime, through ``engine.download_async`` so that the project's downloader
 middlewares (proxy, auth, retry, cache, user agent) apply, turns the result
 into an :class:`~scrapy_rfc9309.outcome.Outcome` and judges every request of
 the origin by it.  Requests arriving while the file is on its way wait for
-it, each on its own awaitable.  The origin's Crawl-delay is applied to its
-downloader slot (and, with a shared store, held across the fleet: see
+it, each on its own awaitable.  Requests to an origin with a Crawl-delay are
+marked for :class:`~scrapy_rfc9309.politeness.PacingMiddleware` to space
+(with a shared store, across the fleet: see
 :mod:`~scrapy_rfc9309.politeness`), and origins whose Content-Signal refuses
 a purpose of the crawl are not crawled, nor URLs whose Content-Usage rules
 refuse one.
@@ -54,7 +55,7 @@ from .outcome import (
 )
 from .parse import product_token
 from .parser import RobotParser
-from .politeness import Politeness, crawl_delay_scope, reserve_turn
+from .politeness import LAG_MAX, PACE_META, Politeness, crawl_delay_scope, reserve_turn
 from .profiles import selector_for
 from .stores import STORES
 from .stores.base import OutcomeStore, StoreError
@@ -199,7 +200,10 @@ class RobotsMiddleware:
             meta.pop(USAGE_META_KEY, None)
         # Nor its licences.
         meta.pop(LICENSES_META_KEY, None)
-        if request.meta.get("dont_obey_robotstxt"):
+        # A mark carried over (meta passed on to a link, a redirect to
+        # another origin) is not this request's.
+        meta.pop(PACE_META, None)
+        if meta.get("dont_obey_robotstxt"):
             return
         parts = urlparse_cached(request)
         origin = _origin_of(parts.scheme, parts.netloc)
@@ -256,9 +260,12 @@ class RobotsMiddleware:
                     f" {self.crawl_delay_max:g}",
                 )
             if kept > 0:
-                self.politeness.keep(request, origin, kept)
-                if self.politeness.fleet:
-                    await self.politeness.take_turn(request, origin, kept)
+                politeness = self.politeness
+                politeness.mark(request, origin, kept)
+                if not politeness.paced_later:
+                    # No PacingMiddleware in the chain: the turn is taken
+                    # here, in the slot chosen so far.
+                    await politeness.take_turn(request, origin, kept)
 
     def _kept_delay(self, delay: float) -> float | None:
         """The delay kept for a Crawl-delay of ``delay``: clamped to
@@ -590,7 +597,9 @@ class RobotsMiddleware:
         """The next Crawl-delay turn of ``origin`` in the shared store: the
         seconds to wait for it, ``None`` when the store is gone."""
         return await self._store_call(
-            lambda store: reserve_turn(store, origin, delay, self.crawl_delay_max),
+            lambda store: reserve_turn(
+                store, origin, delay, self.crawl_delay_max + LAG_MAX
+            ),
             None,
         )
 

@@ -1,64 +1,101 @@
-"""Crawl-delay, in one process and across a fleet: :class:`Politeness`.
+"""Crawl-delay per origin, in one process and across a fleet:
+:class:`Politeness` and :class:`PacingMiddleware`.
 
-In every scope an origin's Crawl-delay becomes the least delay of its
-downloader slot, held against what resets it (an idle slot dropped and made
-anew, AutoThrottle rewriting ``slot.delay`` after each response, a
-randomized delay).  That spaces the requests of one process.
+Everything in the package that touches Scrapy's downloader slots is here.
 
-In the ``fleet`` scope (``ROBOTS_CRAWL_DELAY_SCOPE``, the default with a
-shared store) each request to an origin with a Crawl-delay also takes a
-*turn* in the store (:meth:`~scrapy_rfc9309.stores.base.OutcomeStore.reserve`)
-and waits for it before going on to the downloader, so that the requests
-of every worker sharing the store reach the origin the delay apart.  A
-turn is only worth anything if the request leaves when it comes, so a
-request takes its turn only once its slot would send it at once: the
-process's requests to one slot go through one at a time (:class:`_Gate`),
-each waiting first for the slot's own delay since the last request and for
-a free transfer place.  The slot's delay then never adds to the fleet's
-(one request per delay, not one per two), while still keeping the process
-polite on its own if the store is lost: its turns then stop and the slot's
-delay goes on alone.  A turn is taken only when the origin is free now (the
-store answers how long to wait otherwise, and is asked again then), so a
-stored turn further ahead than ``ROBOTS_CRAWL_DELAY_MAX`` can only be
-hostile or stale: the store discards and replaces it.  A request whose turn
-was answered more than ``_MISSED`` after it was asked leaves that turn
-unused and takes the next one.  A request waiting for its turn looks every
-``_CLOSE_POLL`` whether the spider is closing, and is then dropped
-(``IgnoreRequest``, counted in ``robots/crawl_delay/cancelled``): Scrapy
-waits for the requests in progress before it sends ``spider_closed``.
+:class:`~scrapy_rfc9309.RobotsMiddleware` judges a request and, when its
+origin has a Crawl-delay, marks it (:data:`PACE_META`).
+:class:`PacingMiddleware`, which the add-on places last in the downloader
+middleware chain (after every component that picks a slot: proxy rotation,
+``DOWNLOAD_SLOTS``, scrapy-zyte-api at 1000; and after HttpCacheMiddleware,
+so a response replayed from the cache never waits), holds the marked
+request until its origin may receive it:
+
+- one request of this process at a time per origin (:class:`_Gate`), the
+  origin's Crawl-delay after the previous one left, whichever downloader
+  slot either went through: a slot's own delay is never raised, so origins
+  sharing a slot (a proxy's, a ``DOWNLOAD_SLOTS`` group, http and https of
+  one host) are never slowed by one another's Crawl-delay;
+- once the request's final slot would send it at once (its own delay
+  passed, a transfer place free), so that the request leaves when its turn
+  comes instead of waiting behind others in the slot;
+- in the ``fleet`` scope (``ROBOTS_CRAWL_DELAY_SCOPE``, the default with a
+  shared store) the origin's *turn* of the fleet, taken in the store
+  (:meth:`~scrapy_rfc9309.stores.base.OutcomeStore.reserve`).  A turn is
+  taken only when the origin is free now (the store answers how long to wait
+  otherwise, and is asked again then), so a stored turn further ahead than
+  ``ROBOTS_CRAWL_DELAY_MAX`` can only be hostile or stale: the store discards
+  and replaces it.
+
+Departures are stamped when the request is handed to the downloader, after
+every wait: a request that leaves late (a busy event loop, a slow store)
+moves the next one of the process back with it.  A fleet turn answered more
+than ``_MISSED`` after it was asked is left unused, since another worker may
+take the next one on time: the request takes the next free turn instead.
+Either is counted in ``robots/crawl_delay/late`` (the largest lateness, in
+seconds, in ``robots/crawl_delay/late_max``).
+
+A worker whose event loop lags holds its fleet turns longer by twice the
+lag (at most :data:`LAG_MAX`): a request reaches the network a few loop
+turns after it is handed over.  A ``429`` or ``503`` answer with
+``Retry-After`` pauses its origin in the process (``ROBOTS_RETRY_AFTER``,
+at most ``ROBOTS_RETRY_AFTER_MAX``): :meth:`Politeness.pause`.
+
+Without PacingMiddleware in the chain (a project that lists the middlewares
+itself), RobotsMiddleware waits for the same turns at its own place in the
+chain.  A request waiting for a turn looks every ``_CLOSE_POLL`` whether the
+spider is closing, and is then dropped (``IgnoreRequest``, counted in
+``robots/crawl_delay/cancelled``): Scrapy waits for the requests in progress
+before it sends ``spider_closed``.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
+import time
 from collections import OrderedDict, deque
-from functools import cache
+from email.utils import parsedate_to_datetime
+from functools import cache, lru_cache
 from time import monotonic
 from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 
-from scrapy import Request, signals
-from scrapy.exceptions import IgnoreRequest
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 
 from scrapy_rfc9309._compat import sleep
 
-from ._settings import choice, positive_int, setting
+from ._settings import choice, flag, positive_int, seconds, setting
 from .stores.base import OutcomeStore
+from .urls import robots_url
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from scrapy.core.downloader import Downloader, Slot
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
     from scrapy.settings import BaseSettings
+    from typing_extensions import Self
 
     #: Takes the next turn of an origin for an interval: the seconds to wait
     #: for it, or ``None`` when the store is gone.
     Turns = Callable[[str, float], Awaitable[float | None]]
 
-__all__ = ["SCOPES", "Politeness", "crawl_delay_scope", "reserve_turn"]
+__all__ = [
+    "LAG_MAX",
+    "PACE_META",
+    "SCOPES",
+    "PacingMiddleware",
+    "Politeness",
+    "crawl_delay_scope",
+    "reserve_turn",
+    "retry_after",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -69,8 +106,54 @@ SCOPES = ("fleet", "process")
 _MISSED = 0.01
 #: Turns missed in a row before the request leaves all the same.
 _TRIES = 10
+#: The most a worker's fleet turn is held beyond its Crawl-delay for the lag
+#: of its event loop; the other workers trust a stored turn this much
+#: further ahead than ``ROBOTS_CRAWL_DELAY_MAX``.
+LAG_MAX = 1.0
+#: How many of the event loop's latest lags a worker keeps.
+_LAGS = 8
 #: How often a request waiting for a turn looks whether the spider closes.
 _CLOSE_POLL = 0.25
+#: Request meta key: ``(origin, Crawl-delay)`` of a request RobotsMiddleware
+#: marked for :class:`PacingMiddleware` to space.
+PACE_META = "_robots_crawl_delay"
+
+#: Each crawler's Politeness (its RobotsMiddleware's), for PacingMiddleware,
+#: built after it.
+_BY_CRAWLER: WeakKeyDictionary[Crawler, Politeness] = WeakKeyDictionary()
+
+
+#: The statuses whose Retry-After pauses the origin (RFC 9110 10.2.3).
+RETRY_AFTER_STATUSES = frozenset((429, 503))
+
+
+def retry_after(value: bytes | str, now: float | None = None) -> float | None:
+    """The seconds a ``Retry-After`` value asks to wait: delta-seconds or an
+    HTTP-date (0 for a date past); ``None`` when it is neither."""
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    text = value.strip()
+    if text.isascii() and text.isdigit():
+        return float(text)
+    try:
+        moment = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if moment.tzinfo is None:
+        # RFC 9110 dates are in GMT; parsedate_to_datetime leaves "-0000" naive.
+        return None
+    return max(moment.timestamp() - (time.time() if now is None else now), 0.0)
+
+
+@lru_cache(maxsize=65_536)
+def _origin_of(scheme: str, netloc: str) -> str | None:
+    return robots_url(f"{scheme}://{netloc}/")
+
+
+def origin_of(request: Request) -> str | None:
+    """The origin (its robots.txt URL) of ``request``; ``None`` without one."""
+    parts = urlparse_cached(request)
+    return _origin_of(parts.scheme, parts.netloc)
 
 
 def keeps_turns(store: OutcomeStore | None) -> bool:
@@ -170,30 +253,41 @@ class _Gate:
 
 
 class Politeness:
-    """Keeps each downloader slot at least at the Crawl-delay of its origins
-    and, given ``turns`` (the fleet scope), each origin's requests a delay
-    apart across the fleet."""
+    """Spaces each origin's requests its Crawl-delay apart, whichever
+    downloader slot carries them, and, given ``turns`` (the fleet scope),
+    across the fleet."""
 
     def __init__(self, crawler: Crawler, turns: Turns | None = None) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self._turns = turns
-        #: How many slots and origins each table keeps, the least recently
-        #: used dropped first: as many as the memory store keeps origins
-        #: (``ROBOTS_MEMORY_MAX_ORIGINS``).  A slot dropped is held again by
-        #: the next request to one of its origins, which comes through
-        #: :meth:`keep` before it reaches the slot.
+        #: How many origins each table keeps, the least recently used
+        #: dropped first: as many as the memory store keeps origins
+        #: (``ROBOTS_MEMORY_MAX_ORIGINS``).  An origin dropped is spaced
+        #: again from its next request on.
         self.max_entries = positive_int(
             crawler.settings, "ROBOTS_MEMORY_MAX_ORIGINS", minimum=1
         )
-        # Downloader slot key -> the Crawl-delay it must keep.
-        self._slot_delays: OrderedDict[str, float] = OrderedDict()
-        # The origins under a Crawl-delay (counted once while kept here).
-        self._delayed_origins: OrderedDict[str, None] = OrderedDict()
-        self._enforcing = False
+        # Origin under a Crawl-delay -> when (monotonic) this process may
+        # send it the next request: its last departure plus its delay.
+        self._free_at: OrderedDict[str, float] = OrderedDict()
         self._downloader: Downloader | None = None
-        # Downloader slot key -> the gate of its requests taking turns.
+        # Origin -> the gate of its requests waiting for their turns.
         self._gates: dict[str, _Gate] = {}
+        # The event loop's latest lags (seconds a callback ran later than
+        # asked): how late a request handed over now may reach the wire.
+        self._lags: deque[float] = deque(maxlen=_LAGS)
+        settings = crawler.settings
+        #: Whether a 429 or 503 with Retry-After pauses its origin
+        #: (``ROBOTS_RETRY_AFTER``), and for at most how long.
+        self.retry_after = flag(settings, "ROBOTS_RETRY_AFTER")
+        self.retry_after_max = seconds(settings, "ROBOTS_RETRY_AFTER_MAX")
+        # Origin -> until when (monotonic) a Retry-After pauses it.
+        self.paused: OrderedDict[str, float] = OrderedDict()
+        #: Whether :class:`PacingMiddleware` holds the turns, last in the
+        #: downloader middleware chain (else RobotsMiddleware does).
+        self.paced_later = False
+        _BY_CRAWLER[crawler] = self
 
     @property
     def fleet(self) -> bool:
@@ -201,89 +295,172 @@ class Politeness:
         is lost)."""
         return self._turns is not None
 
-    def keep(self, request: Request, origin: str, delay: float) -> None:
-        """Hold the downloader slot of ``request`` to ``origin``'s Crawl-delay."""
-        downloader = self._downloader
-        if downloader is None:
-            downloader = self._downloader = self.crawler.engine.downloader
-        delayed = self._delayed_origins
-        if origin in delayed:
-            delayed.move_to_end(origin)
-        else:
-            delayed[origin] = None
-            if len(delayed) > self.max_entries:
-                delayed.popitem(last=False)
-            self.stats.inc_value("robots/crawl_delay/origins")
-        key = downloader.get_slot_key(request)
-        slot_delays = self._slot_delays
-        if key in slot_delays:
-            slot_delays.move_to_end(key)
-            if slot_delays[key] >= delay:
-                return
-        if not self._enforcing:
-            self._enforcing = True
-            self.crawler.signals.connect(
-                self.enforce, signal=signals.request_reached_downloader
-            )
-            # Connected after AutoThrottle's handler, so it runs after it
-            # and undoes any delay lowered below the Crawl-delay.
-            self.crawler.signals.connect(
-                self.enforce, signal=signals.response_downloaded
-            )
-        # Origins sharing a slot (http and https, other ports) share its
-        # delay: the largest of theirs.
-        slot_delays[key] = delay
-        if len(slot_delays) > self.max_entries:
-            slot_delays.popitem(last=False)
-        self._raise_slot_delay(key, delay)
+    def mark(self, request: Request, origin: str, delay: float) -> None:
+        """Mark ``request`` as one to space ``delay`` after the previous
+        request to ``origin``."""
+        request.meta[PACE_META] = (origin, delay)
+        free_at = self._free_at
+        if origin in free_at:
+            free_at.move_to_end(origin)
+            return
+        self.stats.inc_value("robots/crawl_delay/origins")
+        # Its robots.txt has just come back: as if it had left now.
+        self._left(origin, delay, monotonic())
         logger.debug(
-            "Crawl-delay %(delay)s s of %(origin)s applied to slot %(slot)s",
-            {"delay": delay, "origin": origin, "slot": key},
+            "Crawl-delay %(delay)s s of %(origin)s applied",
+            {"delay": delay, "origin": origin},
             extra={"spider": self.crawler.spider},
         )
 
     async def take_turn(self, request: Request, origin: str, delay: float) -> None:
-        """Wait until ``request`` may go to ``origin``: its turn of the fleet,
-        taken when its downloader slot would send it at once.
+        """Wait until ``request`` may go to ``origin``, then stamp its
+        departure: it is handed to its downloader slot, which sends it at
+        once, as soon as this returns.
 
         Raises :class:`~scrapy.exceptions.IgnoreRequest` when the spider
         closes meanwhile: a request waiting for a turn never holds the
         crawl open."""
         downloader = self._downloader
-        assert downloader is not None  # keep() came first
+        if downloader is None:
+            downloader = self._downloader = self.crawler.engine.downloader
+        # The slot as the downloader will pick it, whoever chose it.
         key = downloader.get_slot_key(request)
-        gate = self._gates.get(key)
+        gate = self._gates.get(origin)
         if gate is None:
-            gate = self._gates[key] = _Gate()
+            gate = self._gates[origin] = _Gate()
+        # When the request could have left at the earliest: the end of the
+        # last wait, or its arrival.  Its departure after that is lateness.
+        due = monotonic()
         await gate.enter()
         try:
-            await self._slot_ready(downloader, key, delay, origin)
             missed = 0
             while True:
-                self._unless_closing(origin)
+                due = max(due, await self._own_turn(origin))
+                due = max(due, await self._slot_ready(downloader, key, delay, origin))
+                held = delay + await self._lag()
                 asked = monotonic()
-                wait = await self._turn(origin, delay)
+                wait = await self._turn(origin, held)
                 if wait > 0:
-                    # Another request holds the origin: ask again once free.
-                    await self._sleep(wait, origin)
+                    # Another worker holds the origin: ask again once free.
+                    due = max(due, await self._sleep(wait, origin))
                     continue
-                # Taken: the turn started between the question and the
-                # answer.  An answer that took longer than _MISSED would
-                # bring the request too close to the next turn, which
-                # another worker may take: that turn goes unused, and the
-                # request takes the next free one.
-                late = monotonic() - asked
-                if late <= _MISSED or not self.fleet or missed >= _TRIES:
-                    return
-                missed += 1
-                logger.debug(
-                    "Turn of %(origin)s taken %(late).3f s late; taking the next",
-                    {"origin": origin, "late": late},
-                    extra={"spider": self.crawler.spider},
-                )
+                now = monotonic()
+                if self.fleet:
+                    due = max(due, asked)
+                    if now - asked > _MISSED and missed < _TRIES:
+                        # The turn started between the question and now:
+                        # too long ago, another worker may take the next
+                        # one on time.  Left unused, the next taken.
+                        missed += 1
+                        self._count_late(now - asked)
+                        logger.debug(
+                            "Turn of %(origin)s taken %(late).3f s late;"
+                            " taking the next",
+                            {"origin": origin, "late": now - asked},
+                            extra={"spider": self.crawler.spider},
+                        )
+                        continue
+                if not _slot_free(downloader, key):
+                    # Another origin's request took the slot meanwhile.
+                    continue
+                self._left(origin, delay, now)
+                self._count_late(now - due)
+                return
         finally:
-            if not gate.leave() and self._gates.get(key) is gate:
-                del self._gates[key]
+            if not gate.leave() and self._gates.get(origin) is gate:
+                del self._gates[origin]
+
+    async def _own_turn(self, origin: str) -> float:
+        """Wait until this process's last request to ``origin`` left its
+        Crawl-delay ago; when that was."""
+        free_at = max(self._free_at.get(origin, 0.0), self.paused.get(origin, 0.0))
+        await self._sleep(free_at - monotonic(), origin)
+        self._unless_closing(origin)
+        return free_at
+
+    async def _lag(self) -> float:
+        """How much longer than its delay this worker's fleet turn is held:
+        twice the largest recent lag of its event loop, 0 when under
+        ``_MISSED``.
+
+        A request handed to the downloader reaches the wire a few loop
+        turns later; in a worker whose loop is busy (callbacks parsing large
+        pages) that is when another worker's request, on time, could come
+        closer than the delay.  Measured now, by one turn of the loop, and
+        by how late the waits woke."""
+        if not self.fleet:
+            return 0.0
+        asked = monotonic()
+        await sleep(0)
+        self._lags.append(monotonic() - asked)
+        lag = max(self._lags)
+        return min(2 * lag, LAG_MAX) if lag > _MISSED else 0.0
+
+    async def unpaused(self, origin: str) -> None:
+        """Wait until no Retry-After pauses ``origin``."""
+        until = self.paused.get(origin)
+        if until is None:
+            return
+        if until <= monotonic():
+            del self.paused[origin]
+            return
+        await self._sleep(until - monotonic(), origin)
+
+    def pause(self, response: Response, request: Request) -> None:
+        """Pause the origin of ``request`` for as long as ``response`` (a
+        429 or 503) asks with ``Retry-After``, at most
+        ``ROBOTS_RETRY_AFTER_MAX``."""
+        header = response.headers.get(b"Retry-After")
+        origin = origin_of(request)
+        if header is None or origin is None:
+            return
+        wait = retry_after(header)
+        if wait is None:
+            self.stats.inc_value("robots/retry_after/invalid")
+            return
+        capped = wait > self.retry_after_max
+        if capped:
+            self.stats.inc_value("robots/retry_after/capped")
+            wait = self.retry_after_max
+        until = monotonic() + wait
+        paused = self.paused
+        if paused.get(origin, 0.0) >= until:
+            return  # already paused as long: one pause, one log line
+        if paused.get(origin, 0.0) <= monotonic():
+            self.stats.inc_value("robots/retry_after/paused")
+            logger.info(
+                "%(origin)s answered %(status)s with Retry-After %(header)s:"
+                " no request to it for %(wait)g s%(capped)s",
+                {
+                    "origin": origin,
+                    "status": response.status,
+                    "header": header.decode("latin-1"),
+                    "wait": wait,
+                    "capped": " (ROBOTS_RETRY_AFTER_MAX)" if capped else "",
+                },
+                extra={"spider": self.crawler.spider},
+            )
+        self.stats.max_value("robots/retry_after/max_seconds", wait)
+        paused[origin] = until
+        paused.move_to_end(origin)
+        if len(paused) > self.max_entries:
+            paused.popitem(last=False)
+
+    def _left(self, origin: str, delay: float, now: float) -> None:
+        """A request to ``origin`` leaves at ``now``: the next one waits
+        ``delay`` from then, however late this one is."""
+        free_at = self._free_at
+        free_at[origin] = now + delay
+        free_at.move_to_end(origin)
+        if len(free_at) > self.max_entries:
+            free_at.popitem(last=False)
+
+    def _count_late(self, late: float) -> None:
+        """Count a request ``late`` seconds late for its turn (a missed fleet
+        turn, or a departure after the moment it was due)."""
+        if late > _MISSED:
+            self.stats.inc_value("robots/crawl_delay/late")
+            self.stats.max_value("robots/crawl_delay/late_max", round(late, 3))
 
     def _closing(self) -> bool:
         """Whether the engine is stopping or closing the spider (Scrapy
@@ -307,13 +484,17 @@ class Politeness:
                 f"the spider closed while waiting for the Crawl-delay turn of {origin}"
             )
 
-    async def _sleep(self, seconds: float, origin: str) -> None:
+    async def _sleep(self, seconds: float, origin: str) -> float:
         """Sleep ``seconds``, waking every ``_CLOSE_POLL`` at most to see
-        whether the spider is closing (then raise IgnoreRequest)."""
+        whether the spider is closing (then raise IgnoreRequest); the
+        moment it was meant to end."""
         deadline = monotonic() + seconds
         while (left := deadline - monotonic()) > 0:
             await sleep(min(left, _CLOSE_POLL))
             self._unless_closing(origin)
+        if seconds > 0:
+            self._lags.append(max(monotonic() - deadline, 0.0))
+        return deadline
 
     async def turn_taken(self, origin: str, delay: float) -> None:
         """Count a request that went to ``origin`` without its turn (its
@@ -327,71 +508,37 @@ class Politeness:
             return 0.0
         wait = await turns(origin, delay)
         if wait is None:
-            # The store is gone (and said so): from now on the slot's delay
-            # keeps each process polite on its own.
+            # The store is gone (and said so): from now on each process
+            # keeps the delay on its own.
             self._turns = None
             return 0.0
         return wait
 
     async def _slot_ready(
         self, downloader: Downloader, key: str, delay: float, origin: str
-    ) -> None:
+    ) -> float:
         """Wait until the slot ``key`` would start a request at once: its own
-        delay passed since its last request, a transfer place free."""
+        delay passed since its last request, a transfer place free; the end
+        of the last wait (0.0 without one)."""
         # Polled, at most every tenth of the delay: the slot has no event
-        # for either, and only this process's own traffic delays it.
+        # for either.
         poll = min(max(delay / 10, 0.01), 0.1)
+        waited = 0.0
         while (slot := downloader.slots.get(key)) is not None:
             wait = slot.lastseen + _longest_delay(slot) - monotonic()
-            if len(slot.transferring) + len(slot.queue) < slot.concurrency:
+            if len(slot.active) < slot.concurrency:
                 if wait <= 0:
-                    return
+                    break
             else:
                 wait = max(wait, poll)
-            await self._sleep(wait, origin)
+            waited = await self._sleep(wait, origin)
+        return waited
 
     @property
     def entries(self) -> dict[str, int]:
         """How many entries each table holds now (gates only while requests
         wait for a turn)."""
-        return {
-            "slot_delays": len(self._slot_delays),
-            "delayed_origins": len(self._delayed_origins),
-            "gates": len(self._gates),
-        }
-
-    def enforce(self, request: Request) -> None:
-        """Keep the slot of ``request`` at least at its Crawl-delay.
-
-        Run when a request reaches the downloader and after each response:
-        a slot dropped for being idle comes back with the default delay,
-        AutoThrottle rewrites ``slot.delay`` after each response, and a
-        jitter would make some gaps shorter than the delay.
-        """
-        key = request.meta.get("download_slot")
-        if key is not None:
-            delay = self._slot_delays.get(key)
-            if delay is not None:
-                self._raise_slot_delay(key, delay)
-
-    def _raise_slot_delay(self, key: str, delay: float) -> None:
-        assert self._downloader is not None
-        slot = self._downloader.slots.get(key)
-        if slot is None:
-            return
-        if not hasattr(slot, "jitter"):
-            # Scrapy < 2.19: a boolean randomize_delay (0.5x to 1.5x).
-            if slot.delay < delay or slot.delay * 0.5 < delay:
-                slot.delay = max(slot.delay, delay)
-                slot.randomize_delay = False
-            return
-        if slot.delay < delay:
-            slot.delay = delay
-            slot.jitter = 0.0
-        elif slot.jitter and slot.delay * (1 - slot.jitter) < delay:
-            # A higher DOWNLOAD_DELAY keeps as much of its jitter as leaves
-            # every gap at least the Crawl-delay.
-            slot.jitter = 1 - delay / slot.delay
+        return {"origins": len(self._free_at), "gates": len(self._gates)}
 
 
 def _longest_delay(slot: Slot) -> float:
@@ -401,3 +548,58 @@ def _longest_delay(slot: Slot) -> float:
         # Scrapy < 2.19: a boolean randomize_delay (0.5x to 1.5x).
         jitter = 0.5 if slot.randomize_delay else 0.0
     return float(slot.delay * (1 + jitter))
+
+
+def _slot_free(downloader: Downloader, key: str) -> bool:
+    """Whether the slot ``key`` would send a request at once (a slot not
+    made yet would)."""
+    slot = downloader.slots.get(key)
+    return slot is None or (
+        len(slot.active) < slot.concurrency
+        and slot.lastseen + _longest_delay(slot) <= monotonic()
+    )
+
+
+class PacingMiddleware:
+    """Downloader middleware, last in the chain: holds each request that
+    :class:`~scrapy_rfc9309.RobotsMiddleware` marked under a Crawl-delay
+    until its origin may receive it (see the module)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        politeness = _BY_CRAWLER.get(crawler)
+        if politeness is None:
+            raise NotConfigured(
+                "PacingMiddleware needs scrapy_rfc9309.RobotsMiddleware"
+                " enabled, before it in DOWNLOADER_MIDDLEWARES"
+            )
+        self.politeness = politeness
+        politeness.paced_later = True
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    async def process_request(self, request: Request) -> None:
+        """Wait for the turn of a marked request, or the end of a pause; let
+        any other pass."""
+        # The per-request path: one meta lookup for requests to origins
+        # without a Crawl-delay, while no origin is paused.
+        politeness = self.politeness
+        mark = request.meta.get(PACE_META)
+        if mark is not None:
+            await politeness.take_turn(request, *mark)
+        elif politeness.paused:
+            origin = origin_of(request)
+            if origin is not None:
+                await politeness.unpaused(origin)
+
+    async def process_response(self, request: Request, response: Response) -> Response:
+        """Pause the origin of a 429 or 503 with ``Retry-After`` (before
+        RetryMiddleware retries it: the retry then waits for the pause)."""
+        if (
+            response.status in RETRY_AFTER_STATUSES
+            and self.politeness.retry_after
+            and "cached" not in response.flags
+        ):
+            self.politeness.pause(response, request)
+        return response

@@ -185,7 +185,9 @@ def worker_settings(config: dict[str, Any]) -> dict[str, Any]:
                 # keeps work for the others.
                 "CONCURRENT_REQUESTS": 2,
                 # After every other downloader middleware.
-                "DOWNLOADER_MIDDLEWARES": {f"{__name__}.SentAt": 990},
+                # After PacingMiddleware (1,000,000), which holds requests
+                # until their Crawl-delay turn.
+                "DOWNLOADER_MIDDLEWARES": {f"{__name__}.SentAt": 2_000_000},
                 "LOG_LEVEL": "INFO",
                 **config.get("settings", {}),
             },

@@ -42,6 +42,8 @@ def test_addon_installs_both_middlewares_and_removes_the_builtin() -> None:
     downloader = settings.getdict("DOWNLOADER_MIDDLEWARES")
     assert downloader[RobotsMiddleware] == 100
     assert downloader[RobotsTxtMiddleware] is None
+    # Last in the chain, after HttpCache (900) and whatever picks slots.
+    assert downloader["scrapy_rfc9309.politeness.PacingMiddleware"] == 1_000_000
     assert settings.getdict("SPIDER_MIDDLEWARES")[DIRECTIVES] == 550
 
 
@@ -58,6 +60,7 @@ def test_addon_respects_middlewares_placed_by_the_project() -> None:
         "scrapy_rfc9309.RobotsMiddleware": 120,
         RobotsTxtMiddleware: None,
         "scrapy_rfc9309.tdmmiddleware.TdmMiddleware": 105,
+        "scrapy_rfc9309.politeness.PacingMiddleware": 1_000_000,
     }
     spider = settings.getdict("SPIDER_MIDDLEWARES")
     assert spider["scrapy_rfc9309.DirectivesMiddleware"] is None

@@ -157,6 +157,15 @@ def calls(method: str, server: Server | None = None) -> list[float | None]:
     ]
 
 
+def of_the_delay(intervals: list[float | None], delay: float) -> bool:
+    """Whether the turns were of ``delay`` (robots.txt's always is), or
+    longer: a worker whose event loop lags holds its turns longer by twice
+    the lag (see scrapy_rfc9309.politeness)."""
+    return delay in intervals and all(
+        each is not None and each >= delay for each in intervals
+    )
+
+
 async def crawl_together(crawlers: list[Crawler], urls: list[list[str]]) -> None:
     """Run the crawlers at once, as workers of one fleet."""
     await asyncio.gather(
@@ -185,7 +194,7 @@ async def test_two_workers_keep_the_delay_between_them(
     # A turn for each page and one for robots.txt, all of the delay (and
     # one more for each turn a stalled worker missed).
     turns = calls("reserve")
-    assert set(turns) == {DELAY}
+    assert of_the_delay(turns, DELAY), turns
     assert len(turns) >= 9
 
 
@@ -245,8 +254,9 @@ async def test_a_missed_turn_is_left_unused(
     # robots.txt's turn, the first page's missed one and the one it took
     # instead, the second page's (each page also asked while the origin was
     # held).
-    assert calls("taken") == [DELAY] * 4
-    assert set(calls("reserve")) == {DELAY}
+    assert len(calls("taken")) == 4
+    assert of_the_delay(calls("taken"), DELAY)
+    assert of_the_delay(calls("reserve"), DELAY)
     assert min(gaps(server)) >= DELAY - TOLERANCE, gaps(server)
 
 
@@ -269,7 +279,8 @@ async def test_origins_without_a_crawl_delay_cost_no_store_call(
     free_calls = [name for name, called, _ in Recording.calls if called == origin]
     assert free_calls == ["get", "acquire", "get", "put", "release"]
     assert calls("reserve", free) == []
-    assert calls("taken", delayed) == [DELAY, DELAY]
+    assert len(calls("taken", delayed)) == 2
+    assert of_the_delay(calls("taken", delayed), DELAY)
 
 
 @coroutine_test
@@ -300,7 +311,7 @@ async def test_clamped_delays_are_the_maximum_fleet_wide(
     await crawl_together(workers, pages)
     assert sum(len(w.spider.crawled) for w in workers) == 6  # type: ignore[union-attr]
     turns = calls("reserve")
-    assert set(turns) == {DELAY}
+    assert of_the_delay(turns, DELAY), turns
     assert len(turns) >= 7
     assert min(gaps(server)) >= DELAY - TOLERANCE, gaps(server)
 

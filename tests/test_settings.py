@@ -138,6 +138,12 @@ BAD = {
         "ignore",
         "ROBOTS_REFUSED must be one of 'allow', 'disallow', not 'ignore'",
     ),
+    "ROBOTS_RETRY_AFTER": ("maybe", f"ROBOTS_RETRY_AFTER must be {FLAG}, not 'maybe'"),
+    "ROBOTS_RETRY_AFTER_MAX": (
+        -1,
+        "ROBOTS_RETRY_AFTER_MAX must be a number of seconds from 0 to 1,000,000,000"
+        " (such as 600), not -1",
+    ),
     "ROBOTS_SITEMAPS": ("maybe", f"ROBOTS_SITEMAPS must be {FLAG}, not 'maybe'"),
     "ROBOTS_SSRF_GUARD": ("maybe", f"ROBOTS_SSRF_GUARD must be {FLAG}, not 'maybe'"),
     "ROBOTS_STORE": (

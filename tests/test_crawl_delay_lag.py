@@ -1,0 +1,75 @@
+"""Spacing that survives a busy worker (issue 23 item 3).
+
+Two worker processes (``python -m tests.fleet_crawl``) share a store and
+crawl one origin with a Crawl-delay; one burns CPU in every callback, so its
+event loop is busy when its requests should leave.  Everything is checked
+at the server: every gap between two requests is at least the delay,
+whichever worker sent them, and the workers counted their late departures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fleet_crawl import Worker, spawn
+from tests.redis_server import RedisServer
+from tests.server import Server
+
+DELAY = 0.3
+TOLERANCE = 0.02
+PAGES = 6
+#: CPU seconds each callback of the busy worker burns: most of a delay.
+BURN = 0.2
+
+MakeServer = Callable[..., Server]
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[list[Worker]]:
+    started: list[Worker] = []
+    yield started
+    for worker in started:
+        worker.kill()
+
+
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+def test_a_busy_worker_never_brings_requests_closer_than_the_delay(
+    make_server: MakeServer,
+    workers: list[Worker],
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    store: str,
+) -> None:
+    server = make_server()
+    server.route("/robots.txt", f"User-agent: *\nCrawl-delay: {DELAY}\n")
+    settings: dict[str, Any] = {"ROBOTS_STORE": store}
+    if store == "sqlite":
+        settings["ROBOTS_STORE_URL"] = str(tmp_path / "robots.sqlite3")
+    else:
+        redis_server: RedisServer = request.getfixturevalue("redis_server")
+        settings["ROBOTS_STORE_URL"] = redis_server.url
+        settings["ROBOTS_STORE_PREFIX"] = request.getfixturevalue("redis_prefix")
+    for number, burn in enumerate((BURN, 0.0)):
+        config = {
+            "urls": [server.url(f"/w{number}/{i}") for i in range(PAGES)],
+            "settings": {
+                **settings,
+                "FLEET_BURN": burn,
+                "USER_AGENT": f"TestBot/1.0 (worker {number})",
+            },
+        }
+        workers.append(spawn("tests.fleet_crawl", config, tmp_path, f"w{number}"))
+    stats = [worker.wait() for worker in workers]
+    for each in stats:
+        assert each["finish_reason"] == "finished"
+        assert "robots/store/errors" not in each
+    assert server.count("/robots.txt") == 1
+    assert len(server.hits) == 1 + 2 * PAGES
+    times = sorted(server.times())
+    gaps = [later - earlier for earlier, later in pairwise(times)]
+    assert min(gaps) >= DELAY - TOLERANCE, gaps

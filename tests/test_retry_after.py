@@ -1,0 +1,158 @@
+"""Retry-After on 429 and 503 pauses the origin (issue 23 item 2), in one
+process, measured at the server: no request reaches the origin before the
+time the answer gave, counted from when the server sent it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+import pytest
+from scrapy import Request
+from scrapy.http import Response
+
+from scrapy_rfc9309.politeness import retry_after
+from tests.crawl_helpers import RecordingSpider, crawl, stats
+from tests.server import Route, Server
+from tests.utils import coroutine_test
+
+TOLERANCE = 0.02
+NOW = 1_700_000_000.0
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        (b"2", 2.0),
+        (" 120 ", 120.0),
+        (format_datetime(datetime.fromtimestamp(NOW + 30, timezone.utc), True), 30.0),
+        (format_datetime(datetime.fromtimestamp(NOW - 30, timezone.utc), True), 0.0),
+        ("-1", None),
+        ("1.5", None),
+        ("soon", None),
+        ("", None),
+        ("\u0662", None),  # a digit, but not an ASCII one
+    ],
+)
+def test_retry_after_values(value: bytes | str, seconds: float | None) -> None:
+    assert retry_after(value, now=NOW) == seconds
+
+
+def test_a_date_without_a_zone_is_refused() -> None:
+    naive = datetime(2030, 1, 1) + timedelta(0)
+    assert retry_after(naive.strftime("%a, %d %b %Y %H:%M:%S -0000")) is None
+
+
+class FollowUps(RecordingSpider):
+    """Starts with ``/busy`` (429 once) and ``/slow``, whose answer comes
+    while ``/busy``'s pause runs and brings three more pages."""
+
+    async def start(self) -> AsyncIterator[Any]:
+        for url in self.urls:
+            yield Request(url, callback=self.parse_start, dont_filter=True)
+
+    def parse_start(self, response: Response) -> Iterator[Request]:
+        self.parse(response)
+        if response.url.endswith("/slow"):
+            for i in range(3):
+                yield Request(response.urljoin(f"/more{i}"), callback=self.parse)
+
+
+def _busy_once(server: Server, value: str, status: int = 429) -> None:
+    answered = []
+
+    def busy(handler: BaseHTTPRequestHandler) -> None:
+        first = not answered
+        answered.append(True)
+        handler.send_response(status if first else 200)
+        if first:
+            handler.send_header("Retry-After", value)
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    server.routes["/busy"] = Route(handler=busy)
+    server.route("/slow", "<html></html>", delay=0.3)
+
+
+def _after_the_answer(server: Server) -> list[float]:
+    """How long after the first /busy each later request arrived."""
+    hits = sorted(server.hits, key=lambda hit: hit.time)
+    first = next(hit.time for hit in hits if hit.path == "/busy")
+    return [
+        hit.time - first
+        for hit in hits
+        if hit.time > first and hit.path not in ("/slow", "/robots.txt")
+    ]
+
+
+RETRY = {"RETRY_ENABLED": True, "RETRY_TIMES": 2, "CONCURRENT_REQUESTS": 16}
+
+
+@pytest.mark.parametrize("status", [429, 503])
+@coroutine_test
+async def test_retry_after_pauses_the_origin(server: Server, status: int) -> None:
+    server.route("/robots.txt", "User-agent: *\nDisallow: /private\n")
+    _busy_once(server, "1", status)
+    crawler = await crawl(
+        [server.url("/busy"), server.url("/slow")], RETRY, spidercls=FollowUps
+    )
+    assert len(crawler.spider.crawled) == 5  # type: ignore[union-attr]
+    after = _after_the_answer(server)
+    # The retry of /busy and the three pages /slow brought, all after the
+    # pause (before: three of them within it).
+    assert len(after) == 4, after
+    assert min(after) >= 1 - TOLERANCE, after
+    counted = stats(crawler, "robots/retry_after/")
+    assert counted == {
+        "robots/retry_after/paused": 1,
+        "robots/retry_after/max_seconds": 1.0,
+    }
+
+
+@coroutine_test
+async def test_retry_after_over_the_maximum_is_capped(
+    server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.route("/robots.txt", "User-agent: *\n")
+    _busy_once(server, "3600")
+    with caplog.at_level("INFO"):
+        crawler = await crawl(
+            [server.url("/busy"), server.url("/slow")],
+            {**RETRY, "ROBOTS_RETRY_AFTER_MAX": 1},
+            spidercls=FollowUps,
+        )
+    assert len(crawler.spider.crawled) == 5  # type: ignore[union-attr]
+    assert min(_after_the_answer(server)) >= 1 - TOLERANCE
+    counted = stats(crawler, "robots/retry_after/")
+    assert counted["robots/retry_after/capped"] == 1
+    logged = [r.getMessage() for r in caplog.records if "Retry-After" in r.getMessage()]
+    assert len(logged) == 1
+    assert "for 1 s (ROBOTS_RETRY_AFTER_MAX)" in logged[0]
+
+
+@coroutine_test
+async def test_retry_after_off(server: Server) -> None:
+    server.route("/robots.txt", "User-agent: *\n")
+    _busy_once(server, "3600")
+    crawler = await crawl(
+        [server.url("/busy"), server.url("/slow")],
+        {**RETRY, "ROBOTS_RETRY_AFTER": False},
+        spidercls=FollowUps,
+    )
+    # An hour's pause would have outlasted the test.
+    assert len(crawler.spider.crawled) == 5  # type: ignore[union-attr]
+    assert stats(crawler, "robots/retry_after/") == {}
+
+
+@coroutine_test
+async def test_an_invalid_retry_after_is_counted_and_ignored(server: Server) -> None:
+    server.route("/robots.txt", "User-agent: *\n")
+    _busy_once(server, "tomorrow")
+    crawler = await crawl(
+        [server.url("/busy"), server.url("/slow")], RETRY, spidercls=FollowUps
+    )
+    assert len(crawler.spider.crawled) == 5  # type: ignore[union-attr]
+    assert stats(crawler, "robots/retry_after/") == {"robots/retry_after/invalid": 1}
