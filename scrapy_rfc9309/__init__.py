@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .addon import Addon
     from .middleware import RobotsDisallowed, RobotsMiddleware
     from .parser import RobotParser
+    from .provenancemiddleware import ProvenanceMiddleware
     from .spidermiddleware import DirectivesMiddleware
     from .usagemiddleware import UsageMiddleware
 
@@ -52,6 +53,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "Addon": "addon",
     "DirectivesMiddleware": "spidermiddleware",
+    "ProvenanceMiddleware": "provenancemiddleware",
     "RobotParser": "parser",
     "RobotsDisallowed": "middleware",
     "RobotsMiddleware": "middleware",
@@ -68,6 +70,7 @@ __all__ = [
     "Group",
     "Matcher",
     "Outcome",
+    "ProvenanceMiddleware",
     "RobotParser",
     "RobotsDisallowed",
     "RobotsMiddleware",

@@ -26,6 +26,10 @@ SPIDER_PRIORITY = 550
 DIRECTIVES_MIDDLEWARE = "scrapy_rfc9309.spidermiddleware.DirectivesMiddleware"
 SITEMAPS_MIDDLEWARE = "scrapy_rfc9309.sitemaps.SitemapsMiddleware"
 USAGE_MIDDLEWARE = "scrapy_rfc9309.usagemiddleware.UsageMiddleware"
+PROVENANCE_MIDDLEWARE = "scrapy_rfc9309.provenancemiddleware.ProvenanceMiddleware"
+#: Nearer the engine than the middlewares judging items: it records (and
+#: counts) only the items they kept.
+PROVENANCE_PRIORITY = 530
 #: Beside DirectivesMiddleware: both judge the items of a page.
 USAGE_PRIORITY = 560
 #: Near the spider (after Depth, 900): the sitemap requests it puts in place
@@ -41,9 +45,10 @@ class Addon:
     chain whatever ``ROBOTSTXT_OBEY`` says, and installs
     :class:`~scrapy_rfc9309.RobotsMiddleware`,
     :class:`~scrapy_rfc9309.DirectivesMiddleware`,
-    :class:`~scrapy_rfc9309.usagemiddleware.UsageMiddleware` and
-    :class:`~scrapy_rfc9309.sitemaps.SitemapsMiddleware` unless the project
-    placed (or disabled, with ``None``) them itself.
+    :class:`~scrapy_rfc9309.usagemiddleware.UsageMiddleware`,
+    :class:`~scrapy_rfc9309.sitemaps.SitemapsMiddleware` and
+    :class:`~scrapy_rfc9309.ProvenanceMiddleware` unless the project placed
+    (or disabled, with ``None``) them itself.
     """
 
     def update_settings(self, settings: BaseSettings) -> None:
@@ -67,6 +72,9 @@ class Addon:
         )
         _setdefault_by_path(
             settings, "SPIDER_MIDDLEWARES", SITEMAPS_MIDDLEWARE, SITEMAPS_PRIORITY
+        )
+        _setdefault_by_path(
+            settings, "SPIDER_MIDDLEWARES", PROVENANCE_MIDDLEWARE, PROVENANCE_PRIORITY
         )
 
 

@@ -56,6 +56,7 @@ from .parse import product_token
 from .parser import RobotParser
 from .politeness import Politeness, crawl_delay_scope, reserve_turn
 from .profiles import selector_for
+from .provenance import EVIDENCE_KEY, ledger_for
 from .stores import STORES
 from .stores.base import OutcomeStore, StoreError
 from .stores.memory import Entry, MemoryStore
@@ -165,6 +166,8 @@ class RobotsMiddleware:
 
         # Origin -> the waiters of its robots.txt fetch in flight.
         self._pending: dict[str, list[Deferred[Entry]]] = {}
+        #: The crawl's evidence (ROBOTS_PROVENANCE, ROBOTS_REPORT), if kept.
+        self.ledger = ledger_for(crawler)
         fleet = crawl_delay_scope(settings, self.store) == "fleet"
         self.politeness = Politeness(crawler, self._reserve if fleet else None)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
@@ -186,6 +189,8 @@ class RobotsMiddleware:
         if self.usage_purposes:
             # Spiders pass meta on: a page's preferences are not its links'.
             request.meta.pop(USAGE_META_KEY, None)
+        if self.ledger is not None:
+            request.meta.pop(EVIDENCE_KEY, None)
         if request.meta.get("dont_obey_robotstxt"):
             return
         parts = urlparse_cached(request)
@@ -208,6 +213,8 @@ class RobotsMiddleware:
                 "unreachable" if decision.reason == UNREACHABLE else "rule",
                 outcome,
             )
+        if self.ledger is not None:
+            self.ledger.decided(request, origin, outcome, entry.matcher, decision, now)
         matcher = entry.matcher
         if matcher is None or outcome.disallows_all(now):
             return
@@ -305,6 +312,8 @@ class RobotsMiddleware:
             why = (
                 f"{outcome.kind}, {outcome.detail}" if outcome.detail else outcome.kind
             )
+        if self.ledger is not None:
+            self.ledger.dropped(origin, cause, why)
         logger.debug(
             "Forbidden by robots.txt: %(request)s (%(robots)s %(why)s)",
             {"request": request, "robots": origin, "why": why},
