@@ -243,3 +243,38 @@ async def test_the_hash_comes_back_from_the_store(
     assert crawler.stats.get_value("robots/fetch_count") is None
     assert records[0] == records[1]
     assert records[1]["sha256"] == sha256(RICH)
+
+
+@coroutine_test
+async def test_the_report_has_one_line_per_origin_matching_the_stats(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    rules, down = make_server(), make_server()
+    rules.route("/robots.txt", RICH)
+    down.route("/robots.txt", "", status=503)
+    urls = [rules.url(p) for p in ("/public", "/private", "/private/2", "/other")]
+    crawler, items = await collect(
+        [*urls, down.url("/x")], {"ROBOTS_REPORT": str(tmp_path / "r-%(name)s.jsonl")}
+    )
+    assert all("robots_provenance" not in item for item in items.values())
+    lines = [
+        json.loads(line)
+        for line in (tmp_path / "r-recording.jsonl").read_text().splitlines()
+    ]
+    assert [line["robots_txt"] for line in lines] == sorted(
+        [rules.url("/robots.txt"), down.url("/robots.txt")]
+    )
+    assert crawler.stats is not None
+    for cause in ("rule", "unreachable"):
+        assert sum(
+            line["requests_dropped"].get(cause, 0) for line in lines
+        ) == crawler.stats.get_value(f"robots/forbidden/{cause}")
+    by_origin = {line["robots_txt"]: line for line in lines}
+    first = by_origin[rules.url("/robots.txt")]
+    assert first["requests_dropped"] == {"rule": 2}
+    assert first["dropped_because"] == [
+        {"cause": "rule", "why": "line 3: Disallow: /private", "requests": 2}
+    ]
+    assert first["items_kept"] == 2
+    assert first["outcomes"][0]["sha256"] == sha256(RICH)
+    assert by_origin[down.url("/robots.txt")]["outcomes"][0]["outcome"] == "unreachable"
