@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from .licensemiddleware import LicensesMiddleware
     from .middleware import RobotsDisallowed, RobotsMiddleware
     from .parser import RobotParser
+    from .provenancemiddleware import ProvenanceMiddleware
     from .spidermiddleware import DirectivesMiddleware
     from .tdmmiddleware import TdmItemsMiddleware, TdmMiddleware
     from .usagemiddleware import UsageMiddleware
@@ -56,6 +57,7 @@ _LAZY = {
     "Addon": "addon",
     "DirectivesMiddleware": "spidermiddleware",
     "LicensesMiddleware": "licensemiddleware",
+    "ProvenanceMiddleware": "provenancemiddleware",
     "RobotParser": "parser",
     "RobotsDisallowed": "middleware",
     "RobotsMiddleware": "middleware",
@@ -75,6 +77,7 @@ __all__ = [
     "LicensesMiddleware",
     "Matcher",
     "Outcome",
+    "ProvenanceMiddleware",
     "RobotParser",
     "RobotsDisallowed",
     "RobotsMiddleware",

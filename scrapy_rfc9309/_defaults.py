@@ -30,10 +30,13 @@ DEFAULTS: dict[str, Any] = {
     "ROBOTS_MEMORY_MAX_BYTES": 268_435_456,
     "ROBOTS_MEMORY_MAX_ORIGINS": 100_000,
     "ROBOTS_PROFILE": "rfc9309",
+    "ROBOTS_PROVENANCE": False,
     "ROBOTS_PURPOSES": [],
     "ROBOTS_REFUSED": "allow",
     "ROBOTS_RETRY_AFTER": True,
     "ROBOTS_RETRY_AFTER_MAX": 600,
+    # None: no report; a path (placeholders as in FEEDS, and %(pid)s).
+    "ROBOTS_REPORT": None,
     # 50 MiB: the largest sitemap the sitemaps.org protocol allows, decoded.
     "ROBOTS_SITEMAP_MAX_BYTES": 52_428_800,
     "ROBOTS_SITEMAP_MAX_DEPTH": 3,

@@ -37,6 +37,10 @@ PACING_MIDDLEWARE = "scrapy_rfc9309.politeness.PacingMiddleware"
 #: so a cached response never waits, and after whatever picks a request's
 #: downloader slot (proxy rotation at 600-800, scrapy-zyte-api at 1000).
 PACING_PRIORITY = 1_000_000
+PROVENANCE_MIDDLEWARE = "scrapy_rfc9309.provenancemiddleware.ProvenanceMiddleware"
+#: Nearer the engine than the middlewares judging items: it records (and
+#: counts) only the items they kept.
+PROVENANCE_PRIORITY = 530
 #: Beside DirectivesMiddleware: both judge the items of a page.
 USAGE_PRIORITY = 560
 #: Beside them: it only records.
@@ -63,8 +67,9 @@ class Addon:
     text and data mining crawl),
     :class:`~scrapy_rfc9309.politeness.PacingMiddleware` (last in the
     downloader middleware chain) and
-    :class:`~scrapy_rfc9309.sitemaps.SitemapsMiddleware` unless the project
-    placed (or disabled, with ``None``) them itself.
+    :class:`~scrapy_rfc9309.sitemaps.SitemapsMiddleware` and
+    :class:`~scrapy_rfc9309.ProvenanceMiddleware` unless the project placed
+    (or disabled, with ``None``) them itself.
     """
 
     def update_settings(self, settings: BaseSettings) -> None:
@@ -100,6 +105,9 @@ class Addon:
         )
         _setdefault_by_path(
             settings, "SPIDER_MIDDLEWARES", TDM_ITEMS_MIDDLEWARE, TDM_ITEMS_PRIORITY
+        )
+        _setdefault_by_path(
+            settings, "SPIDER_MIDDLEWARES", PROVENANCE_MIDDLEWARE, PROVENANCE_PRIORITY
         )
 
 

@@ -17,6 +17,7 @@ HTTP cache entry), and the body decoded here, within the limit.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import logging
 import socket
@@ -285,7 +286,8 @@ class RobotsFetcher:
                 cache_max_age=cache_max_age,
                 detail=f"HTTP {status}, body over {limit} bytes",
             )
-        document = parse(decoded.body, profile=self.profile, max_bytes=self.max_bytes)
+        body = decoded.body
+        document = parse(body, profile=self.profile, max_bytes=self.max_bytes)
         detail = f"HTTP {status}"
         if decoded.cut:
             detail += f", cut at {self.max_bytes} bytes"
@@ -298,6 +300,9 @@ class RobotsFetcher:
             http_status=status,
             cache_max_age=cache_max_age,
             detail=detail,
+            # Once, here: the evidence of which file the rules came from
+            # (ROBOTS_PROVENANCE, ROBOTS_REPORT), stored with the outcome.
+            body_sha256=hashlib.sha256(body[: self.max_bytes]).hexdigest(),
         )
 
     async def download(

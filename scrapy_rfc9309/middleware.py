@@ -57,6 +57,7 @@ from .parse import product_token
 from .parser import RobotParser
 from .politeness import LAG_MAX, PACE_META, Politeness, crawl_delay_scope, reserve_turn
 from .profiles import selector_for
+from .provenance import EVIDENCE_KEY, ledger_for
 from .stores import STORES
 from .stores.base import OutcomeStore, StoreError
 from .stores.memory import Entry, MemoryStore
@@ -176,6 +177,8 @@ class RobotsMiddleware:
 
         # Origin -> the waiters of its robots.txt fetch in flight.
         self._pending: dict[str, list[Deferred[Entry]]] = {}
+        #: The crawl's evidence (ROBOTS_PROVENANCE, ROBOTS_REPORT), if kept.
+        self.ledger = ledger_for(crawler)
         fleet = crawl_delay_scope(settings, self.store) == "fleet"
         self.politeness = Politeness(crawler, self._reserve if fleet else None)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
@@ -203,6 +206,8 @@ class RobotsMiddleware:
         # A mark carried over (meta passed on to a link, a redirect to
         # another origin) is not this request's.
         meta.pop(PACE_META, None)
+        if self.ledger is not None:
+            meta.pop(EVIDENCE_KEY, None)
         if meta.get("dont_obey_robotstxt"):
             return
         parts = urlparse_cached(request)
@@ -229,6 +234,8 @@ class RobotsMiddleware:
                 "unreachable" if decision.reason == UNREACHABLE else "rule",
                 outcome,
             )
+        if self.ledger is not None:
+            self.ledger.decided(request, origin, outcome, entry.matcher, decision, now)
         matcher = entry.matcher
         if matcher is None or outcome.disallows_all(now):
             return
@@ -329,6 +336,8 @@ class RobotsMiddleware:
             why = (
                 f"{outcome.kind}, {outcome.detail}" if outcome.detail else outcome.kind
             )
+        if self.ledger is not None:
+            self.ledger.dropped(origin, cause, why)
         logger.debug(
             "Forbidden by robots.txt: %(request)s (%(robots)s %(why)s)",
             {"request": request, "robots": origin, "why": why},

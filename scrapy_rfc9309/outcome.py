@@ -11,6 +11,7 @@ caller does the fetching and passes the result and the current time in.
 from __future__ import annotations
 
 import math
+import re
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -99,6 +100,12 @@ class Outcome:
     #: ``unreachable`` only: ``ROBOTS_SSRF_GUARD`` refused the address, so
     #: every URL stays disallowed whatever the 30-day rule would say.
     guard_refused: bool = False
+    #: ``parsed`` only: the SHA-256 (hex) of the body read, decoded, up to
+    #: ``ROBOTS_MAX_BYTES``: what the rules came from, computed once when
+    #: fetched (``None`` for outcomes stored by earlier versions).
+    body_sha256: str | None = None
+    #: ``unreachable`` only: the ``body_sha256`` of ``fallback``.
+    fallback_sha256: str | None = None
 
     @property
     def rules(self) -> Document | None:
@@ -148,6 +155,10 @@ class Outcome:
             # Only when set: entries stay as small (and as readable by
             # earlier versions, which ignore it) as before.
             data["guard_refused"] = True
+        for key in ("body_sha256", "fallback_sha256"):
+            digest = getattr(self, key)
+            if digest is not None:
+                data[key] = digest
         return data
 
     @classmethod
@@ -184,6 +195,8 @@ class Outcome:
         if not isinstance(guard_refused, bool):
             raise TypeError(f"guard_refused: {guard_refused!r}")
         return cls(
+            body_sha256=_digest(data.get("body_sha256")),
+            fallback_sha256=_digest(data.get("fallback_sha256")),
             kind=kind,
             fetched_at=fetched_at,
             expires_at=expires_at,
@@ -196,6 +209,18 @@ class Outcome:
             fallback=_document(data.get("fallback")),
             guard_refused=guard_refused,
         )
+
+
+_SHA256 = re.compile("[0-9a-f]{64}")
+
+
+def _digest(value: Any) -> str | None:
+    """A stored SHA-256: 64 lower-case hex digits, or absent (older entries)."""
+    if value is None:
+        return None
+    if not (isinstance(value, str) and _SHA256.fullmatch(value)):
+        raise ValueError(f"not a SHA-256 digest: {value!r}")
+    return value
 
 
 def _document(data: Any) -> Document | None:
@@ -302,8 +327,10 @@ def parsed(
     http_status: int | None = 200,
     cache_max_age: float | None = None,
     detail: str = "",
+    body_sha256: str | None = None,
 ) -> Outcome:
-    """A robots.txt that was fetched and parsed."""
+    """A robots.txt that was fetched and parsed; ``body_sha256`` is the
+    SHA-256 of the body it was parsed from."""
     expires_at = now + lifetime(lifetimes, cache_max_age)
     return Outcome(
         kind=PARSED,
@@ -314,6 +341,7 @@ def parsed(
         http_status=http_status,
         document=document,
         detail=_detail(detail, http_status),
+        body_sha256=body_sha256,
     )
 
 
@@ -357,6 +385,7 @@ def unreachable(
     """
     since = now
     fallback = None
+    fallback_sha256 = None
     if previous is not None and previous.retain_until > now:
         if previous.kind == UNREACHABLE:
             since = (
@@ -365,8 +394,10 @@ def unreachable(
                 else previous.unreachable_since
             )
             fallback = previous.fallback
+            fallback_sha256 = previous.fallback_sha256
         elif previous.kind == PARSED:
             fallback = previous.document
+            fallback_sha256 = previous.body_sha256
     expires_at = now + lifetimes.unreachable
     grace_ends_at = since + lifetimes.grace
     return Outcome(
@@ -382,6 +413,7 @@ def unreachable(
         grace_ends_at=grace_ends_at,
         fallback=None if guard_refused else fallback,
         guard_refused=guard_refused,
+        fallback_sha256=None if guard_refused else fallback_sha256,
     )
 
 

@@ -367,3 +367,43 @@ def test_from_dict_refuses_values_no_outcome_holds(key: str, value: object) -> N
     data[key] = value
     with pytest.raises((TypeError, ValueError)):
         Outcome.from_dict(data)
+
+
+SHA = "0123456789abcdef" * 4
+
+
+def test_body_hashes_round_trip_and_older_entries_read() -> None:
+    fetched = parsed(DOC, now=T0, lifetimes=LIFETIMES, body_sha256=SHA)
+    failed = unreachable(now=T0 + DAY, lifetimes=LIFETIMES, previous=fetched)
+    # The rules an unreachable origin falls back to keep their file's hash,
+    # along a run of failures too.
+    assert failed.fallback_sha256 == SHA
+    again = unreachable(now=T0 + 2 * DAY, lifetimes=LIFETIMES, previous=failed)
+    assert again.fallback_sha256 == SHA
+    for outcome in (fetched, failed, again):
+        assert _round_trip(outcome) == outcome
+    assert _round_trip(fetched).body_sha256 == SHA
+    # Written by an earlier version: no hash, read as unknown.
+    older = fetched.to_dict()
+    del older["body_sha256"]
+    assert Outcome.from_dict(older).body_sha256 is None
+    assert "body_sha256" not in parsed(DOC, now=T0, lifetimes=LIFETIMES).to_dict()
+
+
+def test_a_guard_refusal_falls_back_to_no_hash() -> None:
+    fetched = parsed(DOC, now=T0, lifetimes=LIFETIMES, body_sha256=SHA)
+    refused = unreachable(
+        now=T0, lifetimes=LIFETIMES, previous=fetched, guard_refused=True
+    )
+    assert refused.fallback is None
+    assert refused.fallback_sha256 is None
+
+
+@pytest.mark.parametrize(
+    "value", ["AB" * 32, "ab" * 31, "zz" * 32, 42, ["ab" * 32]], ids=repr
+)
+def test_from_dict_refuses_a_hash_no_outcome_holds(value: object) -> None:
+    data = parsed(DOC, now=T0, lifetimes=LIFETIMES, body_sha256=SHA).to_dict()
+    data["body_sha256"] = value
+    with pytest.raises(ValueError, match="SHA-256"):
+        Outcome.from_dict(data)

@@ -28,7 +28,12 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
-from scrapy_rfc9309 import DirectivesMiddleware, RobotsMiddleware, UsageMiddleware
+from scrapy_rfc9309 import (
+    DirectivesMiddleware,
+    ProvenanceMiddleware,
+    RobotsMiddleware,
+    UsageMiddleware,
+)
 from scrapy_rfc9309._defaults import DEFAULTS
 from scrapy_rfc9309._settings import (
     SettingError,
@@ -105,6 +110,10 @@ BAD = {
         "ROBOTS_PROFILE must be one of 'rfc9309', 'google', 'yandex', 'bing',"
         " not 'yahoo'",
     ),
+    "ROBOTS_PROVENANCE": (
+        "maybe",
+        f"ROBOTS_PROVENANCE must be {FLAG}, not 'maybe'",
+    ),
     "ROBOTS_PURPOSES": (
         ["train"],
         "ROBOTS_PURPOSES must be a list of draft-ietf-aipref-vocab-08 categories"
@@ -143,6 +152,14 @@ BAD = {
         -1,
         "ROBOTS_RETRY_AFTER_MAX must be a number of seconds from 0 to 1,000,000,000"
         " (such as 600), not -1",
+    ),
+    "ROBOTS_REPORT": (
+        "no-such-folder/report-%(name)s.jsonl",
+        "ROBOTS_REPORT must be the path of a file to write, in an existing,"
+        " writable folder (%(name)s, %(time)s, %(pid)s and the spider's other"
+        " attributes are replaced; %% for a literal %), not"
+        " 'no-such-folder/report-%(name)s.jsonl': folder no-such-folder does not"
+        " exist",
     ),
     "ROBOTS_SITEMAPS": ("maybe", f"ROBOTS_SITEMAPS must be {FLAG}, not 'maybe'"),
     "ROBOTS_SSRF_GUARD": ("maybe", f"ROBOTS_SSRF_GUARD must be {FLAG}, not 'maybe'"),
@@ -374,7 +391,13 @@ def test_a_crawl_task_failing_otherwise_is_still_reported() -> None:
 
 @pytest.mark.parametrize(
     "component",
-    [RobotsMiddleware, DirectivesMiddleware, SitemapsMiddleware, UsageMiddleware],
+    [
+        RobotsMiddleware,
+        DirectivesMiddleware,
+        SitemapsMiddleware,
+        UsageMiddleware,
+        ProvenanceMiddleware,
+    ],
 )
 def test_every_component_refuses_a_bad_robots_enabled(component: Any) -> None:
     crawler = get_crawler(RecordingSpider, {**BASE_SETTINGS, "ROBOTS_ENABLED": "no"})
@@ -385,7 +408,13 @@ def test_every_component_refuses_a_bad_robots_enabled(component: Any) -> None:
 
 @pytest.mark.parametrize(
     "component",
-    [RobotsMiddleware, DirectivesMiddleware, SitemapsMiddleware, UsageMiddleware],
+    [
+        RobotsMiddleware,
+        DirectivesMiddleware,
+        SitemapsMiddleware,
+        UsageMiddleware,
+        ProvenanceMiddleware,
+    ],
 )
 def test_every_component_is_off_when_robots_enabled_is_false_text(
     component: Any,

@@ -5,6 +5,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 import redis
@@ -181,6 +182,20 @@ async def test_unknown_format_version_is_missing(
     with caplog.at_level(logging.DEBUG, logger="scrapy_rfc9309"):
         assert await store.get(ORIGIN) is None
     assert "unsupported outcome format" in caplog.text
+    await closing(store)
+
+
+@coroutine_test
+async def test_an_entry_without_the_body_hash_still_reads(
+    new_store: Callable[[], RedisStore], client: redis.Redis, redis_prefix: str
+) -> None:
+    # Entries written before the hash was kept (or by such a worker).
+    value = outcome()
+    older = value.to_dict()
+    del older["body_sha256"]
+    client.set(f"{redis_prefix}outcome:{ORIGIN}", json.dumps(older))
+    store = new_store()
+    assert await store.get(ORIGIN) == replace(value, body_sha256=None)
     await closing(store)
 
 

@@ -6,6 +6,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Coroutine
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -245,6 +246,19 @@ async def test_unknown_format_version_is_missing(
     with caplog.at_level(logging.DEBUG, logger="scrapy_rfc9309"):
         assert await store.get(ORIGIN) is None
     assert "unsupported outcome format" in caplog.text
+    await store.close()
+
+
+@coroutine_test
+async def test_an_entry_without_the_body_hash_still_reads(db: Path) -> None:
+    # Entries written before the hash was kept (or by such a worker).
+    store = SQLiteStore(db)
+    value = outcome()
+    older = value.to_dict()
+    del older["body_sha256"]
+    await store.put(ORIGIN, value)
+    raw(db, "UPDATE outcomes SET outcome = ?", json.dumps(older))
+    assert await store.get(ORIGIN) == replace(value, body_sha256=None)
     await store.close()
 
 

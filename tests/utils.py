@@ -68,7 +68,13 @@ def stored_outcome(retain: float = 3600.0, now: float | None = None) -> Outcome:
             "Content-Usage: /open/ train-ai=y, search=y\nSitemap: /s.xml\n"
         ),
         detail="HTTP 200",
+        # The body's hash goes with it (ROBOTS_PROVENANCE, ROBOTS_REPORT).
+        body_sha256=STORED_SHA256,
     )
+
+
+#: The ``body_sha256`` of :func:`stored_outcome`.
+STORED_SHA256 = "ab" * 32
 
 
 def read_document(document: Document) -> Document:

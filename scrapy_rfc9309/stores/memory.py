@@ -198,6 +198,9 @@ def entry_size(origin: str, entry: Entry) -> int:
         + len(origin)
         + _chars(outcome.detail, _TEXT_CHAR)
     )
+    for digest in (outcome.body_sha256, outcome.fallback_sha256):
+        if digest is not None:
+            size += _STRING_BYTES + len(digest)
     if entry.sitemaps:
         # One string, one a line: its text and its object's header.
         size += _STRING_BYTES + _chars(entry.sitemaps, _TEXT_CHAR)
