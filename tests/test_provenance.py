@@ -154,7 +154,7 @@ async def test_items_carry_the_record_of_what_allowed_them(server: Server) -> No
         "content_usage": {**UNKNOWN, "train-ai": False},
         "directives": "all",
         "tdm": None,
-        "licenses": None,
+        "licenses": [],  # robots.txt names none (meta robots_licenses)
     }
     # The page's own preferences with robots.txt's (the longest path).
     ai = items[server.url("/public/ai")]["robots_provenance"]
