@@ -92,6 +92,18 @@ def is_tdm(purposes: Iterable[str]) -> bool:
     )
 
 
+def _drops(crawler: Crawler) -> bool:
+    """Whether this crawl drops what TDMRep reserves (``ROBOTS_TDMREP =
+    "drop"``) rather than annotating it; :exc:`NotConfigured` when TDMRep is
+    off or the crawl declares no text and data mining purpose."""
+    ensure_enabled(crawler, quiet=True)
+    settings = crawler.settings
+    mode = choice(settings, "ROBOTS_TDMREP", MODES)
+    if mode == "off" or not is_tdm(crawl_purposes(settings)[1]):
+        raise NotConfigured
+    return mode == "drop"
+
+
 def file_url(url: str) -> str | None:
     """The URL of ``url``'s origin's ``tdmrep.json`` (``None``: not http)."""
     robots = robots_url(url)
@@ -186,13 +198,9 @@ class TdmMiddleware:
 
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
-        ensure_enabled(crawler, quiet=True)
-        mode = choice(settings, "ROBOTS_TDMREP", MODES)
-        if mode == "off" or not is_tdm(crawl_purposes(settings)[1]):
-            raise NotConfigured
         self.crawler = crawler
         self.stats = crawler.stats
-        self.drop = mode == "drop"
+        self.drop = _drops(crawler)
         self.timeout = seconds(settings, "ROBOTS_TDMREP_TIMEOUT")
         if not self.timeout:
             raise SettingError(
@@ -542,14 +550,9 @@ class TdmItemsMiddleware:
     ``robots_tdm`` field.  Requests are left alone."""
 
     def __init__(self, crawler: Crawler) -> None:
-        settings = crawler.settings
-        ensure_enabled(crawler, quiet=True)
-        mode = choice(settings, "ROBOTS_TDMREP", MODES)
-        if mode == "off" or not is_tdm(crawl_purposes(settings)[1]):
-            raise NotConfigured
         self.crawler = crawler
         self.stats = crawler.stats
-        self.drop = mode == "drop"
+        self.drop = _drops(crawler)
         self._read: WeakKeyDictionary[Response, TdmState] = WeakKeyDictionary()
 
     @classmethod
