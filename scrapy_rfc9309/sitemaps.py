@@ -16,6 +16,10 @@ skipped unless ``ROBOTS_SITEMAP_OTHER_SITES`` is on; at most
 ``ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT`` sitemaps of one robots.txt and
 ``ROBOTS_SITEMAP_MAX_REQUESTS`` in the whole crawl are requested; and a
 sitemap is downloaded and decompressed up to ``ROBOTS_SITEMAP_MAX_BYTES``.
+Reading a sitemap is bounded too (see :mod:`._sitemap_read`): at most
+50,000 entries, a million elements, 256 names, and the page URLs of all the
+sitemaps below one robots.txt up to ``ROBOTS_SITEMAP_MAX_URLS_PER_ROBOTSTXT``;
+each sitemap cut short is counted under ``robots/sitemaps/cut/`` and logged.
 
 Whatever ``ROBOTS_SITEMAPS`` says, a ``SitemapSpider`` whose
 ``sitemap_urls`` name a robots.txt gets its sitemaps from the outcome
@@ -35,11 +39,11 @@ from scrapy import Request, Spider, signals
 from scrapy.exceptions import DontCloseSpider, IgnoreRequest, NotConfigured
 from scrapy.spiders import SitemapSpider
 from scrapy.utils.defer import deferred_from_coro
-from scrapy.utils.gz import gunzip, gzip_magic_number
-from scrapy.utils.sitemap import Sitemap
+from scrapy.utils.gz import gzip_magic_number
 from tldextract import TLDExtract
 from w3lib.url import safe_url_string
 
+from . import _sitemap_read
 from . import signals as robots_signals
 from ._settings import ensure_enabled, flag, positive_int, refusals_logged
 from .middleware import RobotsMiddleware
@@ -58,7 +62,7 @@ if TYPE_CHECKING:
 
     from .outcome import Outcome
 
-__all__ = ["CALLBACK_ATTRIBUTE", "DEPTH_KEY", "SitemapsMiddleware"]
+__all__ = ["CALLBACK_ATTRIBUTE", "DEPTH_KEY", "ROBOTS_TXT_KEY", "SitemapsMiddleware"]
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +74,9 @@ CALLBACK_ATTRIBUTE = "_robots_parse_sitemap"
 #: Request meta key: how far below robots.txt a sitemap is (1 for the
 #: sitemaps robots.txt names, 2 for those of a sitemap index they are, ...).
 DEPTH_KEY = "robots_sitemap_depth"
+#: Request meta key: the robots.txt URL below which a sitemap is (directly,
+#: or through sitemap indexes).
+ROBOTS_TXT_KEY = "robots_sitemap_robots_txt"
 
 _SCHEMES = ("http", "https")
 
@@ -79,6 +86,7 @@ _SCHEMES = ("http", "https")
 _DISCOVERED = "robots/sitemaps/discovered"
 _FOLLOWED = "robots/sitemaps/followed"
 _SKIPPED = "robots/sitemaps/skipped/"
+_CUT = "robots/sitemaps/cut/"
 
 # Registrable domains from the public suffix list bundled with tldextract
 # (a dependency of Scrapy): no download, no cache written.  Private suffixes
@@ -107,6 +115,8 @@ class _Limits:
     #: HttpCompressionMiddleware and the gzip reading of sitemaps honour it.
     max_bytes: int
     other_sites: bool
+    #: Page URLs read from all the sitemaps below one robots.txt.
+    urls_per_robots_txt: int
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> _Limits:
@@ -121,6 +131,9 @@ class _Limits:
             per_crawl=positive_int(settings, "ROBOTS_SITEMAP_MAX_REQUESTS", minimum=0),
             max_bytes=max_bytes,
             other_sites=flag(settings, "ROBOTS_SITEMAP_OTHER_SITES"),
+            urls_per_robots_txt=positive_int(
+                settings, "ROBOTS_SITEMAP_MAX_URLS_PER_ROBOTSTXT", minimum=0
+            ),
         )
 
 
@@ -135,12 +148,34 @@ class _Budget:
     def __init__(self, limits: _Limits) -> None:
         self.limits = limits
         self.left = limits.per_crawl
+        #: robots.txt URL -> page URLs read from the sitemaps below it.  One
+        #: entry per robots.txt with a sitemap requested: as many as
+        #: ROBOTS_SITEMAP_MAX_REQUESTS at most.
+        self.urls: dict[str, int] = {}
+        self.exhausted: set[str] = set()
 
     def take(self) -> bool:
         """Whether one more sitemap may be requested (then counted)."""
         if self.left <= 0:
             return False
         self.left -= 1
+        return True
+
+    def urls_left(self, robots_txt: str) -> int:
+        """How many more page URLs the sitemaps below ``robots_txt`` may
+        give."""
+        return max(0, self.limits.urls_per_robots_txt - self.urls.get(robots_txt, 0))
+
+    def take_urls(self, robots_txt: str, count: int) -> None:
+        """Count ``count`` page URLs below ``robots_txt``."""
+        self.urls[robots_txt] = self.urls.get(robots_txt, 0) + count
+
+    def first_exhausted(self, robots_txt: str) -> bool:
+        """Whether the allowance of ``robots_txt`` runs out for the first
+        time (it is logged once)."""
+        if robots_txt in self.exhausted:
+            return False
+        self.exhausted.add(robots_txt)
         return True
 
 
@@ -218,6 +253,31 @@ class _Follow:
         self.skips.report(self.stats, self.index_url, self.spider)
 
 
+class _PageCap:
+    """The page requests a ``SitemapSpider`` makes from one sitemap below a
+    robots.txt: the sitemaps.org protocol's 50,000, within what is left of
+    ROBOTS_SITEMAP_MAX_URLS_PER_ROBOTSTXT."""
+
+    def __init__(self, budget: _Budget, robots_txt: str) -> None:
+        self.budget = budget
+        self.robots_txt = robots_txt
+        self.taken = 0
+        self.cut: str | None = None
+
+    def admit(self) -> bool:
+        if self.cut is not None:
+            return False
+        if self.taken >= _sitemap_read.MAX_ENTRIES:
+            self.cut = _sitemap_read.URLS
+        elif not self.budget.urls_left(self.robots_txt):
+            self.cut = _sitemap_read.URL_BUDGET
+        else:
+            self.taken += 1
+            self.budget.take_urls(self.robots_txt, 1)
+            return True
+        return False
+
+
 class SitemapsMiddleware:
     """Spider middleware feeding robots.txt sitemaps to the spider.
 
@@ -289,15 +349,23 @@ class SitemapsMiddleware:
                 yield output
             return
         follow = _Follow(self.spider, response.url)
+        robots_txt = _robots_txt_of(response)
+        pages = _PageCap(self.budget, robots_txt)
         depth = int(response.meta[DEPTH_KEY]) + 1
         async for output in result:
-            if isinstance(output, Request) and output.callback == self.callback:
-                if not follow.admit(output.url):
+            if isinstance(output, Request):
+                if output.callback == self.callback:
+                    if not follow.admit(output.url):
+                        continue
+                    output.meta[DEPTH_KEY] = depth
+                    output.meta[ROBOTS_TXT_KEY] = robots_txt
+                    output.meta["download_maxsize"] = follow.limits.max_bytes
+                elif not pages.admit():
                     continue
-                output.meta[DEPTH_KEY] = depth
-                output.meta["download_maxsize"] = follow.limits.max_bytes
             yield output
         follow.done()
+        if pages.cut is not None:
+            _report_cut(self.spider, response, pages.cut, robots_txt)
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """Answer a ``SitemapSpider``'s robots.txt start requests from the
@@ -402,7 +470,7 @@ class SitemapsMiddleware:
             if listed > limits.per_robots_txt:
                 skips.add("robots_txt_limit", url)
                 continue
-            request = _sitemap_request(url, self.callback, 1, limits)
+            request = _sitemap_request(url, self.callback, 1, limits, origin)
             if request.url in self._requested:
                 continue
             if not self.budget.take():
@@ -421,13 +489,26 @@ class SitemapsMiddleware:
 
 
 def _sitemap_request(
-    url: str, callback: CallbackT, depth: int, limits: _Limits
+    url: str, callback: CallbackT, depth: int, limits: _Limits, robots_txt: str
 ) -> Request:
     return Request(
         url,
         callback=callback,
-        meta={DEPTH_KEY: depth, "download_maxsize": limits.max_bytes},
+        meta={
+            DEPTH_KEY: depth,
+            ROBOTS_TXT_KEY: robots_txt,
+            "download_maxsize": limits.max_bytes,
+        },
     )
+
+
+def _robots_txt_of(response: Response) -> str:
+    """The robots.txt URL a sitemap response is below (its own origin's for
+    a request queued without one, by an earlier version, in a JOBDIR)."""
+    named = response.meta.get(ROBOTS_TXT_KEY)
+    if isinstance(named, str):
+        return named
+    return robots_url(response.url) or response.url
 
 
 def _max_depth(settings: BaseSettings) -> int:
@@ -452,9 +533,11 @@ def _parse_sitemap(spider: Spider, response: Response) -> Iterator[Request]:
     """The callback of sitemap requests (bound to the spider, see
     :data:`CALLBACK_ATTRIBUTE`): a sitemap index's sitemaps go round again,
     a sitemap's page URLs go to :func:`_page_callback`."""
+    budget = _budget(spider)
+    robots_txt = _robots_txt_of(response)
     try:
-        sitemap = _read_sitemap(spider, response)
-    except _TooLarge as exc:
+        reader = _read_sitemap(spider, response, budget.urls_left(robots_txt))
+    except _sitemap_read.TooLarge as exc:
         spider.crawler.stats.inc_value(_SKIPPED + "too_large")
         logger.warning(
             "Ignoring sitemap %(response)s: over %(limit)s bytes once"
@@ -463,15 +546,17 @@ def _parse_sitemap(spider: Spider, response: Response) -> Iterator[Request]:
             extra={"spider": spider},
         )
         return
-    if sitemap is None:
+    if reader is None or reader.kind not in ("urlset", "sitemapindex"):
         logger.warning(
             "Ignoring invalid sitemap: %(response)s",
             {"response": response},
             extra={"spider": spider},
         )
         return
-    kind, locations = sitemap
-    if kind == "sitemapindex":
+    if reader.cut is not None:
+        _report_cut(spider, response, reader.cut, robots_txt)
+    locations = _http_urls(response.url, reader.locations)
+    if reader.kind == "sitemapindex":
         depth = int(response.meta.get(DEPTH_KEY, 1)) + 1
         if depth > _max_depth(spider.crawler.settings):
             logger.info(
@@ -481,15 +566,51 @@ def _parse_sitemap(spider: Spider, response: Response) -> Iterator[Request]:
                 extra={"spider": spider},
             )
             return
-        yield from _index_requests(spider, response, locations, depth)
+        yield from _index_requests(spider, response, locations, depth, robots_txt)
     else:
+        budget.take_urls(robots_txt, len(reader.locations))
         callback = _page_callback(spider)
         for url in locations:
             yield Request(url, callback=callback)
 
 
+_CUT_WHY = {
+    _sitemap_read.ELEMENTS: f"over {_sitemap_read.MAX_ELEMENTS:,} elements",
+    _sitemap_read.NAMES: f"over {_sitemap_read.MAX_NAMES} distinct names",
+    _sitemap_read.OPEN: (
+        f"over {_sitemap_read.MAX_OPEN_BYTES:,} bytes without an element closing"
+    ),
+    _sitemap_read.URLS: (
+        f"over {_sitemap_read.MAX_ENTRIES:,} entries, the sitemaps.org limit"
+    ),
+    _sitemap_read.URL_BUDGET: (
+        "the sitemaps below %(robots_txt)s gave"
+        " ROBOTS_SITEMAP_MAX_URLS_PER_ROBOTSTXT page URLs"
+    ),
+}
+
+
+def _report_cut(spider: Spider, response: Response, why: str, robots_txt: str) -> None:
+    """Count a sitemap cut short, and log it (once per robots.txt when its
+    page URL allowance ran out)."""
+    spider.crawler.stats.inc_value(_CUT + why)
+    if why == _sitemap_read.URL_BUDGET and not _budget(spider).first_exhausted(
+        robots_txt
+    ):
+        return
+    logger.warning(
+        "Sitemap %(response)s read only in part: " + _CUT_WHY[why],
+        {"response": response, "robots_txt": robots_txt},
+        extra={"spider": spider},
+    )
+
+
 def _index_requests(
-    spider: Spider, response: Response, locations: list[str], depth: int
+    spider: Spider,
+    response: Response,
+    locations: list[str],
+    depth: int,
+    robots_txt: str,
 ) -> Iterator[Request]:
     """The requests for the sitemaps a sitemap index names, within the
     crawl's bounds."""
@@ -497,49 +618,41 @@ def _index_requests(
     follow = _Follow(spider, response.url)
     for url in locations:
         if follow.admit(url):
-            yield _sitemap_request(url, callback, depth, follow.limits)
+            yield _sitemap_request(url, callback, depth, follow.limits, robots_txt)
     follow.done()
 
 
-class _TooLarge(Exception):
-    """A sitemap over its size limit once decompressed (args: the limit)."""
-
-
-def _read_sitemap(spider: Spider, response: Response) -> tuple[str, list[str]] | None:
-    """The type and the http(s) locations of a sitemap response, or ``None``
-    when it is not an XML sitemap or sitemap index; :class:`_TooLarge` when
-    it decompresses past its limit."""
-    body = response.body
-    if gzip_magic_number(response):
-        limit = response.meta.get(
+def _read_sitemap(
+    spider: Spider, response: Response, max_urls: int
+) -> _sitemap_read.SitemapReader | None:
+    """A sitemap response read (:class:`~._sitemap_read.SitemapReader`), or
+    ``None`` when it is a corrupt gzip file;
+    :class:`~._sitemap_read.TooLarge` when it decompresses past its
+    limit."""
+    reader = _sitemap_read.SitemapReader(max_urls=max_urls)
+    if not gzip_magic_number(response):
+        return reader.read(_sitemap_read.chunks(response.body))
+    limit = response.meta.get(
+        "download_maxsize",
+        getattr(
+            spider,
             "download_maxsize",
-            getattr(
-                spider,
-                "download_maxsize",
-                spider.crawler.settings.getint("DOWNLOAD_MAXSIZE"),
-            ),
-        )
-        try:
-            body = gunzip(body, max_size=limit)
-        # Scrapy's size error is a ValueError, and decoding stops right there.
-        except ValueError:
-            raise _TooLarge(limit) from None
-        # Not gzip after all.
-        except (OSError, EOFError, zlib.error):
-            return None
+            spider.crawler.settings.getint("DOWNLOAD_MAXSIZE"),
+        ),
+    )
     try:
-        sitemap = Sitemap(body)
-        if sitemap.type not in ("urlset", "sitemapindex"):
-            return None
-        locations = []
-        for entry in sitemap:
-            url = _http_url(response.url, entry["loc"])
-            if url is not None:
-                locations.append(url)
-    # lxml's XMLSyntaxError is a SyntaxError; StopIteration: an empty body.
-    except (SyntaxError, StopIteration):
+        # Decompressed as it is read, so that a sitemap cut short is not
+        # decompressed any further.
+        return reader.read(_sitemap_read.gunzip_chunks(response.body, limit))
+    # Not gzip after all.
+    except (OSError, EOFError, zlib.error):
         return None
-    return sitemap.type, locations
+
+
+def _http_urls(base: str, values: list[str]) -> list[str]:
+    """The http(s) URLs of ``values``, made absolute against ``base``."""
+    urls = (_http_url(base, value) for value in values)
+    return [url for url in urls if url is not None]
 
 
 def _http_url(base: str, value: str) -> str | None:
