@@ -45,6 +45,7 @@ __all__ = [
     "OPEN",
     "URLS",
     "URL_BUDGET",
+    "WHY",
     "SitemapReader",
     "TooLarge",
     "chunks",
@@ -70,6 +71,17 @@ NAMES = "names"
 OPEN = "open_element"
 URLS = "urls"
 URL_BUDGET = "robots_txt_urls"
+#: Each cut explained, for the log (``%(robots_txt)s``: the robots.txt URL).
+WHY = {
+    ELEMENTS: f"over {MAX_ELEMENTS:,} elements",
+    NAMES: f"over {MAX_NAMES} distinct names",
+    OPEN: f"over {MAX_OPEN_BYTES:,} bytes without an element closing",
+    URLS: f"over {MAX_ENTRIES:,} entries, the sitemaps.org limit",
+    URL_BUDGET: (
+        "the sitemaps below %(robots_txt)s gave"
+        " ROBOTS_SITEMAP_MAX_URLS_PER_ROBOTSTXT page URLs"
+    ),
+}
 
 _ENTRIES = frozenset(("url", "sitemap"))
 

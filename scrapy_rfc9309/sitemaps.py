@@ -223,10 +223,11 @@ _WHY = {
 
 class _Follow:
     """Which sitemaps named by one sitemap index are requested: those on
-    the index's site (unless ROBOTS_SITEMAP_OTHER_SITES), while the crawl's
+    the site of the robots.txt below which the index is (unless
+    ROBOTS_SITEMAP_OTHER_SITES), while the crawl's
     ROBOTS_SITEMAP_MAX_REQUESTS lasts."""
 
-    def __init__(self, spider: Spider, index_url: str) -> None:
+    def __init__(self, spider: Spider, index_url: str, robots_txt: str) -> None:
         crawler = spider.crawler
         assert crawler.stats is not None
         self.stats = crawler.stats
@@ -234,7 +235,7 @@ class _Follow:
         self.limits = self.budget.limits
         self.spider = spider
         self.index_url = index_url
-        self.site = _site(index_url)
+        self.site = _site(robots_txt)
         self.skips = _Skips()
 
     def admit(self, url: str) -> bool:
@@ -328,6 +329,9 @@ class SitemapsMiddleware:
             )
         if self.sitemap_spider:
             crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(
+            self._request_scheduled, signal=signals.request_scheduled
+        )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -348,8 +352,8 @@ class SitemapsMiddleware:
             async for output in result:
                 yield output
             return
-        follow = _Follow(self.spider, response.url)
         robots_txt = _robots_txt_of(response)
+        follow = _Follow(self.spider, response.url, robots_txt)
         pages = _PageCap(self.budget, robots_txt)
         depth = int(response.meta[DEPTH_KEY]) + 1
         async for output in result:
@@ -423,6 +427,30 @@ class SitemapsMiddleware:
             )
         finally:
             self._robots_steps -= 1
+
+    def _request_scheduled(self, request: Request) -> None:
+        """Drop a sitemap redirected to another site than the robots.txt
+        below which it is, unless ROBOTS_SITEMAP_OTHER_SITES: the redirect
+        is scheduled like any request, before anything is fetched there
+        (not even its robots.txt)."""
+        redirects = request.meta.get("redirect_urls")
+        if (
+            not redirects
+            or DEPTH_KEY not in request.meta
+            or self.budget.limits.other_sites
+        ):
+            return
+        robots_txt = _robots_txt_of(request)
+        if _site(request.url) == _site(robots_txt):
+            return
+        self.stats.inc_value(_SKIPPED + "redirect_other_site")
+        logger.info(
+            "Not following the redirect of sitemap %(sitemap)s to %(url)s: on"
+            " another site than %(robots_txt)s (ROBOTS_SITEMAP_OTHER_SITES is off)",
+            {"sitemap": redirects[0], "url": request.url, "robots_txt": robots_txt},
+            extra={"spider": self.spider},
+        )
+        raise IgnoreRequest
 
     def _spider_idle(self) -> None:
         if self._robots_steps:
@@ -502,13 +530,16 @@ def _sitemap_request(
     )
 
 
-def _robots_txt_of(response: Response) -> str:
-    """The robots.txt URL a sitemap response is below (its own origin's for
-    a request queued without one, by an earlier version, in a JOBDIR)."""
-    named = response.meta.get(ROBOTS_TXT_KEY)
+def _robots_txt_of(message: Request | Response) -> str:
+    """The robots.txt URL a sitemap request or response is below (for one
+    queued without it in a JOBDIR by an earlier version, the robots.txt of
+    the URL first requested)."""
+    meta = message.meta
+    named = meta.get(ROBOTS_TXT_KEY)
     if isinstance(named, str):
         return named
-    return robots_url(response.url) or response.url
+    first = (meta.get("redirect_urls") or [message.url])[0]
+    return robots_url(first) or first
 
 
 def _max_depth(settings: BaseSettings) -> int:
@@ -574,22 +605,6 @@ def _parse_sitemap(spider: Spider, response: Response) -> Iterator[Request]:
             yield Request(url, callback=callback)
 
 
-_CUT_WHY = {
-    _sitemap_read.ELEMENTS: f"over {_sitemap_read.MAX_ELEMENTS:,} elements",
-    _sitemap_read.NAMES: f"over {_sitemap_read.MAX_NAMES} distinct names",
-    _sitemap_read.OPEN: (
-        f"over {_sitemap_read.MAX_OPEN_BYTES:,} bytes without an element closing"
-    ),
-    _sitemap_read.URLS: (
-        f"over {_sitemap_read.MAX_ENTRIES:,} entries, the sitemaps.org limit"
-    ),
-    _sitemap_read.URL_BUDGET: (
-        "the sitemaps below %(robots_txt)s gave"
-        " ROBOTS_SITEMAP_MAX_URLS_PER_ROBOTSTXT page URLs"
-    ),
-}
-
-
 def _report_cut(spider: Spider, response: Response, why: str, robots_txt: str) -> None:
     """Count a sitemap cut short, and log it (once per robots.txt when its
     page URL allowance ran out)."""
@@ -599,7 +614,7 @@ def _report_cut(spider: Spider, response: Response, why: str, robots_txt: str) -
     ):
         return
     logger.warning(
-        "Sitemap %(response)s read only in part: " + _CUT_WHY[why],
+        "Sitemap %(response)s read only in part: " + _sitemap_read.WHY[why],
         {"response": response, "robots_txt": robots_txt},
         extra={"spider": spider},
     )
@@ -615,7 +630,7 @@ def _index_requests(
     """The requests for the sitemaps a sitemap index names, within the
     crawl's bounds."""
     callback = getattr(spider, CALLBACK_ATTRIBUTE)
-    follow = _Follow(spider, response.url)
+    follow = _Follow(spider, response.url, robots_txt)
     for url in locations:
         if follow.admit(url):
             yield _sitemap_request(url, callback, depth, follow.limits, robots_txt)

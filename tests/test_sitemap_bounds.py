@@ -381,3 +381,74 @@ async def test_element_bomb_is_read_to_a_million_elements(
     # Decompressed as it is read, and no further than the cut (4 MiB): the
     # 50 MiB are never held.
     assert peak < size // 4
+
+
+# -- the other-site rule through redirects (issue 24 F10) ---------------------
+
+
+def redirect(server: Server, path: str, to: str) -> None:
+    server.route(path, status=302, headers={"Location": to})
+
+
+def other_site(elsewhere: Server) -> None:
+    """An index on ``elsewhere`` naming two sitemaps of three pages each."""
+    sitemaps = [elsewhere.url("/s1.xml"), elsewhere.url("/s2.xml")]
+    xml(elsewhere, "/index.xml", sitemapindex(sitemaps))
+    for number in (1, 2):
+        pages = [elsewhere.url(f"/p{number}/{i}") for i in range(3)]
+        xml(elsewhere, f"/s{number}.xml", urlset(pages))
+
+
+@pytest.mark.parametrize("spider", ["plain", "sitemap_spider"])
+@coroutine_test
+async def test_sitemap_redirected_to_another_site_is_dropped(
+    make_server: MakeServer, spider: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A same-site Sitemap: /s.xml answering 302 to another site led to its
+    # index, 2 sitemaps and 6 pages fetched.
+    home, elsewhere = make_server(), make_server()
+    home.route("/robots.txt", "Sitemap: /s.xml\nSitemap: /index.xml\n")
+    redirect(home, "/s.xml", elsewhere.url("/index.xml"))
+    # Below an index on the home site too.
+    xml(home, "/index.xml", sitemapindex([home.url("/moved.xml")]))
+    redirect(home, "/moved.xml", elsewhere.url("/s1.xml"))
+    other_site(elsewhere)
+    with caplog.at_level(logging.INFO):
+        crawler = await counting_crawl(spider, [home])
+    assert elsewhere.hits == []
+    assert home.count("/s.xml") == 1
+    assert home.count("/moved.xml") == 1
+    assert stats(crawler)["robots/sitemaps/skipped/redirect_other_site"] == 2
+    logged = [r.getMessage() for r in caplog.records if "redirect of" in r.getMessage()]
+    assert len(logged) == 2
+    assert any(
+        home.url("/s.xml") in line and elsewhere.url("/index.xml") in line
+        for line in logged
+    )
+    assert "log_count/ERROR" not in crawler.stats.get_stats()
+
+
+@coroutine_test
+async def test_sitemap_redirects_on_its_site_and_with_other_sites_are_followed(
+    make_server: MakeServer,
+) -> None:
+    home, elsewhere = make_server(), make_server()
+    home.route("/robots.txt", "Sitemap: /old.xml\nSitemap: /away.xml\n")
+    redirect(home, "/old.xml", home.url("/new.xml"))
+    xml(home, "/new.xml", urlset([home.url("/page/a")]))
+    redirect(home, "/away.xml", elsewhere.url("/index.xml"))
+    other_site(elsewhere)
+    crawler = await counting_crawl("plain", [home])
+    # On its own site: followed.
+    assert home.count("/new.xml") == 1
+    assert crawler.spider.pages == [home.url("/page/a")]
+    assert stats(crawler)["robots/sitemaps/skipped/redirect_other_site"] == 1
+
+    home.hits.clear()
+    crawler = await crawl(
+        [home.url("/start")], {**SITEMAPS, "ROBOTS_SITEMAP_OTHER_SITES": True}
+    )
+    assert elsewhere.count("/index.xml") == 1
+    assert elsewhere.count("/s2.xml") == 1
+    assert sum(1 for hit in elsewhere.hits if hit.path.startswith("/p")) == 6
+    assert "robots/sitemaps/skipped/redirect_other_site" not in stats(crawler)
