@@ -24,6 +24,7 @@ What was read before the cut is kept.
 from __future__ import annotations
 
 import struct
+import zlib
 from contextlib import suppress
 from gzip import GzipFile
 from io import BytesIO
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING
 import lxml.etree
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Awaitable, Callable, Iterable, Iterator
 
 __all__ = [
     "CHUNK",
@@ -50,6 +51,7 @@ __all__ = [
     "TooLarge",
     "chunks",
     "gunzip_chunks",
+    "read",
 ]
 
 #: How much input the parser is given at a time.
@@ -84,6 +86,8 @@ WHY = {
 }
 
 _ENTRIES = frozenset(("url", "sitemap"))
+#: What Scrapy's ``gzip_magic_number`` looks for.
+_GZIP = b"\x1f\x8b\x08"
 
 
 class TooLarge(Exception):
@@ -106,7 +110,7 @@ def gunzip_chunks(body: bytes, limit: int) -> Iterator[bytes]:
     while True:
         try:
             piece = stream.read1(CHUNK)
-        except (OSError, EOFError, struct.error):
+        except (OSError, EOFError, struct.error, zlib.error):
             if size:
                 return
             raise
@@ -277,3 +281,27 @@ def _root_of(element: lxml.etree._Element) -> lxml.etree._Element:
     while (parent := element.getparent()) is not None:
         element = parent
     return element
+
+
+async def read(
+    body: bytes, limit: int, max_urls: int, pause: Callable[[], Awaitable[None]]
+) -> SitemapReader | None:
+    """``body`` read as a sitemap, plain or gzip (decompressed as it is read,
+    so that a sitemap cut short is decompressed no further), awaiting
+    ``pause()`` between two pieces of input: reading is bounded work, but up
+    to a million elements of it, which would hold up everything else on the
+    event loop.  ``None`` for a corrupt gzip file; :class:`TooLarge` when it
+    decompresses past ``limit`` bytes."""
+    reader = SitemapReader(max_urls=max_urls)
+    pieces = gunzip_chunks(body, limit) if body[:3] == _GZIP else chunks(body)
+    try:
+        for piece in pieces:
+            reader.feed(piece)
+            if reader.done:
+                return reader
+            await pause()
+    # Not gzip after all.
+    except (OSError, EOFError, zlib.error):
+        return None
+    reader.close()
+    return reader

@@ -29,7 +29,6 @@ Whatever ``ROBOTS_SITEMAPS`` says, a ``SitemapSpider`` whose
 from __future__ import annotations
 
 import logging
-import zlib
 from dataclasses import dataclass
 from types import MethodType
 from typing import TYPE_CHECKING, Any
@@ -39,12 +38,12 @@ from scrapy import Request, Spider, signals
 from scrapy.exceptions import DontCloseSpider, IgnoreRequest, NotConfigured
 from scrapy.spiders import SitemapSpider
 from scrapy.utils.defer import deferred_from_coro
-from scrapy.utils.gz import gzip_magic_number
 from tldextract import TLDExtract
 from w3lib.url import safe_url_string
 
 from . import _sitemap_read
 from . import signals as robots_signals
+from ._compat import sleep
 from ._settings import ensure_enabled, flag, positive_int, refusals_logged
 from .middleware import RobotsMiddleware
 from .outcome import PARSED
@@ -560,14 +559,14 @@ def _page_callback(spider: Spider) -> CallbackT:
     return callback  # type: ignore[no-any-return]
 
 
-def _parse_sitemap(spider: Spider, response: Response) -> Iterator[Request]:
+async def _parse_sitemap(spider: Spider, response: Response) -> AsyncIterator[Request]:
     """The callback of sitemap requests (bound to the spider, see
     :data:`CALLBACK_ATTRIBUTE`): a sitemap index's sitemaps go round again,
     a sitemap's page URLs go to :func:`_page_callback`."""
     budget = _budget(spider)
     robots_txt = _robots_txt_of(response)
     try:
-        reader = _read_sitemap(spider, response, budget.urls_left(robots_txt))
+        reader = await _read_sitemap(spider, response, budget.urls_left(robots_txt))
     except _sitemap_read.TooLarge as exc:
         spider.crawler.stats.inc_value(_SKIPPED + "too_large")
         logger.warning(
@@ -584,9 +583,21 @@ def _parse_sitemap(spider: Spider, response: Response) -> Iterator[Request]:
             extra={"spider": spider},
         )
         return
-    if reader.cut is not None:
-        _report_cut(spider, response, reader.cut, robots_txt)
-    locations = _http_urls(response.url, reader.locations)
+    cuts = [] if reader.cut is None else [reader.cut]
+    values = reader.locations
+    if reader.kind == "urlset":
+        # Other sitemaps below the same robots.txt may have been read
+        # meanwhile: what is left is taken now, in one step.
+        left = budget.urls_left(robots_txt)
+        if len(values) > left:
+            values = values[:left]
+            if _sitemap_read.URL_BUDGET not in cuts:
+                cuts.append(_sitemap_read.URL_BUDGET)
+        budget.take_urls(robots_txt, len(values))
+    for why in cuts:
+        _report_cut(spider, response, why, robots_txt)
+    urls = (_http_url(response.url, value) for value in values)
+    locations = [url for url in urls if url is not None]
     if reader.kind == "sitemapindex":
         depth = int(response.meta.get(DEPTH_KEY, 1)) + 1
         if depth > _max_depth(spider.crawler.settings):
@@ -597,9 +608,9 @@ def _parse_sitemap(spider: Spider, response: Response) -> Iterator[Request]:
                 extra={"spider": spider},
             )
             return
-        yield from _index_requests(spider, response, locations, depth, robots_txt)
+        for request in _index_requests(spider, response, locations, depth, robots_txt):
+            yield request
     else:
-        budget.take_urls(robots_txt, len(reader.locations))
         callback = _page_callback(spider)
         for url in locations:
             yield Request(url, callback=callback)
@@ -637,16 +648,11 @@ def _index_requests(
     follow.done()
 
 
-def _read_sitemap(
+async def _read_sitemap(
     spider: Spider, response: Response, max_urls: int
 ) -> _sitemap_read.SitemapReader | None:
-    """A sitemap response read (:class:`~._sitemap_read.SitemapReader`), or
-    ``None`` when it is a corrupt gzip file;
-    :class:`~._sitemap_read.TooLarge` when it decompresses past its
-    limit."""
-    reader = _sitemap_read.SitemapReader(max_urls=max_urls)
-    if not gzip_magic_number(response):
-        return reader.read(_sitemap_read.chunks(response.body))
+    """A sitemap response read (see :func:`~._sitemap_read.read`), the
+    event loop running between two pieces of it."""
     limit = response.meta.get(
         "download_maxsize",
         getattr(
@@ -655,19 +661,7 @@ def _read_sitemap(
             spider.crawler.settings.getint("DOWNLOAD_MAXSIZE"),
         ),
     )
-    try:
-        # Decompressed as it is read, so that a sitemap cut short is not
-        # decompressed any further.
-        return reader.read(_sitemap_read.gunzip_chunks(response.body, limit))
-    # Not gzip after all.
-    except (OSError, EOFError, zlib.error):
-        return None
-
-
-def _http_urls(base: str, values: list[str]) -> list[str]:
-    """The http(s) URLs of ``values``, made absolute against ``base``."""
-    urls = (_http_url(base, value) for value in values)
-    return [url for url in urls if url is not None]
+    return await _sitemap_read.read(response.body, limit, max_urls, lambda: sleep(0))
 
 
 def _http_url(base: str, value: str) -> str | None:

@@ -8,11 +8,13 @@ with ``tracemalloc``, elements by the reader.  Nothing is timed.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import gzip
 import logging
 import tracemalloc
 from collections.abc import Callable, Iterable
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -381,6 +383,44 @@ async def test_element_bomb_is_read_to_a_million_elements(
     # Decompressed as it is read, and no further than the cut (4 MiB): the
     # 50 MiB are never held.
     assert peak < size // 4
+
+
+@coroutine_test
+async def test_reading_a_sitemap_lets_the_event_loop_run(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A million elements is bounded work, but not one to do in one go on the
+    # loop: between two pieces of input, the loop runs (a task counts its
+    # turns while the sitemap is read).
+    body = HEAD + b"<x/>" * (2**21 // 4) + b"</urlset>"
+    server.route("/robots.txt", "Sitemap: /s.xml\n")
+    xml(server, "/s.xml", body)
+    turns = 0
+    at_feed: list[int] = []
+    crawling = True
+    counters: list[asyncio.Future[None]] = []
+    feed = SitemapReader.feed
+
+    async def count_turns(reader: SitemapReader) -> None:
+        nonlocal turns
+        while crawling and not reader.done:
+            turns += 1
+            await asyncio.sleep(0)
+
+    def counting_feed(reader: SitemapReader, piece: bytes) -> None:
+        if not at_feed:
+            counters.append(asyncio.ensure_future(count_turns(reader)))
+        at_feed.append(turns)
+        feed(reader, piece)
+
+    monkeypatch.setattr(SitemapReader, "feed", counting_feed)
+    try:
+        crawler = await crawl([server.url("/start")], SITEMAPS)
+    finally:
+        crawling = False
+    assert len(at_feed) == -(-len(body) // _sitemap_read.CHUNK)
+    assert all(later > earlier for earlier, later in pairwise(at_feed))
+    assert "robots/sitemaps/cut/elements" not in stats(crawler)
 
 
 # -- the other-site rule through redirects (issue 24 F10) ---------------------
