@@ -1,4 +1,4 @@
-"""Reading a sitemap's XML within fixed bounds (lxml only: no Scrapy, no I/O).
+"""Reading a sitemap's XML within fixed bounds.
 
 A sitemap comes from the server being crawled, and its size alone
 (``ROBOTS_SITEMAP_MAX_BYTES``) does not bound the work of reading it: 50 MiB
@@ -18,7 +18,10 @@ flat whatever the document's size), and stops for good, saying why in
 - the ``max_urls`` page URLs (``<url>`` entries) the caller has left
   (:data:`URL_BUDGET`).
 
-What was read before the cut is kept.
+What was read before the cut is kept.  :func:`read` drives a reader over a
+response body (gzip decompressed as it is read), and :func:`site` and
+:func:`http_url` are the URL knowledge the sitemap bounds need.  Pure: lxml,
+tldextract and w3lib, no Scrapy, no I/O.
 """
 
 from __future__ import annotations
@@ -28,9 +31,12 @@ import zlib
 from contextlib import suppress
 from gzip import GzipFile
 from io import BytesIO
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
 
 import lxml.etree
+from tldextract import TLDExtract
+from w3lib.url import safe_url_string
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -51,7 +57,9 @@ __all__ = [
     "TooLarge",
     "chunks",
     "gunzip_chunks",
+    "http_url",
     "read",
+    "site",
 ]
 
 #: How much input the parser is given at a time.
@@ -86,6 +94,7 @@ WHY = {
 }
 
 _ENTRIES = frozenset(("url", "sitemap"))
+_SCHEMES = ("http", "https")
 #: What Scrapy's ``gzip_magic_number`` looks for.
 _GZIP = b"\x1f\x8b\x08"
 
@@ -122,6 +131,38 @@ def gunzip_chunks(body: bytes, limit: int) -> Iterator[bytes]:
         yield piece
 
 
+# Registrable domains from the public suffix list bundled with tldextract
+# (a dependency of Scrapy): no download, no cache written.  Private suffixes
+# count, so two blogs on one hosting domain are two sites.
+_SITES = TLDExtract(
+    suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True
+)
+
+
+def site(url: str) -> str:
+    """The registrable domain of ``url``'s host (``example.co.uk`` for
+    ``www.example.co.uk``), or the host itself (an IP address, a name under
+    no public suffix)."""
+    host = urlsplit(url).hostname or ""
+    parts = _SITES(host)
+    return f"{parts.domain}.{parts.suffix}" if parts.domain and parts.suffix else host
+
+
+def http_url(base: str, value: str) -> str | None:
+    """``value`` made absolute against ``base``, if it is an http(s) URL."""
+    if not value:
+        return None
+    try:
+        url = urljoin(base, value)
+        parts = urlsplit(url)
+        if parts.scheme in _SCHEMES and parts.hostname:
+            return safe_url_string(url)
+    # Sitemaps and robots.txt are untrusted: "http://[x" is no URL at all.
+    except ValueError:
+        pass
+    return None
+
+
 def _local(tag: object) -> str:
     """The name of an element without its namespace ('' for entities)."""
     if not isinstance(tag, str):
@@ -140,6 +181,7 @@ class SitemapReader:
         max_elements: int = MAX_ELEMENTS,
         max_names: int = MAX_NAMES,
         max_open_bytes: int = MAX_OPEN_BYTES,
+        keep_entries: bool = False,
     ) -> None:
         self.max_urls = max_urls
         self.max_entries = max_entries
@@ -151,6 +193,11 @@ class SitemapReader:
         self.kind: str | None = None
         #: The ``<loc>`` of each entry, in document order.
         self.locations: list[str] = []
+        #: With ``keep_entries``, each entry as Scrapy's ``Sitemap`` gives it
+        #: (its fields by name, ``alternate`` for the ``xhtml:link`` hrefs).
+        self.entries: list[dict[str, Any]] = []
+        self._keep = keep_entries
+        self._fields: dict[str, Any] = {}
         #: Why reading stopped before the end (:data:`ELEMENTS`, ...).
         self.cut: str | None = None
         #: Elements read so far.
@@ -266,14 +313,21 @@ class SitemapReader:
                     self._stop(URL_BUDGET)
                     return False
                 self.locations.append(self._loc)
+                if self._keep:
+                    self.entries.append({**self._fields, "loc": self._loc})
             self._loc = None
-        elif (
-            local == "loc"
-            and self._loc is None
-            and parent.getparent() is self._root
-            and _local(parent.tag) in _ENTRIES
-        ):
-            self._loc = (element.text or "").strip()
+            self._fields = {}
+        elif parent.getparent() is self._root and _local(parent.tag) in _ENTRIES:
+            text = (element.text or "").strip()
+            if local == "loc" and self._loc is None:
+                self._loc = text
+            if not self._keep or not local:
+                return True
+            if local == "link":
+                if href := element.get("href"):
+                    self._fields.setdefault("alternate", []).append(href)
+            else:
+                self._fields[local] = text
         return True
 
 
@@ -284,7 +338,12 @@ def _root_of(element: lxml.etree._Element) -> lxml.etree._Element:
 
 
 async def read(
-    body: bytes, limit: int, max_urls: int, pause: Callable[[], Awaitable[None]]
+    body: bytes,
+    limit: int,
+    max_urls: int,
+    pause: Callable[[], Awaitable[None]],
+    *,
+    keep_entries: bool = False,
 ) -> SitemapReader | None:
     """``body`` read as a sitemap, plain or gzip (decompressed as it is read,
     so that a sitemap cut short is decompressed no further), awaiting
@@ -292,7 +351,7 @@ async def read(
     to a million elements of it, which would hold up everything else on the
     event loop.  ``None`` for a corrupt gzip file; :class:`TooLarge` when it
     decompresses past ``limit`` bytes."""
-    reader = SitemapReader(max_urls=max_urls)
+    reader = SitemapReader(max_urls=max_urls, keep_entries=keep_entries)
     pieces = gunzip_chunks(body, limit) if body[:3] == _GZIP else chunks(body)
     try:
         for piece in pieces:

@@ -32,19 +32,20 @@ import logging
 from dataclasses import dataclass
 from types import MethodType
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import DontCloseSpider, IgnoreRequest, NotConfigured
 from scrapy.spiders import SitemapSpider
+from scrapy.spiders.sitemap import iterloc
 from scrapy.utils.defer import deferred_from_coro
-from tldextract import TLDExtract
-from w3lib.url import safe_url_string
 
 from . import _sitemap_read
 from . import signals as robots_signals
 from ._compat import sleep
 from ._settings import ensure_enabled, flag, positive_int, refusals_logged
+from ._sitemap_read import http_url as _http_url
+from ._sitemap_read import site as _site
 from .middleware import RobotsMiddleware
 from .outcome import PARSED
 from .urls import robots_url
@@ -70,14 +71,14 @@ logger = logging.getLogger(__name__)
 #: what ``Request.to_dict`` can name and ``request_from_dict`` find again, so
 #: these requests survive ``JOBDIR``.
 CALLBACK_ATTRIBUTE = "_robots_parse_sitemap"
+#: The same for a ``SitemapSpider``.
+SPIDER_CALLBACK_ATTRIBUTE = "_robots_parse_spider_sitemap"
 #: Request meta key: how far below robots.txt a sitemap is (1 for the
 #: sitemaps robots.txt names, 2 for those of a sitemap index they are, ...).
 DEPTH_KEY = "robots_sitemap_depth"
 #: Request meta key: the robots.txt URL below which a sitemap is (directly,
 #: or through sitemap indexes).
 ROBOTS_TXT_KEY = "robots_sitemap_robots_txt"
-
-_SCHEMES = ("http", "https")
 
 #: Stats: sitemaps named by robots.txt and requested (SPEC), and sitemaps
 #: named by sitemap indexes and requested; both count towards
@@ -86,22 +87,6 @@ _DISCOVERED = "robots/sitemaps/discovered"
 _FOLLOWED = "robots/sitemaps/followed"
 _SKIPPED = "robots/sitemaps/skipped/"
 _CUT = "robots/sitemaps/cut/"
-
-# Registrable domains from the public suffix list bundled with tldextract
-# (a dependency of Scrapy): no download, no cache written.  Private suffixes
-# count, so two blogs on one hosting domain are two sites.
-_SITES = TLDExtract(
-    suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True
-)
-
-
-def _site(url: str) -> str:
-    """The registrable domain of ``url``'s host (``example.co.uk`` for
-    ``www.example.co.uk``), or the host itself (an IP address, a name under
-    no public suffix)."""
-    host = urlsplit(url).hostname or ""
-    parts = _SITES(host)
-    return f"{parts.domain}.{parts.suffix}" if parts.domain and parts.suffix else host
 
 
 @dataclass(frozen=True)
@@ -291,10 +276,13 @@ class SitemapsMiddleware:
         if spider is None:
             raise NotConfigured
         self.sitemap_spider = isinstance(spider, SitemapSpider)
-        if not self.sitemap_spider:
-            # Attached whatever the settings: sitemap requests queued in a
-            # JOBDIR by an earlier run still need their callback when the
-            # crawl is resumed with ROBOTS_SITEMAPS (or robots.txt) off.
+        # Attached whatever the settings: sitemap requests queued in a JOBDIR
+        # by an earlier run still need their callback when the crawl is
+        # resumed with ROBOTS_SITEMAPS (or robots.txt) off.
+        if self.sitemap_spider:
+            parse = MethodType(_parse_spider_sitemap, spider)
+            setattr(spider, SPIDER_CALLBACK_ATTRIBUTE, parse)
+        else:
             setattr(spider, CALLBACK_ATTRIBUTE, MethodType(_parse_sitemap, spider))
         self.feed = flag(settings, "ROBOTS_SITEMAPS")
         # Without a reason, so that Scrapy logs no warning: being off is
@@ -307,7 +295,7 @@ class SitemapsMiddleware:
         self.stats = crawler.stats
         self.callback: CallbackT
         if isinstance(spider, SitemapSpider):
-            self.callback = spider._parse_sitemap
+            self.callback = getattr(spider, SPIDER_CALLBACK_ATTRIBUTE)
         else:
             # Checked now, so that a misnamed callback stops the crawl at
             # once rather than failing on every sitemap.
@@ -397,7 +385,10 @@ class SitemapsMiddleware:
         return self._robots
 
     def _is_robots_step(self, request: Any) -> bool:
-        if not isinstance(request, Request) or request.callback != self.callback:
+        if (
+            not isinstance(request, Request)
+            or request.callback != self.spider._parse_sitemap  # type: ignore[attr-defined]
+        ):
             return False
         parts = urlsplit(request.url)
         return (
@@ -565,23 +556,8 @@ async def _parse_sitemap(spider: Spider, response: Response) -> AsyncIterator[Re
     a sitemap's page URLs go to :func:`_page_callback`."""
     budget = _budget(spider)
     robots_txt = _robots_txt_of(response)
-    try:
-        reader = await _read_sitemap(spider, response, budget.urls_left(robots_txt))
-    except _sitemap_read.TooLarge as exc:
-        spider.crawler.stats.inc_value(_SKIPPED + "too_large")
-        logger.warning(
-            "Ignoring sitemap %(response)s: over %(limit)s bytes once"
-            " decompressed (ROBOTS_SITEMAP_MAX_BYTES, DOWNLOAD_MAXSIZE)",
-            {"response": response, "limit": exc.args[0]},
-            extra={"spider": spider},
-        )
-        return
-    if reader is None or reader.kind not in ("urlset", "sitemapindex"):
-        logger.warning(
-            "Ignoring invalid sitemap: %(response)s",
-            {"response": response},
-            extra={"spider": spider},
-        )
+    reader = await _read_sitemap(spider, response, budget.urls_left(robots_txt))
+    if reader is None:
         return
     cuts = [] if reader.cut is None else [reader.cut]
     values = reader.locations
@@ -649,10 +625,11 @@ def _index_requests(
 
 
 async def _read_sitemap(
-    spider: Spider, response: Response, max_urls: int
+    spider: Spider, response: Response, max_urls: int, *, keep_entries: bool = False
 ) -> _sitemap_read.SitemapReader | None:
     """A sitemap response read (see :func:`~._sitemap_read.read`), the
-    event loop running between two pieces of it."""
+    event loop running between two pieces of it; ``None``, logged (and
+    counted when too large), for a response that is no sitemap."""
     limit = response.meta.get(
         "download_maxsize",
         getattr(
@@ -661,19 +638,56 @@ async def _read_sitemap(
             spider.crawler.settings.getint("DOWNLOAD_MAXSIZE"),
         ),
     )
-    return await _sitemap_read.read(response.body, limit, max_urls, lambda: sleep(0))
-
-
-def _http_url(base: str, value: str) -> str | None:
-    """``value`` made absolute against ``base``, if it is an http(s) URL."""
-    if not value:
-        return None
     try:
-        url = urljoin(base, value)
-        parts = urlsplit(url)
-        if parts.scheme in _SCHEMES and parts.hostname:
-            return safe_url_string(url)
-    # Sitemaps and robots.txt are untrusted: "http://[x" is no URL at all.
-    except ValueError:
-        pass
-    return None
+        reader = await _sitemap_read.read(
+            response.body, limit, max_urls, lambda: sleep(0), keep_entries=keep_entries
+        )
+    except _sitemap_read.TooLarge:
+        spider.crawler.stats.inc_value(_SKIPPED + "too_large")
+        logger.warning(
+            "Ignoring sitemap %(response)s: over %(limit)s bytes once"
+            " decompressed (ROBOTS_SITEMAP_MAX_BYTES, DOWNLOAD_MAXSIZE)",
+            {"response": response, "limit": limit},
+            extra={"spider": spider},
+        )
+        return None
+    if reader is None or reader.kind not in ("urlset", "sitemapindex"):
+        logger.warning(
+            "Ignoring invalid sitemap: %(response)s",
+            {"response": response},
+            extra={"spider": spider},
+        )
+        return None
+    return reader
+
+
+async def _parse_spider_sitemap(
+    spider: SitemapSpider, response: Response
+) -> AsyncIterator[Request]:
+    """For a ``SitemapSpider``, the callback of the sitemaps below robots.txt
+    (bound to the spider, see :data:`SPIDER_CALLBACK_ATTRIBUTE`): read
+    within the same bounds as for any spider, then its ``sitemap_filter()``,
+    ``sitemap_follow``, ``sitemap_rules`` and ``sitemap_alternate_links``
+    decide, as in ``SitemapSpider._parse_sitemap`` (whose own parsing is
+    bounded only in bytes).  The page requests are capped by
+    :class:`_PageCap`."""
+    reader = await _read_sitemap(
+        spider, response, _sitemap_read.MAX_ENTRIES, keep_entries=True
+    )
+    if reader is None:
+        return
+    if reader.cut is not None:
+        _report_cut(spider, response, reader.cut, _robots_txt_of(response))
+    entries = spider.sitemap_filter(reader.entries)
+    for value in iterloc(entries, spider.sitemap_alternate_links):
+        url = _http_url(response.url, value)
+        if url is None:
+            continue
+        if reader.kind == "sitemapindex":
+            if any(follow.search(url) for follow in spider._follow):
+                yield Request(url, callback=getattr(spider, SPIDER_CALLBACK_ATTRIBUTE))
+            continue
+        for rule, callback in spider._cbs:
+            if rule.search(url):
+                yield Request(url, callback=callback)
+                break
