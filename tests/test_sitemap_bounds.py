@@ -535,3 +535,20 @@ async def test_sitemap_redirects_on_its_site_and_with_other_sites_are_followed(
     assert elsewhere.count("/s2.xml") == 1
     assert sum(1 for hit in elsewhere.hits if hit.path.startswith("/p")) == 6
     assert "robots/sitemaps/skipped/redirect_other_site" not in stats(crawler)
+
+
+@coroutine_test
+async def test_sitemap_spider_sitemap_requests_are_serialized_in_jobdir(
+    server: Server, tmp_path: Any
+) -> None:
+    server.route("/robots.txt", "Sitemap: /index.xml\n")
+    xml(server, "/index.xml", sitemapindex([server.url("/s.xml")]))
+    xml(server, "/s.xml", urlset([server.url("/a")]))
+    settings = {**BASE_SETTINGS, "JOBDIR": str(tmp_path / "job")}
+    crawler = get_crawler(CountingSitemapSpider, settings)
+    await crawler.crawl_async(sitemap_urls=[server.url("/robots.txt")])
+    assert server.count("/a") == 1
+    crawl_stats = crawler.stats.get_stats()
+    assert "scheduler/unserializable" not in crawl_stats
+    # The two sitemaps and the page.
+    assert crawl_stats["scheduler/enqueued/disk"] == 3
