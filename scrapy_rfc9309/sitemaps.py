@@ -62,7 +62,13 @@ if TYPE_CHECKING:
 
     from .outcome import Outcome
 
-__all__ = ["CALLBACK_ATTRIBUTE", "DEPTH_KEY", "ROBOTS_TXT_KEY", "SitemapsMiddleware"]
+__all__ = [
+    "CALLBACK_ATTRIBUTE",
+    "DEPTH_KEY",
+    "ROBOTS_TXT_KEY",
+    "SPIDER_CALLBACK_ATTRIBUTE",
+    "SitemapsMiddleware",
+]
 
 logger = logging.getLogger(__name__)
 
