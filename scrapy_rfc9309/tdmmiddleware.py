@@ -42,6 +42,7 @@ from .fetch import RobotsFetcher, _redirect_target
 from .match import Decision
 from .middleware import RobotsDisallowed, _build_store
 from .outcome import Lifetimes, lifetime, max_age
+from .provenance import ledger_for
 from .spidermiddleware import annotate
 from .stores.memory import MemoryStore
 from .tdmrep import (
@@ -227,6 +228,8 @@ class TdmMiddleware:
         self._entries: OrderedDict[str, TdmEntry] = OrderedDict()
         self._pending: dict[str, list[Deferred[TdmEntry]]] = {}
         self.lease_ttl = self.lease_wait = self.timeout * 2
+        #: The crawl's evidence (ROBOTS_REPORT counts the requests dropped).
+        self.ledger = ledger_for(crawler)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
@@ -254,6 +257,11 @@ class TdmMiddleware:
         if state.reservation == 1 and self.drop and rule is not None:
             self.stats.inc_value("robots/forbidden")
             self.stats.inc_value("robots/forbidden/tdm_reservation")
+            origin = robots_url(request.url)
+            if self.ledger is not None and origin is not None:
+                self.ledger.dropped(
+                    origin, "tdm_reservation", f"{url} {rule.describe()}"
+                )
             logger.debug(
                 "Forbidden by TDMRep: %(request)s (%(file)s %(rule)s)",
                 {"request": request, "file": url, "rule": rule.describe()},
@@ -554,6 +562,8 @@ class TdmItemsMiddleware:
         self.stats = crawler.stats
         self.drop = _drops(crawler)
         self._read: WeakKeyDictionary[Response, TdmState] = WeakKeyDictionary()
+        #: The crawl's evidence (ROBOTS_REPORT counts the items dropped).
+        self.ledger = ledger_for(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -595,6 +605,10 @@ class TdmItemsMiddleware:
             else:
                 assert response is not None
                 self.stats.inc_value("robots/tdm/items_dropped")
+                if self.ledger is not None:
+                    self.ledger.item_dropped(
+                        response.url, "tdm", f"tdm-reservation 1 ({state.source})"
+                    )
                 logger.debug(
                     "Dropped %(output)r of %(url)s: TDMRep reserves it (%(source)s)",
                     {"output": output, "url": response.url, "source": state.source},

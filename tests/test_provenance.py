@@ -278,3 +278,71 @@ async def test_the_report_has_one_line_per_origin_matching_the_stats(
     assert first["items_kept"] == 2
     assert first["outcomes"][0]["sha256"] == sha256(RICH)
     assert by_origin[down.url("/robots.txt")]["outcomes"][0]["outcome"] == "unreachable"
+
+
+@coroutine_test
+async def test_the_report_counts_the_items_each_component_dropped(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    site, signals_no = make_server(), make_server()
+    site.route("/robots.txt", ROBOTS)
+    site.route(
+        "/.well-known/tdmrep.json",
+        json.dumps([{"location": "/public/reserved", "tdm-reservation": 1}]),
+    )
+    html = {"Content-Type": "text/html"}
+    noindex = "<html><head><meta name=robots content=noindex></head></html>"
+    site.route("/public/noindex", noindex, headers=html)
+    site.route("/public/noindex2", noindex, headers=html)
+    site.route("/public/noai", "<p>x</p>", headers={**html, "X-Robots-Tag": "noai"})
+    site.route("/public/usage", "x", headers={"Content-Usage": "train-ai=n"})
+    site.route("/public/tdm", "x", headers={"tdm-reservation": "1"})
+    site.route("/public/free", "x")
+    signals_no.route("/robots.txt", "User-agent: *\nContent-Signal: ai-train=no\n")
+    paths = ("noindex", "noindex2", "noai", "usage", "tdm", "free", "reserved/1")
+    urls = [site.url(f"/public/{path}") for path in paths]
+    crawler, items = await collect(
+        [*urls, site.url("/private"), signals_no.url("/x")],
+        {
+            "ROBOTS_REPORT": str(tmp_path / "report.jsonl"),
+            "ROBOTS_PURPOSES": ["train-ai"],
+        },
+    )
+    assert list(items) == [site.url("/public/free")]
+    lines = {
+        line["robots_txt"]: line
+        for line in map(
+            json.loads, (tmp_path / "report.jsonl").read_text().splitlines()
+        )
+    }
+    assert crawler.stats is not None
+    stats = crawler.stats.get_stats()
+    # Every item dropped is in the report, under the component's stat.
+    for cause in ("directives", "usage", "tdm"):
+        assert stats[f"robots/{cause}/items_dropped"] == sum(
+            line["items_dropped"].get(cause, 0) for line in lines.values()
+        )
+    # And every request.
+    for cause in ("rule", "tdm_reservation", "content_signal"):
+        assert stats[f"robots/forbidden/{cause}"] == sum(
+            line["requests_dropped"].get(cause, 0) for line in lines.values()
+        )
+    line = lines[site.url("/robots.txt")]
+    assert line["items_kept"] == 1
+    assert line["items_dropped"] == {"directives": 3, "tdm": 1, "usage": 1}
+    assert line["items_dropped_because"] == [
+        {"cause": "directives", "why": "noai", "items": 1},
+        {"cause": "directives", "why": "noindex", "items": 2},
+        {"cause": "tdm", "why": "tdm-reservation 1 (header)", "items": 1},
+        {"cause": "usage", "why": "Content-Usage refuses train-ai", "items": 1},
+    ]
+    assert line["requests_dropped"] == {"rule": 1, "tdm_reservation": 1}
+    assert line["dropped_because"][1] == {
+        "cause": "tdm_reservation",
+        "why": f"{site.url('/.well-known/tdmrep.json')} rule 1:"
+        ' "location": "/public/reserved", "tdm-reservation": 1',
+        "requests": 1,
+    }
+    other = lines[signals_no.url("/robots.txt")]
+    assert other["requests_dropped"] == {"content_signal": 1}
+    assert (other["items_dropped"], other["items_dropped_because"]) == ({}, [])
