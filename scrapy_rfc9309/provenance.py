@@ -17,6 +17,7 @@ items left the page; at spider close it writes the report.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -358,7 +359,10 @@ class Ledger:
                     file.write(json.dumps(line, ensure_ascii=False) + "\n")
             os.replace(temporary, path)
         except OSError as exc:
-            temporary.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                temporary.unlink(missing_ok=True)
+            if self.crawler.stats is not None:
+                self.crawler.stats.inc_value("robots/report/errors")
             logger.error(
                 "ROBOTS_REPORT %(path)s could not be written: %(error)s",
                 {"path": str(path), "error": exc},

@@ -12,8 +12,12 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import logging
+import os
+import shutil
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
+from errno import EISDIR, ENOENT
 from pathlib import Path
 from typing import Any
 
@@ -346,3 +350,45 @@ async def test_the_report_counts_the_items_each_component_dropped(
     other = lines[signals_no.url("/robots.txt")]
     assert other["requests_dropped"] == {"content_signal": 1}
     assert (other["items_dropped"], other["items_dropped_because"]) == ({}, [])
+
+
+@pytest.mark.parametrize("damage", ["folder_removed", "path_made_a_folder"])
+@coroutine_test
+async def test_a_report_that_cannot_be_written_is_one_error_line(
+    server: Server, tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: str
+) -> None:
+    server.route("/robots.txt", ROBOTS)
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    path = folder / "report.jsonl"
+    crawler = make_crawler({"ROBOTS_REPORT": str(path)}, ItemSpider)
+
+    def spoil() -> None:
+        # Mid-crawl, after the path was checked at start-up.
+        if damage == "folder_removed":
+            shutil.rmtree(folder, ignore_errors=True)
+        elif not path.exists():
+            (path / "kept").mkdir(parents=True)
+
+    crawler.signals.connect(spoil, signal=signals.response_received)
+    with caplog.at_level(logging.INFO):
+        await crawler.crawl_async(urls=[server.url("/public")])
+    assert crawler.stats is not None
+    stats = crawler.stats.get_stats()
+    assert stats["finish_reason"] == "finished"
+    assert stats["robots/report/errors"] == 1
+    errors = [record for record in caplog.records if record.levelno >= logging.ERROR]
+    assert len(errors) == 1, caplog.text
+    message = errors[0].getMessage()
+    # The path, and the OS error as the system says it.
+    assert message.startswith(f"ROBOTS_REPORT {path} could not be written: ")
+    errno = ENOENT if damage == "folder_removed" else EISDIR
+    assert f"[Errno {errno}] {os.strerror(errno)}" in message
+    assert errors[0].exc_info is None
+    assert "Traceback" not in caplog.text
+    # Nothing half-written left behind.
+    if damage == "path_made_a_folder":
+        assert sorted(p.name for p in folder.iterdir()) == ["report.jsonl"]
+        assert [p.name for p in path.iterdir()] == ["kept"]
+    else:
+        assert not folder.exists()
