@@ -15,13 +15,16 @@ import json
 import logging
 import os
 import shutil
+import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from errno import EISDIR, ENOENT
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
@@ -29,6 +32,9 @@ from scrapy.http import Response
 from scrapy_rfc9309 import ProvenanceMiddleware
 from scrapy_rfc9309.provenance import iso_time
 from tests.crawl_helpers import RecordingSpider, crawl, make_crawler, middleware
+from tests.fleet_crawl import spawn
+from tests.redis_fleet import SPIDER, START_URLS_KEY, worker_of
+from tests.redis_server import RedisServer
 from tests.server import Server
 from tests.utils import coroutine_test
 
@@ -392,3 +398,135 @@ async def test_a_report_that_cannot_be_written_is_one_error_line(
         assert [p.name for p in path.iterdir()] == ["kept"]
     else:
         assert not folder.exists()
+
+
+#: A fleet site's pages: each links to the others, to a page robots.txt
+#: disallows and to one its TDMRep file reserves.
+FLEET_PAGES = ("/", "/a", "/b")
+FLEET_LINKS = "".join(
+    f'<a href="{path}">{path}</a>' for path in ("/a", "/b", "/private", "/reserved")
+)
+
+
+WORKERS = 3
+
+
+class Gate:
+    """Holds the sites' pages until ``workers`` workers have asked for one,
+    so that the fleet's work is shared rather than done by the worker that
+    started first; opens for good after ``timeout`` seconds whatever came."""
+
+    def __init__(self, workers: int, timeout: float = 10) -> None:
+        self.workers = workers
+        self.timeout = timeout
+        self.seen: set[int] = set()
+        self.lock = threading.Lock()
+        self.open = threading.Event()
+
+    def __call__(self, handler: BaseHTTPRequestHandler) -> None:
+        with self.lock:
+            self.seen.add(worker_of(handler.headers["User-Agent"]))
+            if len(self.seen) >= self.workers:
+                self.open.set()
+        if not self.open.wait(self.timeout):
+            self.open.set()
+        body = FLEET_LINKS.encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+
+def test_each_worker_of_a_fleet_reports_and_together_they_account_for_every_drop(
+    make_server: Callable[..., Server],
+    redis_server: RedisServer,
+    redis_prefix: str,
+    tmp_path: Path,
+) -> None:
+    # Two workers at least: the one that takes the refusing site's start
+    # URL may find nothing left and close.
+    gate = Gate(2)
+    sites = [make_server() for _ in range(3)]
+    for site in sites:
+        site.route("/robots.txt", ROBOTS)
+        site.route(
+            "/.well-known/tdmrep.json",
+            json.dumps([{"location": "/reserved", "tdm-reservation": 1}]),
+        )
+        for path in FLEET_PAGES:
+            site.route(path, handler=gate)
+    # Refuses the crawl's purpose: its every request is dropped.
+    refusing = make_server()
+    refusing.route("/robots.txt", "User-agent: *\nContent-Signal: ai-train=no\n")
+    start_urls = [server.url("/") for server in (*sites, refusing)]
+    client = redis.Redis.from_url(redis_server.url)
+    key = redis_prefix + START_URLS_KEY % {"name": SPIDER}
+    client.rpush(key, *(json.dumps({"url": url}) for url in start_urls))
+    client.close()
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    settings = {
+        "ROBOTS_STORE_URL": redis_server.url,
+        "ROBOTS_STORE_PREFIX": redis_prefix + "robots:",
+        "ROBOTS_PURPOSES": ["train-ai"],
+        "ROBOTS_REPORT": str(reports / "report-%(pid)s.jsonl"),
+    }
+    workers = [
+        spawn(
+            "tests.redis_fleet",
+            {
+                "redis_url": redis_server.url,
+                "prefix": redis_prefix,
+                "worker": number,
+                "store": "redis",
+                "settings": settings,
+                # One worker without a Twisted reactor.
+                "reactorless": number == 1,
+            },
+            tmp_path,
+            f"w{number}",
+        )
+        for number in range(WORKERS)
+    ]
+    try:
+        stats = [worker.wait(timeout=90) for worker in workers]
+    finally:
+        for worker in workers:
+            worker.kill()
+    for worker_stats in stats:
+        assert worker_stats["finish_reason"] == "finished"
+        assert worker_stats.get("log_count/ERROR", 0) == 0
+    # Each worker its own file.
+    assert sorted(path.name for path in reports.iterdir()) == sorted(
+        f"report-{worker.process.pid}.jsonl" for worker in workers
+    )
+    lines = [
+        json.loads(line)
+        for path in reports.iterdir()
+        for line in path.read_text().splitlines()
+    ]
+    # Together they account for every request the fleet dropped: each link
+    # was queued once (the shared dupefilter), so each site's /private and
+    # /reserved, and the refusing site's start URL.
+    expected = {"rule": 3, "tdm_reservation": 3, "content_signal": 1}
+    for cause, count in expected.items():
+        assert sum(s.get(f"robots/forbidden/{cause}", 0) for s in stats) == count
+        assert sum(line["requests_dropped"].get(cause, 0) for line in lines) == count
+    assert sum(s["robots/forbidden"] for s in stats if "robots/forbidden" in s) == 7
+    # Fetched once for the fleet, read from the store by the other workers:
+    # one hash for each origin, whichever file names it.
+    assert {line["robots_txt"] for line in lines} == {
+        server.url("/robots.txt") for server in (*sites, refusing)
+    }
+    bodies = {server.url("/robots.txt"): ROBOTS for server in sites}
+    bodies[refusing.url("/robots.txt")] = "User-agent: *\nContent-Signal: ai-train=no\n"
+    # Some origin in two files or more: a worker that read its outcome from
+    # the store, not from the site, reports the same hash.
+    assert len(lines) > len(bodies), lines
+    for line in lines:
+        assert {outcome["sha256"] for outcome in line["outcomes"]} == {
+            sha256(bodies[line["robots_txt"]])
+        }
+    for server in (*sites, refusing):
+        assert server.count("/robots.txt") == 1
