@@ -36,6 +36,7 @@ from tests.fleet_crawl import spawn
 from tests.redis_fleet import SPIDER, START_URLS_KEY, worker_of
 from tests.redis_server import RedisServer
 from tests.server import Server
+from tests.test_docs import ROOT, blocks
 from tests.utils import coroutine_test
 
 ROBOTS = "User-agent: *\nDisallow: /private\nAllow: /public\n"
@@ -109,10 +110,13 @@ class ItemSpider(RecordingSpider):
 
 
 async def collect(
-    urls: list[str], settings: dict[str, Any] | None = None, **kwargs: Any
+    urls: list[str],
+    settings: dict[str, Any] | None = None,
+    spidercls: type[ItemSpider] = ItemSpider,
+    **kwargs: Any,
 ) -> tuple[Crawler, dict[str, dict[str, Any]]]:
     """Crawl ``urls``: the crawler and the items the engine got, by URL."""
-    crawler = make_crawler(settings, ItemSpider)
+    crawler = make_crawler(settings, spidercls)
     items: dict[str, dict[str, Any]] = {}
 
     def scraped(item: dict[str, Any]) -> None:
@@ -530,3 +534,65 @@ def test_each_worker_of_a_fleet_reports_and_together_they_account_for_every_drop
         }
     for server in (*sites, refusing):
         assert server.count("/robots.txt") == 1
+
+
+class ExampleSpider(ItemSpider):
+    name = "example"
+
+
+@coroutine_test
+async def test_the_documented_examples_are_what_a_crawl_gives(
+    server: Server, tmp_path: Path
+) -> None:
+    """docs/evidence.md's robots.txt and TDMRep file, served and crawled as
+    the page says, give its record and its report line (fetch time masked)."""
+    page = blocks(ROOT / "docs" / "evidence.md")
+    (robots,) = [block.code for block in page if block.language == "text"]
+    tdm_file, record, line = [
+        json.loads(block.code) for block in page if block.language == "json"
+    ]
+    server.route("/robots.txt", robots)
+    server.route("/.well-known/tdmrep.json", json.dumps(tdm_file))
+    html = {"Content-Type": "text/html"}
+    server.route(
+        "/articles/1",
+        "<p>1</p>",
+        headers={
+            **html,
+            "Content-Usage": "search=y",
+            "X-Robots-Tag": "noarchive",
+            "Link": '<https://example.com/license.xml>; rel="license";'
+            ' type="application/rsl+xml"',
+        },
+    )
+    server.route("/articles/2", "<p>2</p>", headers={**html, "X-Robots-Tag": "noai"})
+    paths = ("/articles/1", "/articles/2", "/private/x", "/articles/reserved/x")
+    _, items = await collect(
+        [server.url(path) for path in paths],
+        {
+            "ROBOTS_PURPOSES": ["train-ai"],
+            "ROBOTS_PROVENANCE": True,
+            "ROBOTS_REPORT": str(tmp_path / "report.jsonl"),
+            "USER_AGENT": "ExampleBot/1.0 (+https://example.com/bot)",
+        },
+        ExampleSpider,
+    )
+
+    def as_documented(text: str) -> Any:
+        found = json.loads(text.replace(server.origin, "https://example.com"))
+        assert isinstance(found, dict)
+        return found
+
+    assert list(items) == [server.url("/articles/1")]
+    got = as_documented(json.dumps(items[server.url("/articles/1")]))
+    got = got["robots_provenance"]
+    fetched_at = got.pop("fetched_at")
+    assert got == {key: value for key, value in record.items() if key != "fetched_at"}
+    (report,) = (tmp_path / "report.jsonl").read_text().splitlines()
+    got = as_documented(report)
+    # The outcome the item's record names, fetched once.
+    assert got["outcomes"][0].pop("fetched_at") == fetched_at
+    del line["outcomes"][0]["fetched_at"]
+    assert got == line
+    # What the page says of the hash.
+    assert record["sha256"] == sha256(robots)
