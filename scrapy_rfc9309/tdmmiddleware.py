@@ -37,10 +37,11 @@ from ._settings import (
     refusals_logged,
     seconds,
 )
+from ._store import crawl_store, release_store
 from .directives import _is_html
 from .fetch import RobotsFetcher, _redirect_target
 from .match import Decision
-from .middleware import RobotsDisallowed, _build_store
+from .middleware import RobotsDisallowed
 from .outcome import Lifetimes, lifetime, max_age
 from .provenance import ledger_for
 from .spidermiddleware import annotate
@@ -221,7 +222,9 @@ class TdmMiddleware:
         #: What the kept files take, as :func:`entry_bytes` counts it.
         self.size = 0
         self._sizes: dict[str, int] = {}
-        store = _build_store(crawler)
+        # RobotsMiddleware's: one connection for the crawl.
+        self._crawl_store = store = crawl_store(crawler)
+        self._store_failed = False
         self.store: OutcomeStore | None = (
             None if isinstance(store, MemoryStore) else store
         )
@@ -508,6 +511,7 @@ class TdmMiddleware:
         except Exception as exc:
             self.stats.inc_value("robots/store/errors")
             self.store = None
+            self._store_failed = True
             logger.warning(
                 "The robots.txt store %(store)s failed (%(error)s); TDMRep files"
                 " are kept in memory alone for the rest of the crawl",
@@ -517,16 +521,17 @@ class TdmMiddleware:
         return default
 
     async def _spider_closed(self) -> None:
-        store, self.store = self.store, None
-        if store is not None:
-            try:
-                await store.close()
-            except Exception as exc:
-                logger.warning(
-                    "Closing the robots.txt store %(store)s failed: %(error)s",
-                    {"store": type(store).__name__, "error": exc},
-                    extra={"spider": self.crawler.spider},
-                )
+        self.store = None
+        shared = self._crawl_store
+        try:
+            # A store that failed during the crawl is left alone.
+            await release_store(self.crawler, shared, failed=self._store_failed)
+        except Exception as exc:
+            logger.warning(
+                "Closing the robots.txt store %(store)s failed: %(error)s",
+                {"store": type(shared).__name__, "error": exc},
+                extra={"spider": self.crawler.spider},
+            )
 
 
 def response_state(response: Response) -> TdmState:
