@@ -45,7 +45,7 @@ from .outcome import (
     unreachable,
 )
 from .parse import parse
-from .profiles import RULES
+from .profiles import RULES, effective_max_bytes
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -274,7 +274,7 @@ class RobotsFetcher:
             # for, data that is not what it claims): as for a 5xx.
             return self._unreachable(previous, decoded.error, status)
         rules_of = RULES[self.profile]
-        limit = min(self.max_bytes, rules_of.max_bytes or self.max_bytes)
+        limit = effective_max_bytes(self.profile, self.max_bytes)
         if (decoded.cut or len(decoded.body) > limit) and rules_of.status[
             "oversize"
         ] == UNAVAILABLE:
