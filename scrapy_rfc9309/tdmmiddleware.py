@@ -260,7 +260,10 @@ class TdmMiddleware:
                 extra={"spider": self.crawler.spider},
             )
             raise RobotsDisallowed(
-                Decision(False, "tdm_reservation", None), url, "tdm_reservation"
+                Decision(False, "tdm_reservation", None),
+                url,
+                "tdm_reservation",
+                f"TDMRep {url} {rule.describe()}",
             )
 
     async def state_for(self, url: str, tdm_url: str | None = None) -> TdmState:
