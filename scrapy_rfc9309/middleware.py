@@ -42,7 +42,7 @@ from ._settings import (
     setting,
 )
 from .fetch import META_KEY, Refused, RobotsFetcher
-from .match import Decision, Matcher
+from .match import Cause, Decision, Matcher
 from .outcome import (
     PARSED,
     UNAVAILABLE,
@@ -110,7 +110,7 @@ class RobotsDisallowed(IgnoreRequest):
     """
 
     def __init__(
-        self, decision: Decision, origin: str, cause: str, why: str = ""
+        self, decision: Decision, origin: str, cause: Cause, why: str = ""
     ) -> None:
         super().__init__(f"Forbidden by robots.txt ({cause}): {origin}")
         self.decision = decision
@@ -334,7 +334,7 @@ class RobotsMiddleware:
         request: Request,
         origin: str,
         decision: Decision,
-        cause: str,
+        cause: Cause,
         outcome: Outcome,
         why: str = "",
     ) -> NoReturn:
