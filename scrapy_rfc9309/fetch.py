@@ -21,13 +21,12 @@ import ipaddress
 import logging
 import socket
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.asyncio import run_in_thread
-from w3lib.url import safe_url_string
 
 from ._decode import ACCEPT_ENCODING, BoundedDecoder, codings, decode
 from ._settings import flag, positive_int, robots_profile
@@ -40,6 +39,7 @@ from .outcome import (
     unavailable,
     unreachable,
 )
+from .urls import http_url
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -59,20 +59,6 @@ _BODY_KEY = "_robots_txt_body"
 #: The ``Content-Encoding`` of a robots.txt response, renamed so that no
 #: downloader middleware decodes the body (this module does, bounded).
 ENCODING_HEADER = b"X-Robots-Content-Encoding"
-
-
-def _redirect_target(base: str, location: bytes) -> str | None:
-    """The http(s) URL a ``Location`` header points to, or ``None`` when it
-    is malformed (bad IPv6 host, port out of range, ...) or another scheme."""
-    try:
-        url = urljoin(base, safe_url_string(location))
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port out of range
-    except ValueError:
-        return None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return None
-    return url
 
 
 def _resolve(host: str) -> list[str]:
@@ -189,7 +175,7 @@ class RobotsFetcher:
             status = response.status
             location = response.headers.get(b"Location")
             if 300 <= status < 400 and location:
-                target = _redirect_target(response.url, location)
+                target = http_url(response.url, location)
                 if target is None:
                     # Nowhere robots.txt could be fetched from: not found.
                     return unavailable(
