@@ -36,7 +36,8 @@ def http_url(base: str, value: str | bytes) -> str | None:
     try:
         url = urljoin(base, safe_url_string(value))
         parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port out of range
+        # A port out of range: w3lib 2.5 raises above; older w3lib may not.
+        parts.port  # noqa: B018
     except ValueError:
         return None
     if parts.scheme not in _DEFAULT_PORTS or not parts.hostname:
