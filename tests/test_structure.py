@@ -56,6 +56,7 @@ COMPONENTS = (
 )
 
 STORES = (
+    "stores.contract",
     "stores._codec",
     "stores.base",
     "stores.memory",
