@@ -39,7 +39,7 @@ from ._settings import (
 )
 from ._store import crawl_store, release_store
 from .directives import _is_html
-from .fetch import RobotsFetcher, _redirect_target
+from .fetch import RobotsFetcher
 from .match import Decision
 from .middleware import RobotsDisallowed
 from .outcome import Lifetimes, lifetime, max_age
@@ -58,7 +58,7 @@ from .tdmrep import (
     parse_file,
     resolve,
 )
-from .urls import robots_url
+from .urls import http_url, robots_url
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -271,7 +271,10 @@ class TdmMiddleware:
                 extra={"spider": self.crawler.spider},
             )
             raise RobotsDisallowed(
-                Decision(False, "tdm_reservation", None), url, "tdm_reservation"
+                Decision(False, "tdm_reservation", None),
+                url,
+                "tdm_reservation",
+                f"TDMRep {url} {rule.describe()}",
             )
 
     async def state_for(self, url: str, tdm_url: str | None = None) -> TdmState:
@@ -413,7 +416,7 @@ class TdmMiddleware:
             location = response.headers.get(b"Location")
             if not (300 <= response.status < 400 and location):
                 break
-            target = _redirect_target(response.url, location)
+            target = http_url(response.url, location)
             if target is None:
                 break
             url = target
