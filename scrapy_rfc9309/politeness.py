@@ -93,6 +93,7 @@ __all__ = [
     "PacingMiddleware",
     "Politeness",
     "crawl_delay_scope",
+    "keeps_pauses",
     "reserve_turn",
     "retry_after",
 ]
@@ -162,6 +163,17 @@ def keeps_turns(store: OutcomeStore | None) -> bool:
         store is not None
         and store.shared
         and type(store).reserve is not OutcomeStore.reserve
+    )
+
+
+def keeps_pauses(store: OutcomeStore | None) -> bool:
+    """Whether ``store`` is shared and keeps the fleet's Retry-After pauses
+    (:meth:`~scrapy_rfc9309.stores.base.OutcomeStore.hold` and ``held``)."""
+    return (
+        store is not None
+        and keeps_turns(store)
+        and type(store).hold is not OutcomeStore.hold
+        and type(store).held is not OutcomeStore.held
     )
 
 
