@@ -454,8 +454,9 @@ class Politeness:
             self.stats.inc_value("robots/retry_after/capped")
             wait = self.retry_after_max
         until = monotonic() + wait
-        paused = self.paused
-        if paused.get(origin, 0.0) >= until:
+        # Its retry carries the pause to whichever worker sends it.
+        request.meta[PAUSE_META] = time.time() + wait
+        if self.paused.get(origin, 0.0) >= until:
             return  # already paused as long: one pause, one log line
         if self._paused_until(origin, until):
             self.stats.inc_value("robots/retry_after/paused")
@@ -472,7 +473,6 @@ class Politeness:
                 extra={"spider": self.crawler.spider},
             )
         self.stats.max_value("robots/retry_after/max_seconds", wait)
-        request.meta[PAUSE_META] = time.time() + wait
         store_call = self._store_call
         if store_call is not None:
             limit = self.turn_limit
