@@ -131,7 +131,14 @@ def test_one_workers_429_pauses_the_whole_fleet(
     site = Site(make_server, crawl_delay, 24 if crawl_delay else 60)
     server = site.server
     warmup = make_server()
-    settings: dict[str, Any] = {"RETRY_ENABLED": True, "RETRY_TIMES": 2}
+    settings: dict[str, Any] = {
+        "RETRY_ENABLED": True,
+        "RETRY_TIMES": 2,
+        # scrapy-redis counts a worker's idleness from its set-up: on a
+        # loaded machine the two without the start URL would close before
+        # the index's links reach the queue.
+        "MAX_IDLE_TIME_BEFORE_CLOSE": 6,
+    }
     if store == "redis":
         settings.update(ROBOTS_STORE_URL=redis_server.url)
         settings.update(ROBOTS_STORE_PREFIX=redis_prefix + "robots:")
