@@ -54,7 +54,13 @@ from .outcome import (
 )
 from .parse import product_token
 from .parser import RobotParser
-from .politeness import LAG_MAX, PACE_META, Politeness, crawl_delay_scope, reserve_turn
+from .politeness import (
+    PACE_META,
+    Politeness,
+    crawl_delay_scope,
+    keeps_pauses,
+    reserve_turn,
+)
 from .profiles import selector_for
 from .provenance import EVIDENCE_KEY, ledger_for
 from .stores.base import OutcomeStore, StoreError
@@ -186,7 +192,11 @@ class RobotsMiddleware:
         #: The crawl's evidence (ROBOTS_PROVENANCE, ROBOTS_REPORT), if kept.
         self.ledger = ledger_for(crawler)
         fleet = crawl_delay_scope(settings, self.store) == "fleet"
-        self.politeness = Politeness(crawler, self._reserve if fleet else None)
+        self.politeness = Politeness(
+            crawler,
+            self._reserve if fleet else None,
+            self._store_call if fleet and keeps_pauses(self.store) else None,
+        )
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
@@ -617,7 +627,7 @@ class RobotsMiddleware:
         seconds to wait for it, ``None`` when the store is gone."""
         return await self._store_call(
             lambda store: reserve_turn(
-                store, origin, delay, self.crawl_delay_max + LAG_MAX
+                store, origin, delay, self.politeness.turn_limit
             ),
             None,
         )
