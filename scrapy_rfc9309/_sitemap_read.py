@@ -19,9 +19,8 @@ flat whatever the document's size), and stops for good, saying why in
   (:data:`URL_BUDGET`).
 
 What was read before the cut is kept.  :func:`read` drives a reader over a
-response body (gzip decompressed as it is read), and :func:`site` and
-:func:`http_url` are the URL knowledge the sitemap bounds need.  Pure: lxml,
-tldextract and w3lib, no Scrapy, no I/O.
+response body (gzip decompressed as it is read), and :func:`site` says which
+site a URL is on.  Pure: lxml and tldextract, no Scrapy, no I/O.
 """
 
 from __future__ import annotations
@@ -32,11 +31,10 @@ from contextlib import suppress
 from gzip import GzipFile
 from io import BytesIO
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import lxml.etree
 from tldextract import TLDExtract
-from w3lib.url import safe_url_string
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -57,7 +55,6 @@ __all__ = [
     "TooLarge",
     "chunks",
     "gunzip_chunks",
-    "http_url",
     "read",
     "site",
 ]
@@ -94,7 +91,6 @@ WHY = {
 }
 
 _ENTRIES = frozenset(("url", "sitemap"))
-_SCHEMES = ("http", "https")
 #: What Scrapy's ``gzip_magic_number`` looks for.
 _GZIP = b"\x1f\x8b\x08"
 
@@ -146,21 +142,6 @@ def site(url: str) -> str:
     host = urlsplit(url).hostname or ""
     parts = _SITES(host)
     return f"{parts.domain}.{parts.suffix}" if parts.domain and parts.suffix else host
-
-
-def http_url(base: str, value: str) -> str | None:
-    """``value`` made absolute against ``base``, if it is an http(s) URL."""
-    if not value:
-        return None
-    try:
-        url = urljoin(base, value)
-        parts = urlsplit(url)
-        if parts.scheme in _SCHEMES and parts.hostname:
-            return safe_url_string(url)
-    # Sitemaps and robots.txt are untrusted: "http://[x" is no URL at all.
-    except ValueError:
-        pass
-    return None
 
 
 def _local(tag: object) -> str:

@@ -14,7 +14,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, compress, count, repeat
 from operator import add, and_, is_not, lshift
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from .parse import (
     Document,
@@ -28,9 +28,11 @@ from .parse import (
     rules_for,
 )
 from .profiles import RULES, Percent
+from .reasons import Cause, Reason
 from .urls import escape_pattern, normalize_path, normalize_pattern, request_path
 
 __all__ = [
+    "Cause",
     "Decision",
     "Matcher",
     "Reason",
@@ -42,24 +44,20 @@ __all__ = [
     "product_token",
 ]
 
-Reason = Literal[
-    "rule_allow", "rule_disallow", "default_allow", "robots_txt", "empty_disallow"
-]
-
 
 class Decision(NamedTuple):
     """Whether a URL may be crawled, why (``reason``), and the deciding
     :class:`~scrapy_rfc9309.parse.Rule` (with its line), if a rule decided."""
 
     allowed: bool
-    reason: str
+    reason: Reason
     rule: Rule | None
 
 
 DEFAULT_ALLOW = Decision(True, "default_allow", None)
 #: Why a Yandex ``Disallow:`` without a value allowed a URL: Yandex reads
 #: it as ``Allow: /`` (the decision's rule is the Disallow line as written).
-EMPTY_DISALLOW = "empty_disallow"
+EMPTY_DISALLOW: Reason = "empty_disallow"
 ROBOTS_TXT = Decision(True, "robots_txt", None)
 _NO_RULE = -1
 _ROBOTS_TXT = -2

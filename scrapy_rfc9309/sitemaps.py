@@ -44,11 +44,10 @@ from . import _sitemap_read
 from . import signals as robots_signals
 from ._compat import sleep
 from ._settings import ensure_enabled, flag, positive_int, refusals_logged
-from ._sitemap_read import http_url as _http_url
 from ._sitemap_read import site as _site
 from .middleware import RobotsMiddleware
 from .outcome import PARSED
-from .urls import robots_url
+from .urls import http_url, robots_url
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
@@ -479,7 +478,7 @@ class SitemapsMiddleware:
         skips = _Skips()
         listed = 0
         for value in document.sitemaps:
-            url = _http_url(origin, value)
+            url = http_url(origin, value)
             if url is None:
                 logger.debug(
                     "Ignoring Sitemap %(url)r of %(origin)s: not an http(s) URL",
@@ -578,7 +577,7 @@ async def _parse_sitemap(spider: Spider, response: Response) -> AsyncIterator[Re
         budget.take_urls(robots_txt, len(values))
     for why in cuts:
         _report_cut(spider, response, why, robots_txt)
-    urls = (_http_url(response.url, value) for value in values)
+    urls = (http_url(response.url, value) for value in values)
     locations = [url for url in urls if url is not None]
     if reader.kind == "sitemapindex":
         depth = int(response.meta.get(DEPTH_KEY, 1)) + 1
@@ -686,7 +685,7 @@ async def _parse_spider_sitemap(
         _report_cut(spider, response, reader.cut, _robots_txt_of(response))
     entries = spider.sitemap_filter(reader.entries)
     for value in iterloc(entries, spider.sitemap_alternate_links):
-        url = _http_url(response.url, value)
+        url = http_url(response.url, value)
         if url is None:
             continue
         if reader.kind == "sitemapindex":

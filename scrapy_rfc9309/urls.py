@@ -7,12 +7,15 @@ Pure: no Scrapy, no network.  Nothing here raises on a malformed URL.
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
+
+from w3lib.url import safe_url_string
 
 from .parse import encode
 
 __all__ = [
     "escape_pattern",
+    "http_url",
     "normalize_path",
     "normalize_pattern",
     "request_path",
@@ -20,6 +23,26 @@ __all__ = [
 ]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def http_url(base: str, value: str | bytes) -> str | None:
+    """``value`` (a link, a ``Sitemap:`` line, a ``Location`` header) made
+    absolute against ``base`` and escaped as Scrapy sends it, if it is an
+    http(s) URL with a host; ``None`` for anything else: empty, another
+    scheme, malformed (``http://[x``, a port out of range).  What sites send
+    is untrusted: this never raises on it."""
+    if not value:
+        return None
+    try:
+        url = urljoin(base, safe_url_string(value))
+        parts = urlsplit(url)
+        # A port out of range: w3lib 2.5 raises above; older w3lib may not.
+        parts.port  # noqa: B018
+    except ValueError:
+        return None
+    if parts.scheme not in _DEFAULT_PORTS or not parts.hostname:
+        return None
+    return url
 
 
 def robots_url(url: str) -> str | None:
