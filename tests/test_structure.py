@@ -25,6 +25,7 @@ ENGINE = (
     "_decode",
     "_defaults",
     "_redact",
+    "_sitemap_read",
     "_ssrf",
     "directives",
     "licenses",
