@@ -25,16 +25,15 @@ site a URL is on.  Pure: lxml and tldextract, no Scrapy, no I/O.
 
 from __future__ import annotations
 
-import struct
 import zlib
 from contextlib import suppress
-from gzip import GzipFile
-from io import BytesIO
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import lxml.etree
 from tldextract import TLDExtract
+
+from ._decode import MAX_MEMBERS
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -46,6 +45,7 @@ __all__ = [
     "MAX_ENTRIES",
     "MAX_NAMES",
     "MAX_OPEN_BYTES",
+    "MEMBERS",
     "NAMES",
     "OPEN",
     "URLS",
@@ -53,6 +53,7 @@ __all__ = [
     "WHY",
     "SitemapReader",
     "TooLarge",
+    "TooManyMembers",
     "chunks",
     "gunzip_chunks",
     "read",
@@ -78,12 +79,14 @@ NAMES = "names"
 OPEN = "open_element"
 URLS = "urls"
 URL_BUDGET = "robots_txt_urls"
+MEMBERS = "members"
 #: Each cut explained, for the log (``%(robots_txt)s``: the robots.txt URL).
 WHY = {
     ELEMENTS: f"over {MAX_ELEMENTS:,} elements",
     NAMES: f"over {MAX_NAMES} distinct names",
     OPEN: f"over {MAX_OPEN_BYTES:,} bytes without an element closing",
     URLS: f"over {MAX_ENTRIES:,} entries, the sitemaps.org limit",
+    MEMBERS: f"over {MAX_MEMBERS} gzip members",
     URL_BUDGET: (
         "the sitemaps below %(robots_txt)s gave"
         " ROBOTS_SITEMAP_MAX_URLS_PER_ROBOTSTXT page URLs"
@@ -99,6 +102,10 @@ class TooLarge(Exception):
     """A gzip sitemap decompressing past its limit (args: the limit)."""
 
 
+class TooManyMembers(Exception):
+    """A gzip sitemap of more members than are read (args: how many)."""
+
+
 def chunks(body: bytes) -> Iterator[bytes]:
     """``body`` in pieces of :data:`CHUNK` bytes."""
     for start in range(0, len(body), CHUNK):
@@ -109,22 +116,38 @@ def gunzip_chunks(body: bytes, limit: int) -> Iterator[bytes]:
     """``body`` decompressed a piece at a time (every gzip member), as
     resilient as Scrapy's ``gunzip``: a broken stream ends the output, or
     raises ``OSError`` / ``EOFError`` if nothing came out of it.
-    :class:`TooLarge` past ``limit`` bytes (0: no limit)."""
-    stream = GzipFile(fileobj=BytesIO(body))
-    size = 0
+    :class:`TooLarge` past ``limit`` bytes (0: no limit); :class:`TooManyMembers`
+    past :data:`~scrapy_rfc9309._decode.MAX_MEMBERS` members, so that a body
+    of millions of empty members (each decoding to nothing) is bounded work
+    as well, a member at a time (``GzipFile.read1`` walks them all in one
+    call)."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    pending, members, size = body, 1, 0
     while True:
         try:
-            piece = stream.read1(CHUNK)
-        except (OSError, EOFError, struct.error, zlib.error):
+            piece = inflater.decompress(pending, CHUNK)
+        except zlib.error:
             if size:
                 return
             raise
-        if not piece:
-            return
-        size += len(piece)
-        if limit and size > limit:
-            raise TooLarge(limit)
-        yield piece
+        pending = inflater.unconsumed_tail
+        if piece:
+            size += len(piece)
+            if limit and size > limit:
+                raise TooLarge(limit)
+            yield piece
+        elif inflater.eof:
+            if not inflater.unused_data:
+                return
+            if members >= MAX_MEMBERS:
+                raise TooManyMembers(MAX_MEMBERS)
+            members += 1
+            pending = inflater.unused_data
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif not pending:
+            if size:
+                return
+            raise EOFError("the gzip stream ends before its end")
 
 
 # Registrable domains from the public suffix list bundled with tldextract
@@ -343,5 +366,10 @@ async def read(
     # Not gzip after all.
     except (OSError, EOFError, zlib.error):
         return None
+    except TooManyMembers:
+        # What the members read gave is kept, as for the other cuts.
+        reader.close()
+        reader.cut = MEMBERS
+        return reader
     reader.close()
     return reader

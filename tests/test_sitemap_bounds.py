@@ -205,6 +205,49 @@ def test_gunzip_chunks_stops_past_its_limit() -> None:
         sum(map(len, gunzip_chunks(body, 999_999)))
 
 
+#: A gzip member that decodes to nothing: 20 bytes.
+EMPTY_MEMBER = gzip.compress(b"")
+
+
+def test_gunzip_chunks_reads_a_bounded_number_of_members(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A member of content, then a million empty ones (20 MB of gzip that
+    # decodes to 7 bytes): GzipFile.read1 walked them all in one call.
+    inflaters = []
+    real = _sitemap_read.zlib.decompressobj
+
+    def counting(*args: Any) -> Any:
+        inflaters.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(_sitemap_read.zlib, "decompressobj", counting)
+    body = gzip.compress(b"content") + EMPTY_MEMBER * 1_000_000
+    pieces = []
+    with pytest.raises(_sitemap_read.TooManyMembers):
+        pieces.extend(gunzip_chunks(body, 0))
+    assert b"".join(pieces) == b"content"
+    assert len(inflaters) == _sitemap_read.MAX_MEMBERS
+    # As many members as are read: all of them.
+    inflaters.clear()
+    body = b"".join(gzip.compress(b"%d " % i) for i in range(256))
+    assert b"".join(gunzip_chunks(body, 0)).split() == [b"%d" % i for i in range(256)]
+    assert len(inflaters) == 256
+
+
+def test_gunzip_chunks_reads_what_gzip_reads() -> None:
+    data = bytes(range(256)) * 1000
+    assert b"".join(gunzip_chunks(gzip.compress(data), 0)) == data
+    # Trailing junk or a cut stream ends the output; nothing readable raises.
+    assert b"".join(gunzip_chunks(gzip.compress(data) + b"\0\0junk", 0)) == data
+    cut = gzip.compress(data)[:-1000]
+    assert data.startswith(b"".join(gunzip_chunks(cut, 0)))
+    with pytest.raises((OSError, EOFError, _sitemap_read.zlib.error)):
+        list(gunzip_chunks(b"\x1f\x8b\x08junk", 0))
+    with pytest.raises(EOFError):
+        list(gunzip_chunks(gzip.compress(data)[:12], 0))
+
+
 text = st.text(
     alphabet=st.characters(codec="ascii", categories=("L", "N")), max_size=20
 )
@@ -321,6 +364,23 @@ async def test_a_sitemap_gives_at_most_50000_pages(
     assert "/s.xml.gz>" in cut.getMessage()
     assert "50,000 entries" in cut.getMessage()
     assert "log_count/ERROR" not in crawler.stats.get_stats()
+
+
+@coroutine_test
+async def test_a_gzip_sitemap_of_empty_members_is_read_a_member_at_a_time(
+    server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    # 2 MB of empty gzip members after the urlset, inside the byte limit.
+    server.route("/robots.txt", "Sitemap: /s.xml.gz\n")
+    urls = [server.url(f"/page/{i}") for i in range(3)]
+    body = gzip.compress(urlset(urls).encode()) + EMPTY_MEMBER * 100_000
+    server.route("/s.xml.gz", body, headers=GZIP)
+    with caplog.at_level(logging.WARNING):
+        crawler = await counting_crawl("plain", [server])
+    assert sorted(crawler.spider.pages) == urls
+    assert stats(crawler, "robots/sitemaps/cut/") == {"robots/sitemaps/cut/members": 1}
+    (cut,) = [r for r in caplog.records if "read only in part" in r.getMessage()]
+    assert "over 256 gzip members" in cut.getMessage()
 
 
 @pytest.mark.parametrize("spider", ["plain", "sitemap_spider"])
