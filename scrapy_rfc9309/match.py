@@ -16,6 +16,7 @@ from itertools import accumulate, compress, count, repeat
 from operator import add, and_, is_not, lshift
 from typing import Any, Literal, NamedTuple
 
+from ._caches import BoundedCache
 from .parse import (
     Document,
     Group,
@@ -456,14 +457,16 @@ def _normal(pattern: str, percent: Percent) -> str:
             if percent == "normalize"
             else escape_pattern(pattern, upper_hex=percent == "escape")
         )
-        if len(cache) < _NORMALS_SIZE:
-            cache[pattern] = normal
+        cache.put(pattern, normal)
     return normal
 
 
-# Patterns as written -> normalised, for each way of normalising.
-_NORMALS: dict[str, dict[str, str]] = {"normalize": {}, "escape": {}, "verbatim": {}}
-_NORMALS_SIZE = 4096
+# Patterns as written -> normalised, for each way of normalising; bounded in
+# bytes (patterns come from the sites, up to a line of 16 KB each).
+_NORMALS: dict[str, BoundedCache[str, str]] = {
+    percent: BoundedCache(f"match.normals.{percent}", 2 << 20, 2048)
+    for percent in ("normalize", "escape", "verbatim")
+}
 
 
 def _earliest(patterns: Sequence[str], metas: Sequence[int]) -> dict[str, int]:

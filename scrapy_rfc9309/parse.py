@@ -13,6 +13,7 @@ from dataclasses import FrozenInstanceError, dataclass, field, replace
 from itertools import compress
 from typing import Any, NamedTuple
 
+from ._caches import BoundedCache
 from .licenses import license_records
 from .profiles import (
     BING,
@@ -354,8 +355,7 @@ def product_token(user_agent: str) -> str:
 _C_SPACE = " \t\n\v\f\r"
 # User-agent values as written -> the token they name; a few dozen
 # spellings cover nearly every robots.txt.
-_AGENT_TOKENS: dict[str, str] = {}
-_AGENT_TOKENS_SIZE = 4096
+_AGENT_TOKENS: BoundedCache[str, str] = BoundedCache("parse.agent_tokens", 1 << 20, 512)
 
 
 def agent_token(value: str) -> str:
@@ -367,8 +367,7 @@ def agent_token(value: str) -> str:
             token = "*"
         else:
             token = product_token(value)
-        if len(_AGENT_TOKENS) < _AGENT_TOKENS_SIZE:
-            _AGENT_TOKENS[value] = token
+        _AGENT_TOKENS.put(value, token)
     return token
 
 
@@ -605,8 +604,11 @@ _CANONICAL = {
 # Keys as written -> their kind, per profile: robots.txt files use a
 # handful of spellings, so this skips strip(), lower() and the lookups for
 # nearly every line.
-_KIND_CACHE: dict[str, dict[str, int]] = {profile: {} for profile in PROFILES}
-_KIND_CACHE_SIZE = 2048
+# Bounded in bytes: keys come from the sites.
+_KIND_CACHE: dict[str, BoundedCache[str, int]] = {
+    profile: BoundedCache(f"parse.kinds.{profile}", 256 << 10, 128)
+    for profile in PROFILES
+}
 
 #: Called by the reader for what :func:`~scrapy_rfc9309.lint.lint` reports:
 #: ``(line, event, detail)``.
@@ -618,10 +620,10 @@ _object_new = object.__new__
 
 # Lines without a colon as written -> what they say, (key, value) or None:
 # the same few lines (blank ones, HTML tags) come back again and again.
-_NO_COLON: dict[str, tuple[str, str] | None] = {}
-_NO_COLON_SIZE = 1024
 # Longer lines (junk, mostly) are not worth keeping.
-_NO_COLON_LINE = 100
+_NO_COLON: BoundedCache[str, tuple[str, str] | None] = BoundedCache(
+    "parse.no_colon", 256 << 10, 100
+)
 # Told apart by identity: no line reads as it.
 _UNKNOWN = ("", "")
 # Profile hook: Yandex and Bing need the colon.
@@ -683,11 +685,10 @@ _MATTERS = re.compile(r"[ \t\v\f]*[aAdDcC]").match
 # User-agent lines as written -> the token they name, or None for a line
 # that is no User-agent line; per profile.  The same few lines come back
 # again and again.
-_AGENT_LINE_TOKENS: dict[Profile, dict[str, str | None]] = {
-    profile: {} for profile in PROFILES
+_AGENT_LINE_TOKENS: dict[Profile, BoundedCache[str, str | None]] = {
+    profile: BoundedCache(f"parse.agent_lines.{profile}", 512 << 10, 200)
+    for profile in PROFILES
 }
-_AGENT_LINE_TOKENS_SIZE = 4096
-_AGENT_LINE_CHARS = 200
 # Told apart from any token by identity: no token holds a NUL.
 _MISSING = "\0"
 
@@ -726,9 +727,7 @@ def _agent_of(line: str, profile: Profile) -> str | None:
     else:
         agents = _read_alone(line, profile).user_agents
         agent = agent_token(agents[0]) if agents else None
-    tokens = _AGENT_LINE_TOKENS[profile]
-    if len(tokens) < _AGENT_LINE_TOKENS_SIZE and len(line) <= _AGENT_LINE_CHARS:
-        tokens[line] = agent
+    _AGENT_LINE_TOKENS[profile].put(line, agent)
     return agent
 
 
@@ -1150,8 +1149,7 @@ def _without_colon(line: str) -> tuple[str, str] | None:
     # One token (most junk: "}", "</div>") needs no regex to tell.
     two = _TWO_TOKENS(stripped) if " " in stripped or "\t" in stripped else None
     found = None if two is None else (two[1], two[2].strip(_WHITESPACE))
-    if len(_NO_COLON) < _NO_COLON_SIZE and len(line) <= _NO_COLON_LINE:
-        _NO_COLON[line] = found
+    _NO_COLON.put(line, found)
     return found
 
 
@@ -1160,9 +1158,7 @@ def _kind(key: str, profile: Profile) -> int:
     name = key.strip(_WHITESPACE).lower()
     found = key_kind(name, profile) if name else _NO_KEY
     kind = _RECORD if found is None else found
-    cache = _KIND_CACHE[profile]
-    if len(cache) < _KIND_CACHE_SIZE:
-        cache[key] = kind
+    _KIND_CACHE[profile].put(key, kind)
     return kind
 
 

@@ -56,7 +56,7 @@ import logging
 import time
 from collections import OrderedDict, deque
 from email.utils import parsedate_to_datetime
-from functools import cache, lru_cache
+from functools import cache
 from time import monotonic
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
@@ -71,7 +71,7 @@ from scrapy_rfc9309._compat import sleep
 
 from ._settings import choice, flag, positive_int, seconds, setting
 from .stores.base import OutcomeStore
-from .urls import robots_url
+from .urls import origin_robots_url
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -145,15 +145,10 @@ def retry_after(value: bytes | str, now: float | None = None) -> float | None:
     return max(moment.timestamp() - (time.time() if now is None else now), 0.0)
 
 
-@lru_cache(maxsize=65_536)
-def _origin_of(scheme: str, netloc: str) -> str | None:
-    return robots_url(f"{scheme}://{netloc}/")
-
-
 def origin_of(request: Request) -> str | None:
     """The origin (its robots.txt URL) of ``request``; ``None`` without one."""
     parts = urlparse_cached(request)
-    return _origin_of(parts.scheme, parts.netloc)
+    return origin_robots_url(parts.scheme, parts.netloc)
 
 
 def keeps_turns(store: OutcomeStore | None) -> bool:

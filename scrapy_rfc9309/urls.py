@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
+from ._caches import BoundedCache
 from .parse import encode
 
 __all__ = [
@@ -51,6 +52,32 @@ def robots_url(url: str) -> str | None:
     if port is not None and port != _DEFAULT_PORTS[scheme]:
         return f"{scheme}://{host}:{port}/robots.txt"
     return f"{scheme}://{host}/robots.txt"
+
+
+# Hosts (with their port) -> their robots.txt URL, per scheme: every request
+# asks.  Bounded in bytes, and never keyed by userinfo, which a link may fill
+# with kilobytes of anything (robots_url drops it anyway).
+_ORIGINS: dict[str, BoundedCache[str, str | None]] = {
+    scheme: BoundedCache(f"urls.origins.{scheme}", 1 << 20, 300)
+    for scheme in _DEFAULT_PORTS
+}
+_NO_ORIGIN = "\0"
+
+
+def origin_robots_url(scheme: str, netloc: str) -> str | None:
+    """:func:`robots_url` of ``scheme://netloc/`` (the parts of a URL as
+    ``urlparse`` gives them), from a cache for http(s)."""
+    cache = _ORIGINS.get(scheme)
+    if cache is None:
+        return robots_url(f"{scheme}://{netloc}/")
+    if "@" in netloc:
+        # As urlsplit reads userinfo: up to the last "@".
+        netloc = netloc.rpartition("@")[2]
+    origin = cache.get(netloc, _NO_ORIGIN)
+    if origin is _NO_ORIGIN:
+        origin = robots_url(f"{scheme}://{netloc}/")
+        cache.put(netloc, origin)
+    return origin
 
 
 _PATH_DELIMITER = re.compile("[/?;]").search

@@ -17,15 +17,17 @@ Pure: no Scrapy, no Twisted, no I/O.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import http_sf
 
+from ._caches import BoundedCache
 from .match import Matcher, _normal, compile
 from .parse import Document, Profile, UsageRule, encode
-from .profiles import RULES
+from .profiles import PROFILES, RULES
 
 __all__ = [
     "VOCABULARY",
@@ -213,19 +215,24 @@ def purposes_from_content_signals(
 
 # Content-Usage paths matched as Allow/Disallow patterns are, by a matcher
 # of that one pattern (per profile); a crawl meets the same few paths.
-_PATH_MATCHERS: dict[tuple[Profile, str], Matcher] = {}
-_PATH_MATCHERS_SIZE = 1024
+# Bounded in bytes: the paths come from the sites.
+_PATH_MATCHERS: dict[Profile, BoundedCache[str, Matcher]] = {
+    profile: BoundedCache(f"usage.path_matchers.{profile}", 512 << 10, 512)
+    for profile in PROFILES
+}
+# What a matcher of one short pattern takes, beyond its pattern.
+_MATCHER_BYTES = 1500
 
 
 def _path_matcher(profile: Profile, path: str) -> Matcher:
-    matcher = _PATH_MATCHERS.get((profile, path))
+    cache = _PATH_MATCHERS[profile]
+    matcher = cache.get(path)
     if matcher is None:
         matcher = Matcher.__new__(Matcher)
         # One Disallow rule, on line 1: the URL matches where it decides.
         matcher._setup(profile, None, {}, [path], [1 << 1])
         matcher._usage = ()
-        if len(_PATH_MATCHERS) < _PATH_MATCHERS_SIZE:
-            _PATH_MATCHERS[(profile, path)] = matcher
+        cache.put(path, matcher, 3 * sys.getsizeof(path) + _MATCHER_BYTES)
     return matcher
 
 
@@ -287,18 +294,25 @@ def matched_usage(
 
 
 # Preferences as written -> as parsed, per vocabulary: a crawl asks about
-# the same few lines for every URL of an origin.
-_STATEMENTS: dict[tuple[str, str], Preferences | None] = {}
-_STATEMENTS_SIZE = 1024
+# the same few lines for every URL of an origin.  Bounded in bytes: the
+# lines come from the sites.
+_STATEMENTS: dict[str, BoundedCache[str, Preferences | None]] = {}
+# What a statement's preferences take (a dict of a few labels).
+_PREFERENCES_BYTES = 400
 
 
 def _statement(text: str, vocabulary: Vocabulary) -> Preferences | None:
-    key = (vocabulary.revision, text)
-    if key in _STATEMENTS:
-        return _STATEMENTS[key]
+    cache = _STATEMENTS.get(vocabulary.revision)
+    if cache is None:
+        if len(_STATEMENTS) >= 4:
+            return parse_preference(text, vocabulary)
+        cache = _STATEMENTS[vocabulary.revision] = BoundedCache(
+            f"usage.statements.{len(_STATEMENTS)}", 256 << 10, 512
+        )
+    if text in cache:
+        return cache[text]
     statement = parse_preference(text, vocabulary)
-    if len(_STATEMENTS) < _STATEMENTS_SIZE:
-        _STATEMENTS[key] = statement
+    cache.put(text, statement, sys.getsizeof(text) + _PREFERENCES_BYTES)
     return statement
 
 

@@ -1,0 +1,88 @@
+"""Caches keyed by what sites send, bounded in bytes.
+
+The parser and matcher keep small caches of text they have seen before
+(spellings of keys, User-agent values, escaped patterns, hosts), shared by
+every origin of a crawl: a handful of spellings cover nearly every file.
+The text comes from the sites, so each cache is bounded in bytes, not in
+entries: a key longer than the cache's ``max_key`` is never kept (its answer
+is computed each time), and an entry that would take the cache past its
+``max_bytes`` first empties it (a new generation starts), so a cache never
+holds more than its budget and what the crawl keeps meeting comes back at
+once.  A hostile origin can cost the others hits (their answers computed
+again), never an answer: every entry is a function of its key alone.
+
+The hot path stays one ``dict.get``: the bounds are checked on insert only.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Generic, TypeVar
+
+__all__ = ["CACHES", "BoundedCache", "held_bytes", "max_bytes"]
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+# What a dict entry costs beyond its key and value (hash, pointers, and the
+# free slots of its table), erring high.
+_ENTRY = 100
+_sizeof = sys.getsizeof
+
+#: Every bounded cache, by name.
+CACHES: dict[str, BoundedCache[object, object]] = {}
+
+
+class BoundedCache(dict[K, V], Generic[K, V]):
+    """A dict of at most ``max_bytes`` (keys, values and entries as
+    estimated), whose keys of more than ``max_key`` characters are not
+    kept.  Read it as a dict; add to it with :meth:`put` only."""
+
+    __slots__ = ("generations", "held", "max_bytes", "max_key", "name")
+
+    def __init__(self, name: str, max_bytes: int, max_key: int) -> None:
+        super().__init__()
+        self.name = name
+        self.max_bytes = max_bytes
+        self.max_key = max_key
+        #: The bytes the entries take, as estimated.
+        self.held = 0
+        #: How many times the cache filled up and was emptied.
+        self.generations = 0
+        CACHES[name] = self  # type: ignore[assignment]
+
+    def put(self, key: K, value: V, size: int | None = None) -> None:
+        """Keep ``value`` for ``key`` (a ``str``, or anything whose
+        ``len()`` bounds its size) unless the key is too long; ``size``, the
+        bytes key and value take, defaults to their ``sys.getsizeof``."""
+        if len(key) > self.max_key:  # type: ignore[arg-type]
+            return
+        cost = _ENTRY + (_sizeof(key) + _sizeof(value) if size is None else size)
+        if self.held + cost > self.max_bytes:
+            if cost > self.max_bytes:
+                return
+            dict.clear(self)
+            self.held = 0
+            self.generations += 1
+        self[key] = value
+        self.held += cost
+
+    def clear(self) -> None:
+        dict.clear(self)
+        self.held = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"<BoundedCache {self.name} entries={len(self)} "
+            f"held={self.held}/{self.max_bytes}>"
+        )
+
+
+def held_bytes() -> int:
+    """The bytes all bounded caches hold, as estimated."""
+    return sum(cache.held for cache in CACHES.values())
+
+
+def max_bytes() -> int:
+    """The most all bounded caches together may hold."""
+    return sum(cache.max_bytes for cache in CACHES.values())
