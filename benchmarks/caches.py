@@ -12,8 +12,8 @@ Prints what tracemalloc measures still held once every document is gone
 (the caches), and the peak.
 
 F4: 300 requests to an origin of 16,000 Content-Usage rules; prints the
-path-matcher lookups made (the work the old walk did per rule) and the
-calls into the compiled table, counted by wrapping them.
+matcher lookups (``Matcher._find`` calls) and the matchers built, counted by
+wrapping them.
 
 Runs on older versions of the package too (names looked up as they come).
 Not a test: figures depend on the Python build.
@@ -26,10 +26,9 @@ import gc
 import tracemalloc
 from typing import Any
 
-from scrapy_rfc9309 import usage as usage_module
-from scrapy_rfc9309.match import compile
+from scrapy_rfc9309.match import Matcher, compile
 from scrapy_rfc9309.parse import parse
-from scrapy_rfc9309.usage import usage_explained
+from scrapy_rfc9309.usage import matched_usage, usage_explained
 
 AGENT = "examplebot"
 # Non-BMP characters take 4 bytes in UTF-8 and in a str, and 12 once
@@ -116,31 +115,29 @@ def run_f4(rules: int = 16_000, requests: int = 300) -> None:
     lines += [f"Content-Usage: /section{i}/ train-ai=n" for i in range(rules)]
     lines.append("Content-Usage: search=y")
     document = parse("\n".join(lines) + "\n", max_bytes=4 << 20)
-    counts = {"path matchers": 0, "table lookups": 0}
-    wrapped = []
-    for name, key in (
-        ("_path_matcher", "path matchers"),
-        ("_table_lookup", "table lookups"),
-    ):
-        original = getattr(usage_module, name, None)
-        if original is None:
-            continue
+    matcher = compile(document, AGENT)
+    counted = [0, 0]
+    find, setup = Matcher._find, Matcher._setup
 
-        def counting(*args: Any, _original: Any = original, _key: str = key) -> Any:
-            counts[_key] += 1
-            return _original(*args)
+    def counting_find(self: Matcher, url: str, verdict_only: bool = False) -> int:
+        counted[0] += 1
+        return find(self, url, verdict_only)
 
-        setattr(usage_module, name, counting)
-        wrapped.append((name, original))
+    def counting_setup(self: Matcher, *args: Any) -> None:
+        counted[1] += 1
+        setup(self, *args)
+
+    Matcher._find = counting_find  # type: ignore[method-assign]
+    Matcher._setup = counting_setup  # type: ignore[method-assign]
     try:
         for i in range(requests):
-            usage_explained(document, AGENT, f"http://a.test/section{i * 50}/page")
+            matched_usage(matcher, f"http://a.test/section{i * 50}/page")
     finally:
-        for name, original in wrapped:
-            setattr(usage_module, name, original)
+        Matcher._find = find  # type: ignore[method-assign]
+        Matcher._setup = setup  # type: ignore[method-assign]
     print(f"F4: {requests} requests, {rules:,} Content-Usage rules")
-    for key, value in counts.items():
-        print(f"  {key}: {value:,}")
+    print(f"  matcher lookups: {counted[0]:,}")
+    print(f"  matchers built: {counted[1]:,}")
 
 
 def main() -> None:

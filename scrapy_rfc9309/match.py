@@ -14,7 +14,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, compress, count, repeat
 from operator import add, and_, is_not, lshift
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ._caches import BoundedCache
 from .parse import (
@@ -30,6 +30,9 @@ from .parse import (
 )
 from .profiles import RULES, Percent
 from .urls import escape_pattern, normalize_path, normalize_pattern, request_path
+
+if TYPE_CHECKING:
+    from ._usage_table import UsageTable
 
 __all__ = [
     "Decision",
@@ -545,6 +548,7 @@ class Matcher:
         "_signals",
         "_special",
         "_usage",
+        "_usage_table",
         "crawl_delay",
         "profile",
     )
@@ -558,6 +562,9 @@ class Matcher:
     # The Content-Usage rules that apply, in file order (see
     # scrapy_rfc9309.usage): few, and asked only by a crawl with purposes.
     _usage: tuple[UsageRule, ...]
+    # Those rules compiled (scrapy_rfc9309._usage_table), when first asked;
+    # unset until then.
+    _usage_table: UsageTable
     crawl_delay: float | None
     profile: Profile
 

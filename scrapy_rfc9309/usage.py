@@ -25,9 +25,10 @@ from typing import NamedTuple
 import http_sf
 
 from ._caches import BoundedCache
+from ._usage_table import UsageTable
 from .match import Matcher, _normal, compile
 from .parse import Document, Profile, UsageRule, encode
-from .profiles import PROFILES, RULES
+from .profiles import RULES
 
 __all__ = [
     "VOCABULARY",
@@ -213,26 +214,12 @@ def purposes_from_content_signals(
     return tuple(by_signal[key] for key in in_use if key in by_signal)
 
 
-# Content-Usage paths matched as Allow/Disallow patterns are, by a matcher
-# of that one pattern (per profile); a crawl meets the same few paths.
-# Bounded in bytes: the paths come from the sites.
-_PATH_MATCHERS: dict[Profile, BoundedCache[str, Matcher]] = {
-    profile: BoundedCache(f"usage.path_matchers.{profile}", 512 << 10, 512)
-    for profile in PROFILES
-}
-# What a matcher of one short pattern takes, beyond its pattern.
-_MATCHER_BYTES = 1500
-
-
 def _path_matcher(profile: Profile, path: str) -> Matcher:
-    cache = _PATH_MATCHERS[profile]
-    matcher = cache.get(path)
-    if matcher is None:
-        matcher = Matcher.__new__(Matcher)
-        # One Disallow rule, on line 1: the URL matches where it decides.
-        matcher._setup(profile, None, {}, [path], [1 << 1])
-        matcher._usage = ()
-        cache.put(path, matcher, 3 * sys.getsizeof(path) + _MATCHER_BYTES)
+    """A matcher of the one pattern ``path`` (as a Disallow rule on line
+    1: a URL matches where it decides)."""
+    matcher = Matcher.__new__(Matcher)
+    matcher._setup(profile, None, {}, [path], [1 << 1])
+    matcher._usage = ()
     return matcher
 
 
@@ -249,7 +236,11 @@ def deciding_rules(
     rules: Sequence[UsageRule], profile: Profile, url: str
 ) -> tuple[UsageRule, ...]:
     """Those of ``rules`` whose path is the longest that matches ``url``
-    (a rule without a path matches every URL, with length 0)."""
+    (a rule without a path matches every URL, with length 0).
+
+    The plain walk, matching every path: a crawl asks a matcher's compiled
+    table instead (:class:`~scrapy_rfc9309._usage_table.UsageTable`), which
+    gives the same answers."""
     best = -1
     chosen: list[UsageRule] = []
     for rule in rules:
@@ -286,7 +277,14 @@ def matched_usage(
     """The preferences of ``matcher``'s Content-Usage rules for ``url``,
     which its rules allow (the caller has checked), and the deciding rules."""
     rules = matcher.content_usage
-    chosen = deciding_rules(rules, matcher.profile, url) if rules else ()
+    if rules:
+        # Compiled once per matcher (per origin), kept with it.
+        table = getattr(matcher, "_usage_table", None)
+        if table is None:
+            table = matcher._usage_table = UsageTable(rules, matcher.profile)
+        chosen = table.deciding(url)
+    else:
+        chosen = ()
     preferences = combine(
         (_statement(rule.preference, vocabulary) for rule in chosen), vocabulary
     )
