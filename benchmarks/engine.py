@@ -74,6 +74,7 @@ def clear_caches() -> None:
     _clear(
         modules["scrapy_rfc9309.match"], "_NORMALS", "_TOKENS", "_DECISIONS", "_CACHE"
     )
+    _clear(modules["scrapy_rfc9309.urls"], "_NORMALS", "_ORIGINS")
 
 
 def _clear(module: Any, *names: str) -> None:

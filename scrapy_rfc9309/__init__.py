@@ -33,7 +33,7 @@ from .match import (
     is_allowed,
     product_token,
 )
-from .outcome import Outcome, explain_by, is_allowed_by
+from .outcome import Answer, Lifetimes, Outcome, classify, explain_by, is_allowed_by
 from .parse import Document, Group, Rule, UsageRule, parse
 from .stringify import stringify
 from .urls import robots_url
@@ -68,6 +68,7 @@ _LAZY = {
 
 __all__ = [
     "Addon",
+    "Answer",
     "Decision",
     "Diagnostic",
     "DirectiveSet",
@@ -75,6 +76,7 @@ __all__ = [
     "Document",
     "Group",
     "LicensesMiddleware",
+    "Lifetimes",
     "Matcher",
     "Outcome",
     "ProvenanceMiddleware",
@@ -86,6 +88,7 @@ __all__ = [
     "TdmMiddleware",
     "UsageMiddleware",
     "UsageRule",
+    "classify",
     "compile",
     "content_signals",
     "crawl_delay",

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .outcome import Lifetimes
+from .profiles import MAX_BYTES
+
 DEFAULTS: dict[str, Any] = {
-    "ROBOTS_CACHE_LIFETIME": 86_400,
+    "ROBOTS_CACHE_LIFETIME": Lifetimes.cache,
     "ROBOTS_CONTENT_SIGNALS": {},
     "ROBOTS_CRAWL_DELAY": True,
     "ROBOTS_CRAWL_DELAY_MAX": 30,
@@ -20,7 +23,7 @@ DEFAULTS: dict[str, Any] = {
     "ROBOTS_CRAWL_DELAY_SCOPE": None,
     "ROBOTS_DIRECTIVES": "drop",
     "ROBOTS_ENABLED": True,
-    "ROBOTS_MAX_BYTES": 512_000,
+    "ROBOTS_MAX_BYTES": MAX_BYTES,
     "ROBOTS_MAX_REDIRECTS": 5,
     # 256 MiB, as entry_size() counts (about 1.3x what is really held):
     # ~55,000 origins of the real-world mix, whose estimated mean is
@@ -58,8 +61,8 @@ DEFAULTS: dict[str, Any] = {
     "ROBOTS_TDMREP": "drop",
     # Seconds an origin's tdmrep.json may take (its requests wait for it).
     "ROBOTS_TDMREP_TIMEOUT": 30,
-    "ROBOTS_UNREACHABLE_GRACE": 2_592_000,
-    "ROBOTS_UNREACHABLE_LIFETIME": 600,
+    "ROBOTS_UNREACHABLE_GRACE": Lifetimes.grace,
+    "ROBOTS_UNREACHABLE_LIFETIME": Lifetimes.unreachable,
     "ROBOTS_USAGE": "drop",
     # ROBOTS_USER_AGENT has no fixed default: it falls back to
     # ROBOTSTXT_USER_AGENT, then USER_AGENT (see middleware.agent_for).

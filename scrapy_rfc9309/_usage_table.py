@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .match import Matcher, _normal
+from .match import Matcher
 from .parse import Profile, UsageRule, encode
 from .profiles import RULES
+from .urls import _normal
 
 __all__ = ["UsageTable"]
 

@@ -48,7 +48,7 @@ from .stringify import rule_line, signal_text, usage_line
 from .tdmmiddleware import META_KEY as TDM_META_KEY
 from .tdmmiddleware import TdmMiddleware
 from .urls import robots_url
-from .usage import refused, usage_explained
+from .usage import usage_explained
 
 if TYPE_CHECKING:
     import argparse
@@ -256,10 +256,14 @@ async def _check_one(middleware: RobotsMiddleware, url: str, request: Request) -
     now = middleware.clock()
     # The middleware's own verdict, so the crawl's policies (Content-Signal
     # purposes, a Crawl-delay over the cap set to skip) count as they would.
+    note = ""
     try:
         await middleware.process_request(request)
     except RobotsDisallowed as exc:
         decision: Decision = exc.decision
+        if decision.rule is None and exc.cause != "unreachable":
+            # What refused, as the crawl's log line says it.
+            note = exc.why
     else:
         decision = explain_by(outcome, agent, request.url, now=now)
     rules = None if outcome.disallows_all(now) else outcome.rules
@@ -271,30 +275,12 @@ async def _check_one(middleware: RobotsMiddleware, url: str, request: Request) -
     )
     licenses = tuple(entry["url"] for entry in request.meta.get(LICENSES_META_KEY, ()))
     tdm_middleware = middleware.crawler.get_downloader_middleware(TdmMiddleware)
-    note = ""
     if decision.allowed and tdm_middleware is not None:
         try:
             await tdm_middleware.process_request(request)
         except RobotsDisallowed as exc:
             decision = exc.decision
-            note = f"TDMRep {exc.origin}"
-    if decision.reason == "content_signal":
-        note = ", ".join(
-            f"Content-Signal {purpose}=no"
-            for purpose in middleware.purposes
-            if signals.get(purpose) is False
-        )
-    elif decision.reason == "content_usage":
-        refusals = ", ".join(refused_purposes(usage, middleware))
-        lines = "; ".join(
-            f"line {rule.line}: {usage_line(rule)}" for rule in usage_rules
-        )
-        note = f"Content-Usage refuses {refusals} ({lines})"
-    elif decision.reason == "crawl_delay" and delay is not None:
-        note = (
-            f"Crawl-delay {delay:g} over ROBOTS_CRAWL_DELAY_MAX"
-            f" {middleware.crawl_delay_max:g}"
-        )
+            note = exc.why
     return _Row(
         url,
         decision.allowed,
@@ -310,17 +296,6 @@ async def _check_one(middleware: RobotsMiddleware, url: str, request: Request) -
         licenses,
         request.meta.get(TDM_META_KEY),
     )
-
-
-def refused_purposes(
-    usage: dict[str, bool | None], middleware: RobotsMiddleware
-) -> list[str]:
-    """The crawl's purposes that ``usage`` refuses."""
-    return [
-        purpose
-        for purpose in middleware.usage_purposes
-        if refused(usage, [purpose]) is not None
-    ]
 
 
 # -- lint -----------------------------------------------------------------------

@@ -17,35 +17,29 @@ HTTP cache entry), and the body decoded here, within the limit.
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import logging
 import socket
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.asyncio import run_in_thread
-from w3lib.url import safe_url_string
 
 from ._decode import ACCEPT_ENCODING, BoundedDecoder, codings, decode
 from ._settings import flag, positive_int, robots_profile
 from ._ssrf import is_public as _is_public
 from .outcome import (
-    UNAVAILABLE,
-    UNREACHABLE,
+    Answer,
     Lifetimes,
     Outcome,
-    kind_of_status,
-    max_age,
-    parsed,
+    classify,
     unavailable,
     unreachable,
 )
-from .parse import parse
-from .profiles import RULES
+from .urls import http_url
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -65,20 +59,6 @@ _BODY_KEY = "_robots_txt_body"
 #: The ``Content-Encoding`` of a robots.txt response, renamed so that no
 #: downloader middleware decodes the body (this module does, bounded).
 ENCODING_HEADER = b"X-Robots-Content-Encoding"
-
-
-def _redirect_target(base: str, location: bytes) -> str | None:
-    """The http(s) URL a ``Location`` header points to, or ``None`` when it
-    is malformed (bad IPv6 host, port out of range, ...) or another scheme."""
-    try:
-        url = urljoin(base, safe_url_string(location))
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port out of range
-    except ValueError:
-        return None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return None
-    return url
 
 
 def _resolve(host: str) -> list[str]:
@@ -191,11 +171,11 @@ class RobotsFetcher:
                     {"request": f"<GET {url}>", "reason": _reason(exc)},
                     extra={"spider": self.crawler.spider},
                 )
-                return self._network_failure(previous, _reason(exc))
+                return self._outcome(_reason(exc), previous)
             status = response.status
             location = response.headers.get(b"Location")
             if 300 <= status < 400 and location:
-                target = _redirect_target(response.url, location)
+                target = http_url(response.url, location)
                 if target is None:
                     # Nowhere robots.txt could be fetched from: not found.
                     return unavailable(
@@ -214,29 +194,15 @@ class RobotsFetcher:
             detail=f"more than {self.max_redirects} redirects",
         )
 
-    def _unreachable(
-        self, previous: Outcome | None, detail: str, status: int | None = None
-    ) -> Outcome:
-        return unreachable(
+    def _outcome(self, answer: Answer | str, previous: Outcome | None) -> Outcome:
+        return classify(
+            answer,
+            profile=self.profile,
+            max_bytes=self.max_bytes,
             now=self.clock(),
             lifetimes=self.lifetimes,
             previous=previous,
-            http_status=status,
-            detail=detail,
         )
-
-    def _network_failure(
-        self, previous: Outcome | None, detail: str, status: int | None = None
-    ) -> Outcome:
-        """The outcome of no complete answer, as the profile says."""
-        if RULES[self.profile].status["network"] == UNAVAILABLE:
-            return unavailable(
-                now=self.clock(),
-                lifetimes=self.lifetimes,
-                http_status=status,
-                detail=detail,
-            )
-        return self._unreachable(previous, detail, status)
 
     def guard_refused(self, previous: Outcome | None, detail: str) -> Outcome:
         """The outcome of an origin ``ROBOTS_SSRF_GUARD`` refuses: unreachable,
@@ -252,58 +218,19 @@ class RobotsFetcher:
     def _classify(
         self, response: Response, decoded: BoundedDecoder, previous: Outcome | None
     ) -> Outcome:
-        status = response.status
-        if "dataloss" in response.flags:
-            return self._network_failure(previous, "truncated body", status)
-        kind = kind_of_status(status, self.profile)
-        if kind == UNREACHABLE:
-            return self._unreachable(previous, f"HTTP {status}", status)
         cache_control = response.headers.get(b"Cache-Control")
-        cache_max_age = max_age(
-            None if cache_control is None else cache_control.decode("latin-1")
+        answer = Answer(
+            response.status,
+            decoded.body,
+            cache_control=None
+            if cache_control is None
+            else cache_control.decode("latin-1"),
+            truncated="dataloss" in response.flags,
+            cut=decoded.cut,
+            overrun=decoded.overrun,
+            error=decoded.error,
         )
-        if kind == UNAVAILABLE:
-            return unavailable(
-                now=self.clock(),
-                lifetimes=self.lifetimes,
-                http_status=status,
-                cache_max_age=cache_max_age,
-            )
-        if decoded.error is not None:
-            # Nothing readable came back (an encoding that was not asked
-            # for, data that is not what it claims): as for a 5xx.
-            return self._unreachable(previous, decoded.error, status)
-        rules_of = RULES[self.profile]
-        limit = min(self.max_bytes, rules_of.max_bytes or self.max_bytes)
-        if (decoded.cut or len(decoded.body) > limit) and rules_of.status[
-            "oversize"
-        ] == UNAVAILABLE:
-            # Profile hook: Yandex reads a body over its limit as none.
-            return unavailable(
-                now=self.clock(),
-                lifetimes=self.lifetimes,
-                http_status=status,
-                cache_max_age=cache_max_age,
-                detail=f"HTTP {status}, body over {limit} bytes",
-            )
-        body = decoded.body
-        document = parse(body, profile=self.profile, max_bytes=self.max_bytes)
-        detail = f"HTTP {status}"
-        if decoded.cut:
-            detail += f", cut at {self.max_bytes} bytes"
-            if decoded.overrun is not None:
-                detail += f" ({decoded.overrun})"
-        return parsed(
-            document,
-            now=self.clock(),
-            lifetimes=self.lifetimes,
-            http_status=status,
-            cache_max_age=cache_max_age,
-            detail=detail,
-            # Once, here: the evidence of which file the rules came from
-            # (ROBOTS_PROVENANCE, ROBOTS_REPORT), stored with the outcome.
-            body_sha256=hashlib.sha256(body[: self.max_bytes]).hexdigest(),
-        )
+        return self._outcome(answer, previous)
 
     async def download(
         self,

@@ -28,7 +28,7 @@ from .parse import (
     read_document,
     usage_rule,
 )
-from .profiles import GOOGLE, RULES
+from .profiles import GOOGLE, MAX_BYTES, RULES, effective_max_bytes
 from .usage import preference_problems
 
 __all__ = ["CODES", "Diagnostic", "Severity", "lint"]
@@ -374,7 +374,7 @@ def _line_at(data: bytes, offset: int) -> int:
 
 
 def lint(
-    source: str | bytes, *, profile: Profile = RFC9309, max_bytes: int = 512_000
+    source: str | bytes, *, profile: Profile = RFC9309, max_bytes: int = MAX_BYTES
 ) -> list[Diagnostic]:
     """The diagnostics of a robots.txt body, by line.
 
@@ -386,9 +386,7 @@ def lint(
     check_profile(profile)
     linter = _Linter(profile)
     data = encode(source) if isinstance(source, str) else bytes(source)
-    limit = linter.rules_of.max_bytes
-    if limit is not None and limit < max_bytes:
-        max_bytes = limit
+    max_bytes = effective_max_bytes(profile, max_bytes)
     if oversize_allows_all(data, max_bytes, profile):
         linter.add(
             0,

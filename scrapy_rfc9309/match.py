@@ -14,9 +14,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, compress, count, repeat
 from operator import add, and_, is_not, lshift
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ._caches import BoundedCache
 from .parse import (
     Document,
     Group,
@@ -29,12 +28,14 @@ from .parse import (
     rules_for,
 )
 from .profiles import RULES, Percent
-from .urls import escape_pattern, normalize_path, normalize_pattern, request_path
+from .reasons import Cause, Reason
+from .urls import _normal, normalize_path, request_path
 
 if TYPE_CHECKING:
     from ._usage_table import UsageTable
 
 __all__ = [
+    "Cause",
     "Decision",
     "Matcher",
     "Reason",
@@ -46,24 +47,20 @@ __all__ = [
     "product_token",
 ]
 
-Reason = Literal[
-    "rule_allow", "rule_disallow", "default_allow", "robots_txt", "empty_disallow"
-]
-
 
 class Decision(NamedTuple):
     """Whether a URL may be crawled, why (``reason``), and the deciding
     :class:`~scrapy_rfc9309.parse.Rule` (with its line), if a rule decided."""
 
     allowed: bool
-    reason: str
+    reason: Reason
     rule: Rule | None
 
 
 DEFAULT_ALLOW = Decision(True, "default_allow", None)
 #: Why a Yandex ``Disallow:`` without a value allowed a URL: Yandex reads
 #: it as ``Allow: /`` (the decision's rule is the Disallow line as written).
-EMPTY_DISALLOW = "empty_disallow"
+EMPTY_DISALLOW: Reason = "empty_disallow"
 ROBOTS_TXT = Decision(True, "robots_txt", None)
 _NO_RULE = -1
 _ROBOTS_TXT = -2
@@ -447,29 +444,6 @@ def _normalized(
     return [
         _normal(pattern, percent) if "%" in pattern else pattern for pattern in patterns
     ]
-
-
-def _normal(pattern: str, percent: Percent) -> str:
-    """``pattern`` normalised as :func:`_normalized` says; kept in the
-    cache (the same escaped patterns come back from file to file)."""
-    cache = _NORMALS[percent]
-    normal = cache.get(pattern)
-    if normal is None:
-        normal = (
-            normalize_pattern(pattern)
-            if percent == "normalize"
-            else escape_pattern(pattern, upper_hex=percent == "escape")
-        )
-        cache.put(pattern, normal)
-    return normal
-
-
-# Patterns as written -> normalised, for each way of normalising; bounded in
-# bytes (patterns come from the sites, up to a line of 16 KB each).
-_NORMALS: dict[str, BoundedCache[str, str]] = {
-    percent: BoundedCache(f"match.normals.{percent}", 2 << 20, 2048)
-    for percent in ("normalize", "escape", "verbatim")
-}
 
 
 def _earliest(patterns: Sequence[str], metas: Sequence[int]) -> dict[str, int]:

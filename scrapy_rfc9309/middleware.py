@@ -41,7 +41,7 @@ from ._settings import (
     setting,
 )
 from .fetch import META_KEY, Refused, RobotsFetcher
-from .match import Decision, Matcher
+from .match import Cause, Decision, Matcher
 from .outcome import (
     PARSED,
     UNAVAILABLE,
@@ -102,16 +102,23 @@ class RobotsDisallowed(IgnoreRequest):
     ``origin`` the robots.txt URL, and ``cause`` one of ``rule``,
     ``unreachable``, ``crawl_delay``, ``content_signal``, ``content_usage`` and
     ``tdm_reservation`` (the origin's TDMRep file; ``origin`` is then its URL).
+    ``why`` is the refusal as the log line gives it: the deciding line
+    (``line 3: Disallow: /private``), else what refused (``Content-Signal
+    ai-train=no``, ``Crawl-delay 60 over ROBOTS_CRAWL_DELAY_MAX 30``), else the
+    outcome (``unreachable, HTTP 503``).
     """
 
-    def __init__(self, decision: Decision, origin: str, cause: str) -> None:
+    def __init__(
+        self, decision: Decision, origin: str, cause: Cause, why: str = ""
+    ) -> None:
         super().__init__(f"Forbidden by robots.txt ({cause}): {origin}")
         self.decision = decision
         self.origin = origin
         self.cause = cause
+        self.why = why
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.decision, self.origin, self.cause))
+        return (type(self), (self.decision, self.origin, self.cause, self.why))
 
 
 class RobotsMiddleware:
@@ -233,16 +240,16 @@ class RobotsMiddleware:
             return
         if self.purposes:
             content_signals = matcher.content_signals
-            for purpose in self.purposes:
-                if content_signals.get(purpose) is False:
-                    self._forbid(
-                        request,
-                        origin,
-                        Decision(False, "content_signal", None),
-                        "content_signal",
-                        outcome,
-                        f"Content-Signal {purpose}=no",
-                    )
+            refusals = [p for p in self.purposes if content_signals.get(p) is False]
+            if refusals:
+                self._forbid(
+                    request,
+                    origin,
+                    Decision(False, "content_signal", None),
+                    "content_signal",
+                    outcome,
+                    ", ".join(f"Content-Signal {p}=no" for p in refusals),
+                )
         if self.usage_purposes:
             self._check_usage(request, origin, matcher, outcome)
         delay = matcher.crawl_delay
@@ -280,8 +287,12 @@ class RobotsMiddleware:
         drop it if they refuse a purpose of the crawl."""
         preferences, rules = matched_usage(matcher, request.url)
         request.meta[USAGE_META_KEY] = preferences
-        purpose = refused(preferences, self.usage_purposes)
-        if purpose is not None:
+        if refused(preferences, self.usage_purposes) is not None:
+            refusals = ", ".join(
+                purpose
+                for purpose in self.usage_purposes
+                if refused(preferences, [purpose]) is not None
+            )
             lines = "; ".join(f"line {rule.line}: {usage_line(rule)}" for rule in rules)
             self._forbid(
                 request,
@@ -289,7 +300,7 @@ class RobotsMiddleware:
                 Decision(False, "content_usage", None),
                 "content_usage",
                 outcome,
-                f"Content-Usage refuses {purpose} ({lines})",
+                f"Content-Usage refuses {refusals} ({lines})",
             )
 
     async def outcome_for(
@@ -315,7 +326,7 @@ class RobotsMiddleware:
         request: Request,
         origin: str,
         decision: Decision,
-        cause: str,
+        cause: Cause,
         outcome: Outcome,
         why: str = "",
     ) -> NoReturn:
@@ -335,7 +346,7 @@ class RobotsMiddleware:
             {"request": request, "robots": origin, "why": why},
             extra={"spider": self.crawler.spider},
         )
-        raise RobotsDisallowed(decision, origin, cause)
+        raise RobotsDisallowed(decision, origin, cause, why)
 
     # -- obtaining outcomes ---------------------------------------------------
 

@@ -10,6 +10,7 @@ caller does the fetching and passes the result and the current time in.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import sys
@@ -19,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from .match import ROBOTS_TXT, Decision, compile
-from .parse import Document
-from .profiles import RFC9309, RULES, status_category
+from .parse import Document, parse
+from .profiles import RFC9309, RULES, effective_max_bytes, status_category
 
 if TYPE_CHECKING:
     from .match import Matcher
@@ -30,9 +31,11 @@ __all__ = [
     "PARSED",
     "UNAVAILABLE",
     "UNREACHABLE",
+    "Answer",
     "Lifetimes",
     "Outcome",
     "OutcomeKind",
+    "classify",
     "explain_by",
     "explain_compiled",
     "is_allowed_by",
@@ -414,6 +417,101 @@ def unreachable(
         fallback=None if guard_refused else fallback,
         guard_refused=guard_refused,
         fallback_sha256=None if guard_refused else fallback_sha256,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What a server sent for a robots.txt, once redirects were followed,
+    as the fetcher read it (decoded, within the byte limit)."""
+
+    status: int
+    #: The body decoded, at most one byte past the limit.
+    body: bytes = b""
+    #: The ``Cache-Control`` header's value.
+    cache_control: str | None = None
+    #: The connection closed before the body was complete.
+    truncated: bool = False
+    #: The decoder stopped at the byte limit ...
+    cut: bool = False
+    #: ... or before it, and why (stacked encodings).
+    overrun: str | None = None
+    #: Why the body could not be decoded at all.
+    error: str | None = None
+
+
+def classify(
+    answer: Answer | str,
+    *,
+    profile: str,
+    max_bytes: int,
+    now: float,
+    lifetimes: Lifetimes,
+    previous: Outcome | None = None,
+) -> Outcome:
+    """The outcome ``profile`` gives one robots.txt answer (RFC 9309 2.3.1).
+
+    ``answer`` is what the server sent, or, when nothing complete came (DNS,
+    refused, reset, timeout), the reason why.  A truncated body counts as
+    no answer; a status as :func:`kind_of_status` says; a 2xx whose body
+    cannot be decoded as a 5xx; a 2xx body is parsed up to ``max_bytes``
+    (Yandex: a body over its limit is no robots.txt).  ``previous`` is the
+    origin's last outcome, carried for the 30-day rule.
+    """
+    if isinstance(answer, str) or answer.truncated:
+        status = None if isinstance(answer, str) else answer.status
+        detail = answer if isinstance(answer, str) else "truncated body"
+        if RULES[profile].status["network"] == UNAVAILABLE:
+            return unavailable(
+                now=now, lifetimes=lifetimes, http_status=status, detail=detail
+            )
+        return unreachable(
+            now=now,
+            lifetimes=lifetimes,
+            previous=previous,
+            http_status=status,
+            detail=detail,
+        )
+    status = answer.status
+    kind = kind_of_status(status, profile)
+    if kind == UNREACHABLE or (kind == PARSED and answer.error is not None):
+        return unreachable(
+            now=now,
+            lifetimes=lifetimes,
+            previous=previous,
+            http_status=status,
+            detail=(answer.error or "") if kind == PARSED else "",
+        )
+    cache_max_age = max_age(answer.cache_control)
+    limit = effective_max_bytes(profile, max_bytes)
+    oversize = answer.cut or len(answer.body) > limit
+    if kind == UNAVAILABLE or (
+        oversize and RULES[profile].status["oversize"] == UNAVAILABLE
+    ):
+        return unavailable(
+            now=now,
+            lifetimes=lifetimes,
+            http_status=status,
+            cache_max_age=cache_max_age,
+            detail=""
+            if kind == UNAVAILABLE
+            else f"HTTP {status}, body over {limit} bytes",
+        )
+    detail = f"HTTP {status}"
+    if answer.cut:
+        detail += f", cut at {max_bytes} bytes"
+        if answer.overrun is not None:
+            detail += f" ({answer.overrun})"
+    return parsed(
+        parse(answer.body, profile=profile, max_bytes=max_bytes),
+        now=now,
+        lifetimes=lifetimes,
+        http_status=status,
+        cache_max_age=cache_max_age,
+        detail=detail,
+        # The evidence of which file the rules came from (ROBOTS_PROVENANCE,
+        # ROBOTS_REPORT), stored with the outcome.
+        body_sha256=hashlib.sha256(answer.body[:max_bytes]).hexdigest(),
     )
 
 

@@ -18,11 +18,13 @@ from .licenses import license_records
 from .profiles import (
     BING,
     GOOGLE,
+    MAX_BYTES,
     PROFILES,
     RFC9309,
     RULES,
     YANDEX,
     Selector,
+    effective_max_bytes,
     selector_for,
 )
 
@@ -1163,7 +1165,7 @@ def _kind(key: str, profile: Profile) -> int:
 
 
 def parse(
-    source: str | bytes, *, profile: Profile = RFC9309, max_bytes: int = 512_000
+    source: str | bytes, *, profile: Profile = RFC9309, max_bytes: int = MAX_BYTES
 ) -> Document:
     """Read ``source`` as a robots.txt; never raises on its content.
 
@@ -1176,9 +1178,7 @@ def parse(
     the way Google's parser reads them.
     """
     check_profile(profile)
-    limit = RULES[profile].max_bytes
-    if limit is not None and limit < max_bytes:
-        max_bytes = limit
+    max_bytes = effective_max_bytes(profile, max_bytes)
     if oversize_allows_all(source, max_bytes, profile):
         # Profile hook: Yandex reads a body over its limit as no robots.txt.
         return Document(profile=profile)

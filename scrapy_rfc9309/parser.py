@@ -21,6 +21,7 @@ from ._settings import positive_int, robots_profile
 from .match import Matcher, compile, crawl_delay
 from .outcome import Lifetimes, Outcome, explain_compiled, parsed
 from .parse import parse
+from .profiles import MAX_BYTES, RFC9309
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -56,7 +57,7 @@ class RobotParser(ScrapyRobotParser):
         """The parser of ``robotstxt_body``, read with the crawl's
         ``ROBOTS_PROFILE`` and ``ROBOTS_MAX_BYTES`` (the defaults without a
         crawler)."""
-        profile, max_bytes = "rfc9309", 512_000
+        profile, max_bytes = RFC9309, MAX_BYTES
         if crawler is not None:
             settings = crawler.settings
             profile = robots_profile(settings)

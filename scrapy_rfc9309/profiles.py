@@ -21,12 +21,14 @@ from typing import Literal
 __all__ = [
     "BING",
     "GOOGLE",
+    "MAX_BYTES",
     "PROFILES",
     "RFC9309",
     "RULES",
     "YANDEX",
     "ProfileRules",
     "Selector",
+    "effective_max_bytes",
     "selector_for",
     "status_category",
 ]
@@ -37,6 +39,10 @@ YANDEX = "yandex"
 BING = "bing"
 #: Every profile name, the default first.
 PROFILES = (RFC9309, GOOGLE, YANDEX, BING)
+
+#: The default bytes of a robots.txt read (RFC 9309 section 2.5: at least
+#: 500 KiB); ``ROBOTS_MAX_BYTES`` and the engine's ``max_bytes`` arguments.
+MAX_BYTES = 512_000
 
 #: How patterns and paths are compared: ``normalize`` decodes and re-encodes
 #: both (RFC 9309 2.2.2); ``escape`` upper-cases the hex of a pattern's
@@ -304,3 +310,11 @@ def status_category(status: int) -> str:
     if 200 <= status < 600:
         return f"{status // 100}xx"
     return "other"
+
+
+def effective_max_bytes(profile: str, max_bytes: int) -> int:
+    """The bytes of a robots.txt ``profile`` reads when asked to read
+    ``max_bytes``: a profile with a limit of its own (Yandex) reads no more
+    than that."""
+    limit = RULES[profile].max_bytes
+    return max_bytes if limit is None else min(limit, max_bytes)

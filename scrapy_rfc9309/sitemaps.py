@@ -29,7 +29,7 @@ import zlib
 from dataclasses import dataclass
 from types import MethodType
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import DontCloseSpider, IgnoreRequest, NotConfigured
@@ -38,13 +38,12 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.gz import gunzip, gzip_magic_number
 from scrapy.utils.sitemap import Sitemap
 from tldextract import TLDExtract
-from w3lib.url import safe_url_string
 
 from . import signals as robots_signals
 from ._settings import ensure_enabled, flag, positive_int, refusals_logged
 from .middleware import RobotsMiddleware
 from .outcome import PARSED
-from .urls import robots_url
+from .urls import http_url, robots_url
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
@@ -387,7 +386,7 @@ class SitemapsMiddleware:
         skips = _Skips()
         listed = 0
         for value in document.sitemaps:
-            url = _http_url(origin, value)
+            url = http_url(origin, value)
             if url is None:
                 logger.debug(
                     "Ignoring Sitemap %(url)r of %(origin)s: not an http(s) URL",
@@ -533,25 +532,10 @@ def _read_sitemap(spider: Spider, response: Response) -> tuple[str, list[str]] |
             return None
         locations = []
         for entry in sitemap:
-            url = _http_url(response.url, entry["loc"])
+            url = http_url(response.url, entry["loc"])
             if url is not None:
                 locations.append(url)
     # lxml's XMLSyntaxError is a SyntaxError; StopIteration: an empty body.
     except (SyntaxError, StopIteration):
         return None
     return sitemap.type, locations
-
-
-def _http_url(base: str, value: str) -> str | None:
-    """``value`` made absolute against ``base``, if it is an http(s) URL."""
-    if not value:
-        return None
-    try:
-        url = urljoin(base, value)
-        parts = urlsplit(url)
-        if parts.scheme in _SCHEMES and parts.hostname:
-            return safe_url_string(url)
-    # Sitemaps and robots.txt are untrusted: "http://[x" is no URL at all.
-    except ValueError:
-        pass
-    return None

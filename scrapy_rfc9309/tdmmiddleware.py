@@ -38,7 +38,7 @@ from ._settings import (
     seconds,
 )
 from .directives import _is_html
-from .fetch import RobotsFetcher, _redirect_target
+from .fetch import RobotsFetcher
 from .match import Decision
 from .middleware import RobotsDisallowed, _build_store
 from .outcome import Lifetimes, lifetime, max_age
@@ -56,7 +56,7 @@ from .tdmrep import (
     parse_file,
     resolve,
 )
-from .urls import robots_url
+from .urls import http_url, robots_url
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -260,7 +260,10 @@ class TdmMiddleware:
                 extra={"spider": self.crawler.spider},
             )
             raise RobotsDisallowed(
-                Decision(False, "tdm_reservation", None), url, "tdm_reservation"
+                Decision(False, "tdm_reservation", None),
+                url,
+                "tdm_reservation",
+                f"TDMRep {url} {rule.describe()}",
             )
 
     async def state_for(self, url: str, tdm_url: str | None = None) -> TdmState:
@@ -402,7 +405,7 @@ class TdmMiddleware:
             location = response.headers.get(b"Location")
             if not (300 <= response.status < 400 and location):
                 break
-            target = _redirect_target(response.url, location)
+            target = http_url(response.url, location)
             if target is None:
                 break
             url = target

@@ -7,13 +7,16 @@ Pure: no Scrapy, no network.  Nothing here raises on a malformed URL.
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
+
+from w3lib.url import safe_url_string
 
 from ._caches import BoundedCache
 from .parse import encode
 
 __all__ = [
     "escape_pattern",
+    "http_url",
     "normalize_path",
     "normalize_pattern",
     "request_path",
@@ -21,6 +24,26 @@ __all__ = [
 ]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def http_url(base: str, value: str | bytes) -> str | None:
+    """``value`` (a link, a ``Sitemap:`` line, a ``Location`` header) made
+    absolute against ``base`` and escaped as Scrapy sends it, if it is an
+    http(s) URL with a host; ``None`` for anything else: empty, another
+    scheme, malformed (``http://[x``, a port out of range).  What sites send
+    is untrusted: this never raises on it."""
+    if not value:
+        return None
+    try:
+        url = urljoin(base, safe_url_string(value))
+        parts = urlsplit(url)
+        # A port out of range: w3lib 2.5 raises above; older w3lib may not.
+        parts.port  # noqa: B018
+    except ValueError:
+        return None
+    if parts.scheme not in _DEFAULT_PORTS or not parts.hostname:
+        return None
+    return url
 
 
 def robots_url(url: str) -> str | None:
@@ -229,3 +252,27 @@ def escape_pattern(pattern: str, *, upper_hex: bool = True) -> str:
 
 def _escape_octet(match: re.Match[bytes]) -> bytes:
     return b"%%%02X" % match[0][0]
+
+
+def _normal(pattern: str, percent: str) -> str:
+    """``pattern`` normalised as the matcher compares patterns (``percent``
+    a profile's :data:`~scrapy_rfc9309.profiles.Percent`); kept in the cache
+    (the same escaped patterns come back from file to file)."""
+    cache = _NORMALS[percent]
+    normal = cache.get(pattern)
+    if normal is None:
+        normal = (
+            normalize_pattern(pattern)
+            if percent == "normalize"
+            else escape_pattern(pattern, upper_hex=percent == "escape")
+        )
+        cache.put(pattern, normal)
+    return normal
+
+
+# Patterns as written -> normalised, for each way of normalising; bounded in
+# bytes (patterns come from the sites, up to a line of 16 KB each).
+_NORMALS: dict[str, BoundedCache[str, str]] = {
+    percent: BoundedCache(f"urls.normals.{percent}", 2 << 20, 2048)
+    for percent in ("normalize", "escape", "verbatim")
+}

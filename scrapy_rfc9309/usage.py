@@ -26,9 +26,10 @@ import http_sf
 
 from ._caches import BoundedCache
 from ._usage_table import UsageTable
-from .match import Matcher, _normal, compile
+from .match import Matcher, compile
 from .parse import Document, Profile, UsageRule, encode
 from .profiles import RULES
+from .urls import _normal
 
 __all__ = [
     "VOCABULARY",

@@ -17,7 +17,7 @@ import pytest
 
 from scrapy_rfc9309 import _caches
 from scrapy_rfc9309._caches import CACHES, BoundedCache
-from scrapy_rfc9309.match import _NORMALS, _normal, compile, is_allowed
+from scrapy_rfc9309.match import compile, is_allowed
 from scrapy_rfc9309.parse import (
     _AGENT_TOKENS,
     _KIND_CACHE,
@@ -27,7 +27,9 @@ from scrapy_rfc9309.parse import (
     product_token,
 )
 from scrapy_rfc9309.urls import (
+    _NORMALS,
     _ORIGINS,
+    _normal,
     normalize_pattern,
     origin_robots_url,
     robots_url,

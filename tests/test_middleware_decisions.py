@@ -357,15 +357,60 @@ def test_robots_disallowed_pickles() -> None:
     from scrapy_rfc9309.match import Decision
 
     exc = RobotsDisallowed(
-        Decision(False, "unreachable", None), "http://a/robots.txt", "unreachable"
+        Decision(False, "unreachable", None),
+        "http://a/robots.txt",
+        "unreachable",
+        "unreachable, HTTP 503",
     )
     again = pickle.loads(pickle.dumps(exc))
     assert isinstance(again, IgnoreRequest)
-    assert (again.decision, again.origin, again.cause) == (
+    assert (again.decision, again.origin, again.cause, again.why) == (
         exc.decision,
         exc.origin,
         exc.cause,
+        "unreachable, HTTP 503",
     )
+
+
+@pytest.mark.parametrize(
+    ("robots", "settings", "cause", "why"),
+    [
+        (
+            "User-agent: *\nDisallow: /p\n",
+            {},
+            "rule",
+            "line 2: Disallow: /p",
+        ),
+        (
+            "User-agent: *\nContent-Signal: search=no, ai-train=no\n",
+            {"ROBOTS_CONTENT_SIGNALS": {"search": True, "ai-train": True}},
+            "content_signal",
+            "Content-Signal search=no, Content-Signal ai-train=no",
+        ),
+        (
+            "User-agent: *\nCrawl-delay: 5\n",
+            {"ROBOTS_CRAWL_DELAY_MAX": 1, "ROBOTS_CRAWL_DELAY_OVER_MAX": "skip"},
+            "crawl_delay",
+            "Crawl-delay 5 over ROBOTS_CRAWL_DELAY_MAX 1",
+        ),
+    ],
+)
+@coroutine_test
+async def test_the_refusal_carries_what_the_log_line_says(
+    server: Server,
+    caplog: pytest.LogCaptureFixture,
+    robots: str,
+    settings: dict[str, object],
+    cause: str,
+    why: str,
+) -> None:
+    server.route("/robots.txt", robots)
+    with caplog.at_level("DEBUG", logger="scrapy_rfc9309.middleware"):
+        crawler = await crawl([server.url("/page")], settings)
+    dropped = crawler.spider.dropped[server.url("/page")]
+    assert (dropped.cause, dropped.why) == (cause, why)
+    # Built once: the log line gives the same words.
+    assert f"({server.url('/robots.txt')} {why})" in caplog.text
 
 
 @coroutine_test

@@ -12,8 +12,7 @@ import redis
 import redis.asyncio.connection as redis_connection
 from scrapy.utils.test import get_crawler
 
-from scrapy_rfc9309.outcome import FORMAT, Lifetimes, Outcome, parsed
-from scrapy_rfc9309.parse import parse
+from scrapy_rfc9309.outcome import FORMAT
 from scrapy_rfc9309.stores import StoreError
 from scrapy_rfc9309.stores._codec import encode
 from scrapy_rfc9309.stores.redis import DEFAULT_PREFIX, RedisStore, redis_url
@@ -46,20 +45,6 @@ def assert_ttl_ends_at(pttl: int, ends_at: float, before: float, after: float) -
     the times measured around it, however long the steps took."""
     # The store rounds the TTL down to a whole ms; Redis rounds what is left.
     assert (ends_at - after) * 1000 - 2 <= pttl <= (ends_at - before) * 1000 + 1
-
-
-@coroutine_test
-async def test_put_then_get_round_trips(new_store: Callable[[], RedisStore]) -> None:
-    store = new_store()
-    value = outcome()
-    assert await store.get(ORIGIN) is None
-    await store.put(ORIGIN, value)
-    assert await store.get(ORIGIN) == value
-    assert await store.get("http://other.example/robots.txt") is None
-    # Another worker sees it.
-    other = new_store()
-    assert await other.get(ORIGIN) == value
-    await closing(store, other)
 
 
 @coroutine_test
@@ -106,38 +91,6 @@ async def test_entry_gone_after_retain_until(
     await asyncio.sleep(0.3)
     assert await store.get(ORIGIN) is None
     assert not client.exists(key)
-    await closing(store)
-
-
-@coroutine_test
-async def test_stale_but_retained_is_returned(
-    new_store: Callable[[], RedisStore],
-) -> None:
-    now = time.time()
-    value = Outcome(
-        kind="unreachable",
-        fetched_at=now - 100,
-        expires_at=now - 50,
-        retain_until=now + 3600,
-        http_status=503,
-        unreachable_since=now - 1000,
-        grace_ends_at=now + 1000,
-        fallback=parse("User-agent: *\nDisallow: /x\n"),
-    )
-    store = new_store()
-    await store.put(ORIGIN, value)
-    assert await store.get(ORIGIN) == value
-    await closing(store)
-
-
-@coroutine_test
-async def test_put_of_an_outcome_past_retention_removes_the_entry(
-    new_store: Callable[[], RedisStore],
-) -> None:
-    store = new_store()
-    await store.put(ORIGIN, outcome())
-    await store.put(ORIGIN, outcome(-1))
-    assert await store.get(ORIGIN) is None
     await closing(store)
 
 
@@ -199,32 +152,7 @@ async def test_an_entry_without_the_body_hash_still_reads(
     await closing(store)
 
 
-@coroutine_test
-async def test_robots_txt_that_is_not_utf8_round_trips(
-    new_store: Callable[[], RedisStore],
-) -> None:
-    # The parser keeps bytes that are not UTF-8 as lone surrogates.
-    document = parse(b"User-agent: *\nDisallow: /caf\xe9\xa0\nAllow: /\xe2\x82\xac\n")
-    value = parsed(document, now=time.time(), lifetimes=Lifetimes())
-    store = new_store()
-    await store.put(ORIGIN, value)
-    assert await store.get(ORIGIN) == value
-    await closing(store)
-
-
 # Leases
-
-
-@coroutine_test
-async def test_lease_is_exclusive(new_store: Callable[[], RedisStore]) -> None:
-    a, b = new_store(), new_store()
-    assert await a.acquire(ORIGIN, 30)
-    assert not await b.acquire(ORIGIN, 30)
-    assert not await a.acquire(ORIGIN, 30)
-    assert await b.acquire("http://other.example/robots.txt", 30)
-    await a.release(ORIGIN)
-    assert await b.acquire(ORIGIN, 30)
-    await closing(a, b)
 
 
 @coroutine_test
@@ -260,48 +188,7 @@ async def test_release_after_expiry_keeps_the_new_holder(
     await closing(a, b, c)
 
 
-@coroutine_test
-async def test_release_without_lease_is_a_no_op(
-    new_store: Callable[[], RedisStore],
-) -> None:
-    a, b = new_store(), new_store()
-    await a.release(ORIGIN)
-    assert await b.acquire(ORIGIN, 30)
-    await a.release(ORIGIN)
-    assert not await a.acquire(ORIGIN, 30)
-    await closing(a, b)
-
-
-@coroutine_test
-async def test_concurrent_acquires_have_one_winner(
-    new_store: Callable[[], RedisStore],
-) -> None:
-    stores = [new_store() for _ in range(8)]
-    won = await asyncio.gather(*(store.acquire(ORIGIN, 30) for store in stores))
-    assert sorted(won) == [False] * 7 + [True]
-    await closing(*stores)
-
-
 # Crawl-delay turns
-
-
-@coroutine_test
-async def test_a_turn_is_taken_only_while_the_origin_is_free(
-    new_store: Callable[[], RedisStore], client: redis.Redis, redis_prefix: str
-) -> None:
-    key = f"{redis_prefix}turn:{ORIGIN}"
-    stores = [new_store() for _ in range(4)]
-    # A free origin: the turn is taken now, the next 0.5 s (500,000 us, by
-    # Redis's clock) later.
-    assert await stores[0].reserve(ORIGIN, 0.5) == 0.0
-    first = int(client.get(key))
-    waits = await asyncio.gather(*(store.reserve(ORIGIN, 0.5) for store in stores))
-    # Held: each worker is told how long, and nothing is taken.
-    assert int(client.get(key)) == first
-    assert all(0.0 < wait <= 0.5 for wait in waits), waits
-    # Another origin is free.
-    assert await stores[0].reserve("http://other.example/robots.txt", 0.5) == 0.0
-    await closing(*stores)
 
 
 @coroutine_test

@@ -19,13 +19,7 @@ from twisted.internet.defer import DeferredList
 from scrapy_rfc9309._compat import sleep
 from scrapy_rfc9309.outcome import (
     FORMAT,
-    Lifetimes,
-    Outcome,
-    parsed,
-    unavailable,
-    unreachable,
 )
-from scrapy_rfc9309.parse import parse
 from scrapy_rfc9309.stores import StoreError
 from scrapy_rfc9309.stores._codec import encode
 from scrapy_rfc9309.stores.sqlite import FILE_NAME, SQLiteStore, sqlite_path
@@ -61,28 +55,6 @@ def raw(db: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
         return connection.execute(sql, params).fetchall()
     finally:
         connection.close()
-
-
-@coroutine_test
-async def test_put_then_get_round_trips(db: Path) -> None:
-    store = SQLiteStore(db)
-    value = outcome()
-    assert await store.get(ORIGIN) is None
-    await store.put(ORIGIN, value)
-    assert await store.get(ORIGIN) == value
-    assert await store.get("http://other.example/robots.txt") is None
-    await store.close()
-
-
-@coroutine_test
-async def test_put_replaces(db: Path) -> None:
-    store = SQLiteStore(db)
-    await store.put(ORIGIN, outcome(100))
-    newer = outcome(200)
-    await store.put(ORIGIN, newer)
-    assert await store.get(ORIGIN) == newer
-    assert raw(db, "SELECT count(*) FROM outcomes") == [(1,)]
-    await store.close()
 
 
 @coroutine_test
@@ -123,57 +95,6 @@ async def test_kept_until_retain_until_then_gone(db: Path, clock: FakeClock) -> 
     assert await reopened.get(ORIGIN) is None
     assert raw(db, "SELECT count(*) FROM outcomes") == [(0,)]
     await reopened.close()
-
-
-@coroutine_test
-async def test_stale_but_retained_is_returned(db: Path) -> None:
-    """Past expires_at, before retain_until: the middleware needs it."""
-    now = time.time()
-    value = Outcome(
-        kind="parsed",
-        fetched_at=now - 100,
-        expires_at=now - 50,
-        retain_until=now + 3600,
-        document=parse("User-agent: *\nDisallow: /\n"),
-    )
-    store = SQLiteStore(db)
-    await store.put(ORIGIN, value)
-    assert await store.get(ORIGIN) == value
-    await store.close()
-
-
-@coroutine_test
-async def test_put_of_an_outcome_past_retention_removes_the_entry(db: Path) -> None:
-    store = SQLiteStore(db)
-    await store.put(ORIGIN, outcome())
-    await store.put(ORIGIN, outcome(-1))
-    assert await store.get(ORIGIN) is None
-    await store.close()
-
-
-@coroutine_test
-async def test_every_kind_round_trips(db: Path) -> None:
-    now = time.time()
-    lifetimes = Lifetimes()
-    document = parse("User-agent: a\nAllow: /\nCrawl-delay: 2\n")
-    values = {
-        "http://a/robots.txt": parsed(document, now=now, lifetimes=lifetimes),
-        "http://b/robots.txt": unavailable(
-            now=now, lifetimes=lifetimes, http_status=404
-        ),
-        "http://c/robots.txt": unreachable(
-            now=now,
-            lifetimes=lifetimes,
-            previous=parsed(document, now=now - 10, lifetimes=lifetimes),
-            http_status=503,
-        ),
-    }
-    store = SQLiteStore(db)
-    for origin, value in values.items():
-        await store.put(origin, value)
-    for origin, value in values.items():
-        assert await store.get(origin) == value
-    await store.close()
 
 
 @coroutine_test
@@ -277,19 +198,6 @@ async def test_stored_as_the_outcome_json(db: Path) -> None:
 
 
 @coroutine_test
-async def test_lease_is_exclusive_between_stores(db: Path) -> None:
-    a, b = SQLiteStore(db), SQLiteStore(db)
-    assert await a.acquire(ORIGIN, 30)
-    assert not await b.acquire(ORIGIN, 30)
-    assert not await a.acquire(ORIGIN, 30)
-    assert await b.acquire("http://other.example/robots.txt", 30)
-    await a.release(ORIGIN)
-    assert await b.acquire(ORIGIN, 30)
-    await a.close()
-    await b.close()
-
-
-@coroutine_test
 async def test_lease_expires(db: Path, clock: FakeClock) -> None:
     a, b = SQLiteStore(db), SQLiteStore(db)
     assert await a.acquire(ORIGIN, 0.25)
@@ -317,26 +225,6 @@ async def test_release_after_expiry_keeps_the_new_holder(
         await store.close()
 
 
-@coroutine_test
-async def test_release_without_lease_is_a_no_op(db: Path) -> None:
-    a, b = SQLiteStore(db), SQLiteStore(db)
-    await a.release(ORIGIN)
-    assert await b.acquire(ORIGIN, 30)
-    await a.release(ORIGIN)
-    assert not await a.acquire(ORIGIN, 30)
-    await a.close()
-    await b.close()
-
-
-@coroutine_test
-async def test_concurrent_acquires_have_one_winner(db: Path) -> None:
-    stores = [SQLiteStore(db) for _ in range(8)]
-    won = await gather(*(store.acquire(ORIGIN, 30) for store in stores))
-    assert sorted(won) == [False] * 7 + [True]
-    for store in stores:
-        await store.close()
-
-
 # Crawl-delay turns
 
 
@@ -344,20 +232,6 @@ def next_free(db: Path) -> float:
     ((moment,),) = raw(db, "SELECT next_free FROM turns WHERE origin = ?", ORIGIN)
     assert isinstance(moment, float)
     return moment
-
-
-@coroutine_test
-async def test_a_turn_is_taken_only_while_the_origin_is_free(db: Path) -> None:
-    stores = [SQLiteStore(db) for _ in range(4)]
-    assert await stores[0].reserve(ORIGIN, 0.5) == 0.0
-    first = next_free(db)
-    waits = await gather(*(store.reserve(ORIGIN, 0.5) for store in stores))
-    # Held: each worker is told how long, and nothing is taken.
-    assert next_free(db) == first
-    assert all(0.0 < wait <= 0.5 for wait in waits), waits
-    assert await stores[0].reserve("http://other.example/robots.txt", 0.5) == 0.0
-    for store in stores:
-        await store.close()
 
 
 @pytest.mark.parametrize("stored", [10 * 365 * 86400.0, "soon", float("inf")])
@@ -537,22 +411,3 @@ def test_processes_opening_a_new_file_at_once_agree_on_one_holder(db: Path) -> N
     results = [racer.communicate(timeout=60) for racer in racers]
     assert all(racer.returncode == 0 for racer in racers), results
     assert sorted(out.strip() for out, _ in results) == ["lost"] * 5 + ["won"]
-
-
-@coroutine_test
-async def test_close_twice(db: Path) -> None:
-    store = SQLiteStore(db)
-    await store.put(ORIGIN, outcome())
-    await store.close()
-    await store.close()
-
-
-@coroutine_test
-async def test_robots_txt_that_is_not_utf8_round_trips(db: Path) -> None:
-    # The parser keeps bytes that are not UTF-8 as lone surrogates.
-    document = parse(b"User-agent: *\nDisallow: /caf\xe9\xa0\nAllow: /\xe2\x82\xac\n")
-    value = parsed(document, now=time.time(), lifetimes=Lifetimes())
-    store = SQLiteStore(db)
-    await store.put(ORIGIN, value)
-    assert await store.get(ORIGIN) == value
-    await store.close()

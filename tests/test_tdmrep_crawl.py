@@ -363,7 +363,10 @@ def test_check_shows_tdmrep(server: Server, tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
     reserved, other = done.stdout.splitlines()[1:]
     assert reserved.startswith("DISALLOWED")
-    assert f"tdm_reservation (TDMRep {server.url(TDM)})" in reserved
+    assert (
+        f"tdm_reservation (TDMRep {server.url(TDM)} rule 2:"
+        ' "location": "/directory-b/html/", "tdm-reservation": 1)'
+    ) in reserved
     assert reserved.endswith(
         f"tdm-reservation 1 (rule 2: /directory-b/html/ {server.url(TDM)})"
         " policy https://provider.com/policies/policy.json"

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from scrapy_rfc9309.urls import (
     _NORMAL_SAFE,
     escape_pattern,
+    http_url,
     normalize_path,
     normalize_pattern,
     request_path,
@@ -210,3 +211,29 @@ def test_normalize_path_of_every_ascii_escape_and_character() -> None:
         path = f"/a{text}b"
         expected = quote_from_bytes(unquote_to_bytes(path.encode()), _NORMAL_SAFE)
         assert normalize_path(path) == expected, path
+
+
+@pytest.mark.parametrize(
+    ("base", "value", "url"),
+    [
+        ("http://a.example/x/y", "/s.xml", "http://a.example/s.xml"),
+        ("http://a.example/x/y", "z", "http://a.example/x/z"),
+        ("http://a.example/", "//b.example/s", "http://b.example/s"),
+        ("https://a.example/", b"/robots.txt?x=1", "https://a.example/robots.txt?x=1"),
+        # Escaped as Scrapy sends it: UTF-8, then percent-encoded.
+        ("http://a.example/", "/caf\u00e9 1", "http://a.example/caf%C3%A9%201"),
+        ("http://a.example/", b"/caf\xc3\xa9", "http://a.example/caf%C3%A9"),
+        ("http://a.example/", "http://b.example:8080/", "http://b.example:8080/"),
+        # Not an http(s) URL with a host: nothing to fetch.
+        ("http://a.example/", "", None),
+        ("http://a.example/", b"", None),
+        ("http://a.example/", "ftp://a.example/s.xml", None),
+        ("http://a.example/", "javascript:alert(1)", None),
+        ("http://a.example/", "https:///nohost", None),
+        ("http://a.example/", "http://[x/", None),
+        ("http://a.example/", "http://a.example:99999/", None),
+        ("http://a.example/", b"http://a.example:-1/", None),
+    ],
+)
+def test_http_url(base: str, value: str | bytes, url: str | None) -> None:
+    assert http_url(base, value) == url
