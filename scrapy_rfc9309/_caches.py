@@ -5,13 +5,17 @@ The parser and matcher keep small caches of text they have seen before
 every origin of a crawl: a handful of spellings cover nearly every file.
 The text comes from the sites, so each cache is bounded in bytes, not in
 entries: a key longer than the cache's ``max_key`` is never kept (its answer
-is computed each time), and an entry that would take the cache past its
-``max_bytes`` first empties it (a new generation starts), so a cache never
-holds more than its budget and what the crawl keeps meeting comes back at
-once.  A hostile origin can cost the others hits (their answers computed
-again), never an answer: every entry is a function of its key alone.
+is computed each time), and a cache that an entry would take past its
+``max_bytes`` is full: it takes nothing more until it is renewed.  Every
+:data:`RENEW_EVERY` robots.txt files parsed (:func:`renew`), each full
+cache is emptied and a new generation starts, so a cache never holds more
+than its budget, and keys that filled it (a hostile origin's) cannot keep
+the others out for good.  A hostile origin can cost the others hits (their
+answers computed again), never an answer: every entry is a function of its
+key alone.
 
-The hot path stays one ``dict.get``: the bounds are checked on insert only.
+The hot path stays one ``dict.get``; a miss checks ``full`` before it calls
+:meth:`BoundedCache.put`, which checks the bounds.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ class BoundedCache(dict[K, V], Generic[K, V]):
     estimated), whose keys of more than ``max_key`` characters are not
     kept.  Read it as a dict; add to it with :meth:`put` only."""
 
-    __slots__ = ("generations", "held", "max_bytes", "max_key", "name")
+    __slots__ = ("full", "generations", "held", "max_bytes", "max_key", "name")
 
     def __init__(self, name: str, max_bytes: int, max_key: int) -> None:
         super().__init__()
@@ -47,7 +51,9 @@ class BoundedCache(dict[K, V], Generic[K, V]):
         self.max_key = max_key
         #: The bytes the entries take, as estimated.
         self.held = 0
-        #: How many times the cache filled up and was emptied.
+        #: Whether an entry was turned away for want of room.
+        self.full = False
+        #: How many times the cache was renewed while full.
         self.generations = 0
         CACHES[name] = self  # type: ignore[assignment]
 
@@ -58,24 +64,41 @@ class BoundedCache(dict[K, V], Generic[K, V]):
         if len(key) > self.max_key:  # type: ignore[arg-type]
             return
         cost = _ENTRY + (_sizeof(key) + _sizeof(value) if size is None else size)
-        if self.held + cost > self.max_bytes:
-            if cost > self.max_bytes:
-                return
-            dict.clear(self)
-            self.held = 0
-            self.generations += 1
+        held = self.held + cost
+        if held > self.max_bytes:
+            self.full = True
+            return
         self[key] = value
-        self.held += cost
+        self.held = held
 
     def clear(self) -> None:
         dict.clear(self)
         self.held = 0
+        self.full = False
 
     def __repr__(self) -> str:
         return (
             f"<BoundedCache {self.name} entries={len(self)} "
             f"held={self.held}/{self.max_bytes}>"
         )
+
+
+#: How many robots.txt files are parsed between two renewals of the full
+#: caches.
+RENEW_EVERY = 1000
+_parsed = [0]
+
+
+def renew() -> None:
+    """Count one robots.txt parsed; every :data:`RENEW_EVERY`, empty the
+    caches that are full."""
+    _parsed[0] += 1
+    if _parsed[0] >= RENEW_EVERY:
+        _parsed[0] = 0
+        for cache in CACHES.values():
+            if cache.full:
+                cache.clear()
+                cache.generations += 1
 
 
 def held_bytes() -> int:

@@ -13,7 +13,7 @@ from dataclasses import FrozenInstanceError, dataclass, field, replace
 from itertools import compress
 from typing import Any, NamedTuple
 
-from ._caches import BoundedCache
+from ._caches import BoundedCache, renew
 from .licenses import license_records
 from .profiles import (
     BING,
@@ -369,7 +369,8 @@ def agent_token(value: str) -> str:
             token = "*"
         else:
             token = product_token(value)
-        _AGENT_TOKENS.put(value, token)
+        if not _AGENT_TOKENS.full:
+            _AGENT_TOKENS.put(value, token)
     return token
 
 
@@ -606,10 +607,8 @@ _CANONICAL = {
 # Keys as written -> their kind, per profile: robots.txt files use a
 # handful of spellings, so this skips strip(), lower() and the lookups for
 # nearly every line.
-# Bounded in bytes: keys come from the sites.
 _KIND_CACHE: dict[str, BoundedCache[str, int]] = {
-    profile: BoundedCache(f"parse.kinds.{profile}", 256 << 10, 128)
-    for profile in PROFILES
+    p: BoundedCache(f"parse.kinds.{p}", 512 << 10, 128) for p in PROFILES
 }
 
 #: Called by the reader for what :func:`~scrapy_rfc9309.lint.lint` reports:
@@ -624,7 +623,7 @@ _object_new = object.__new__
 # the same few lines (blank ones, HTML tags) come back again and again.
 # Longer lines (junk, mostly) are not worth keeping.
 _NO_COLON: BoundedCache[str, tuple[str, str] | None] = BoundedCache(
-    "parse.no_colon", 256 << 10, 100
+    "parse.no_colon", 512 << 10, 100
 )
 # Told apart by identity: no line reads as it.
 _UNKNOWN = ("", "")
@@ -688,8 +687,7 @@ _MATTERS = re.compile(r"[ \t\v\f]*[aAdDcC]").match
 # that is no User-agent line; per profile.  The same few lines come back
 # again and again.
 _AGENT_LINE_TOKENS: dict[Profile, BoundedCache[str, str | None]] = {
-    profile: BoundedCache(f"parse.agent_lines.{profile}", 512 << 10, 200)
-    for profile in PROFILES
+    p: BoundedCache(f"parse.agent_lines.{p}", 1 << 20, 200) for p in PROFILES
 }
 # Told apart from any token by identity: no token holds a NUL.
 _MISSING = "\0"
@@ -729,7 +727,9 @@ def _agent_of(line: str, profile: Profile) -> str | None:
     else:
         agents = _read_alone(line, profile).user_agents
         agent = agent_token(agents[0]) if agents else None
-    _AGENT_LINE_TOKENS[profile].put(line, agent)
+    tokens = _AGENT_LINE_TOKENS[profile]
+    if not tokens.full:
+        tokens.put(line, agent)
     return agent
 
 
@@ -1151,7 +1151,8 @@ def _without_colon(line: str) -> tuple[str, str] | None:
     # One token (most junk: "}", "</div>") needs no regex to tell.
     two = _TWO_TOKENS(stripped) if " " in stripped or "\t" in stripped else None
     found = None if two is None else (two[1], two[2].strip(_WHITESPACE))
-    _NO_COLON.put(line, found)
+    if not _NO_COLON.full:
+        _NO_COLON.put(line, found)
     return found
 
 
@@ -1160,7 +1161,9 @@ def _kind(key: str, profile: Profile) -> int:
     name = key.strip(_WHITESPACE).lower()
     found = key_kind(name, profile) if name else _NO_KEY
     kind = _RECORD if found is None else found
-    _KIND_CACHE[profile].put(key, kind)
+    kinds = _KIND_CACHE[profile]
+    if not kinds.full:
+        kinds.put(key, kind)
     return kind
 
 
@@ -1182,6 +1185,7 @@ def parse(
     if oversize_allows_all(source, max_bytes, profile):
         # Profile hook: Yandex reads a body over its limit as no robots.txt.
         return Document(profile=profile)
+    renew()  # one robots.txt more: full caches are renewed now and then
     return Document._unread(body_text(source, max_bytes), profile)
 
 

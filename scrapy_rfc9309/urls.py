@@ -99,7 +99,8 @@ def origin_robots_url(scheme: str, netloc: str) -> str | None:
     origin = cache.get(netloc, _NO_ORIGIN)
     if origin is _NO_ORIGIN:
         origin = robots_url(f"{scheme}://{netloc}/")
-        cache.put(netloc, origin)
+        if not cache.full:
+            cache.put(netloc, origin)
     return origin
 
 
@@ -266,7 +267,8 @@ def _normal(pattern: str, percent: str) -> str:
             if percent == "normalize"
             else escape_pattern(pattern, upper_hex=percent == "escape")
         )
-        cache.put(pattern, normal)
+        if not cache.full:
+            cache.put(pattern, normal)
     return normal
 
 

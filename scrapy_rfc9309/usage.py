@@ -311,7 +311,8 @@ def _statement(text: str, vocabulary: Vocabulary) -> Preferences | None:
     if text in cache:
         return cache[text]
     statement = parse_preference(text, vocabulary)
-    cache.put(text, statement, sys.getsizeof(text) + _PREFERENCES_BYTES)
+    if not cache.full:
+        cache.put(text, statement, sys.getsizeof(text) + _PREFERENCES_BYTES)
     return statement
 
 
