@@ -14,13 +14,14 @@ the others out for good.  A hostile origin can cost the others hits (their
 answers computed again), never an answer: every entry is a function of its
 key alone.
 
-The hot path stays one ``dict.get``; a miss checks ``full`` before it calls
-:meth:`BoundedCache.put`, which checks the bounds.
+The hot path stays one ``dict.get`` on a plain dict; a miss checks ``full``
+before it calls :meth:`BoundedCache.put`, which checks the bounds.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from typing import Generic, TypeVar
 
 __all__ = ["CACHES", "BoundedCache", "held_bytes", "max_bytes"]
@@ -37,15 +38,17 @@ _sizeof = sys.getsizeof
 CACHES: dict[str, BoundedCache[object, object]] = {}
 
 
-class BoundedCache(dict[K, V], Generic[K, V]):
-    """A dict of at most ``max_bytes`` (keys, values and entries as
-    estimated), whose keys of more than ``max_key`` characters are not
-    kept.  Read it as a dict; add to it with :meth:`put` only."""
+class BoundedCache(Generic[K, V]):
+    """A dict (:attr:`data`) of at most ``max_bytes`` (keys, values and
+    entries as estimated), whose keys of more than ``max_key`` characters
+    are not kept.  Read :attr:`data` (a plain dict: a subclass's lookups
+    are slower); add with :meth:`put` only, unless :attr:`full`."""
 
-    __slots__ = ("full", "generations", "held", "max_bytes", "max_key", "name")
+    __slots__ = ("data", "full", "generations", "held", "max_bytes", "max_key", "name")
 
     def __init__(self, name: str, max_bytes: int, max_key: int) -> None:
-        super().__init__()
+        #: The entries; emptied in place, so a reference to it stays good.
+        self.data: dict[K, V] = {}
         self.name = name
         self.max_bytes = max_bytes
         self.max_key = max_key
@@ -59,8 +62,9 @@ class BoundedCache(dict[K, V], Generic[K, V]):
 
     def put(self, key: K, value: V, size: int | None = None) -> None:
         """Keep ``value`` for ``key`` (a ``str``, or anything whose
-        ``len()`` bounds its size) unless the key is too long; ``size``, the
-        bytes key and value take, defaults to their ``sys.getsizeof``."""
+        ``len()`` bounds its size) unless the key is too long or there is
+        no room; ``size``, the bytes key and value take, defaults to their
+        ``sys.getsizeof``."""
         if len(key) > self.max_key:  # type: ignore[arg-type]
             return
         cost = _ENTRY + (_sizeof(key) + _sizeof(value) if size is None else size)
@@ -68,17 +72,29 @@ class BoundedCache(dict[K, V], Generic[K, V]):
         if held > self.max_bytes:
             self.full = True
             return
-        self[key] = value
+        self.data[key] = value
         self.held = held
 
     def clear(self) -> None:
-        dict.clear(self)
+        self.data.clear()
         self.held = 0
         self.full = False
 
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.data
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self.data)
+
+    def __getitem__(self, key: K) -> V:
+        return self.data[key]
+
     def __repr__(self) -> str:
         return (
-            f"<BoundedCache {self.name} entries={len(self)} "
+            f"<BoundedCache {self.name} entries={len(self.data)} "
             f"held={self.held}/{self.max_bytes}>"
         )
 

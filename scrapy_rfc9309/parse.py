@@ -363,7 +363,7 @@ _AGENT_TOKENS: BoundedCache[str, str] = BoundedCache("parse.agent_tokens", 1 << 
 def agent_token(value: str) -> str:
     """The token a ``User-agent:`` value names: ``*`` for the wildcard (also
     ``* anything``, as Google reads it), else its product token."""
-    token = _AGENT_TOKENS.get(value)
+    token = _AGENT_TOKENS.data.get(value)
     if token is None:
         if value[:1] == "*" and (len(value) == 1 or value[1] in _C_SPACE):
             token = "*"
@@ -717,7 +717,7 @@ def _agent_of(line: str, profile: Profile) -> str | None:
     key, colon, value = line.partition(":")
     if (
         colon
-        and _KIND_CACHE[profile].get(key) == _USER_AGENT
+        and _KIND_CACHE[profile].data.get(key) == _USER_AGENT
         and "#" not in value
         and "\0" not in value
         and len(line) <= _SAFE_CHARS
@@ -848,7 +848,7 @@ def group_starts(
     match = _FIRST_AGENT_LINE(text) if text[:1] in " \t\v\fuU" else None
     if match is None:
         match = _AGENT_LINE_AFTER(text)
-    tokens = _AGENT_LINE_TOKENS[profile]
+    tokens = _AGENT_LINE_TOKENS[profile].data
     starts: list[int] = []
     openers: list[int] = []
     named: list[int] = []
@@ -982,8 +982,8 @@ def read_chunk(
     usage = reading.usage
     add_pattern = patterns.append
     add_meta = metas.append
-    kinds = _KIND_CACHE[profile]
-    no_colon = _NO_COLON
+    kinds = _KIND_CACHE[profile].data
+    no_colon = _NO_COLON.data
     colon_needed = _COLON_NEEDED[profile]
     whitespace = _WHITESPACE
     # The head (before the first "Disallow: " line) is read line by line,

@@ -96,7 +96,7 @@ def origin_robots_url(scheme: str, netloc: str) -> str | None:
     if "@" in netloc:
         # As urlsplit reads userinfo: up to the last "@".
         netloc = netloc.rpartition("@")[2]
-    origin = cache.get(netloc, _NO_ORIGIN)
+    origin = cache.data.get(netloc, _NO_ORIGIN)
     if origin is _NO_ORIGIN:
         origin = robots_url(f"{scheme}://{netloc}/")
         if not cache.full:
@@ -260,7 +260,7 @@ def _normal(pattern: str, percent: str) -> str:
     a profile's :data:`~scrapy_rfc9309.profiles.Percent`); kept in the cache
     (the same escaped patterns come back from file to file)."""
     cache = _NORMALS[percent]
-    normal = cache.get(pattern)
+    normal = cache.data.get(pattern)
     if normal is None:
         normal = (
             normalize_pattern(pattern)

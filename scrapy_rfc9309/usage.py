@@ -308,8 +308,8 @@ def _statement(text: str, vocabulary: Vocabulary) -> Preferences | None:
         cache = _STATEMENTS[vocabulary.revision] = BoundedCache(
             f"usage.statements.{len(_STATEMENTS)}", 256 << 10, 512
         )
-    if text in cache:
-        return cache[text]
+    if text in cache.data:
+        return cache.data[text]
     statement = parse_preference(text, vocabulary)
     if not cache.full:
         cache.put(text, statement, sys.getsizeof(text) + _PREFERENCES_BYTES)

@@ -151,7 +151,7 @@ def test_a_full_cache_takes_nothing_until_renewed() -> None:
             cache.put(f"key{i}", i)
             assert cache.held <= cache.max_bytes
         assert cache.full
-        kept = dict(cache)
+        kept = dict(cache.data)
         assert all(value == int(key[3:]) for key, value in kept.items())
         assert "key999" not in cache
         # Renewed after RENEW_EVERY robots.txt files parsed: what the crawl
@@ -249,7 +249,7 @@ def test_userinfo_is_never_part_of_the_origin_key() -> None:
         origin_robots_url("https", "@host.test:443") == "https://host.test/robots.txt"
     )
     assert origin_robots_url("ftp", "host.test") is None
-    assert dict(_ORIGINS["http"]) == {
+    assert _ORIGINS["http"].data == {
         "Host.Test:8080": "http://host.test:8080/robots.txt",
         "host.test": "http://host.test/robots.txt",
     }
