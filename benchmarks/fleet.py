@@ -16,8 +16,10 @@ fleet runs at the bound), the turns taken per request and the other store
 calls (robots.txt outcomes and leases) per request.  Then a crawl of
 ``--free-pages`` pages per origin over origins without a Crawl-delay, once
 with ``ROBOTS_CRAWL_DELAY_SCOPE = "process"`` and once with ``"fleet"``:
-the fleet mode takes no turns for them, so its pages per second and store
-calls are those of the process mode (the best of ``--repeat`` runs each).
+the fleet mode takes no turns for them, so its pages per second are those
+of the process mode, its store calls those and the reads of the fleet's
+Retry-After pauses, one per worker per half second (the best of
+``--repeat`` runs each).
 Rates are measured from an origin's first request (its robots.txt) to its
 last.  Gaps are taken when the
 servers (threads of this process) read the requests: on a loaded machine a

@@ -47,6 +47,7 @@ DEFAULTS: dict[str, Any] = {
     "ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT": 100,
     # As many sitemaps as one sitemap index may name (sitemaps.org).
     "ROBOTS_SITEMAP_MAX_REQUESTS": 50_000,
+    "ROBOTS_SITEMAP_MAX_URLS_PER_ROBOTSTXT": 100_000,
     "ROBOTS_SITEMAP_OTHER_SITES": False,
     "ROBOTS_SITEMAPS": False,
     "ROBOTS_SSRF_GUARD": False,

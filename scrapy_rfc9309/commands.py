@@ -140,6 +140,8 @@ class _Row:
                 "detail": outcome.detail,
                 "fetched_at": outcome.fetched_at,
                 "expires_at": outcome.expires_at,
+                "sha256": outcome.body_sha256,
+                "fallback_sha256": outcome.fallback_sha256,
             },
             "crawl_delay": self.crawl_delay,
             "content_signals": self.content_signals,
@@ -171,6 +173,10 @@ class _Row:
         else:
             detail = f" ({outcome.detail})" if outcome.detail else ""
             parts.append(f"{outcome.kind}{detail} {self.robots_txt}")
+            if outcome.body_sha256 is not None:
+                parts.append(f"sha256 {outcome.body_sha256}")
+            if outcome.fallback_sha256 is not None:
+                parts.append(f"fallback-sha256 {outcome.fallback_sha256}")
         if self.crawl_delay is not None:
             parts.append(f"crawl-delay {self.crawl_delay:g}s")
         if self.content_signals:

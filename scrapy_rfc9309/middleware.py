@@ -23,7 +23,6 @@ from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
-from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
 
 from scrapy_rfc9309._compat import sleep
@@ -38,8 +37,8 @@ from ._settings import (
     refusals_logged,
     robots_user_agent,
     seconds,
-    setting,
 )
+from ._store import crawl_store, release_store
 from .fetch import META_KEY, Refused, RobotsFetcher
 from .match import Cause, Decision, Matcher
 from .outcome import (
@@ -54,10 +53,15 @@ from .outcome import (
 )
 from .parse import product_token
 from .parser import RobotParser
-from .politeness import LAG_MAX, PACE_META, Politeness, crawl_delay_scope, reserve_turn
+from .politeness import (
+    PACE_META,
+    Politeness,
+    crawl_delay_scope,
+    keeps_pauses,
+    reserve_turn,
+)
 from .profiles import selector_for
 from .provenance import EVIDENCE_KEY, ledger_for
-from .stores import STORES
 from .stores.base import OutcomeStore, StoreError
 from .stores.memory import Entry, MemoryStore
 from .stringify import rule_line, usage_line
@@ -166,7 +170,8 @@ class RobotsMiddleware:
         self.lease_wait = timeout * 2
 
         self.stats = crawler.stats
-        store = _build_store(crawler)
+        # Shared with TdmMiddleware: one connection for the crawl.
+        self._crawl_store = store = crawl_store(crawler)
         if isinstance(store, MemoryStore):
             self.memory, self.store = store, None
         else:
@@ -179,7 +184,11 @@ class RobotsMiddleware:
         #: The crawl's evidence (ROBOTS_PROVENANCE, ROBOTS_REPORT), if kept.
         self.ledger = ledger_for(crawler)
         fleet = crawl_delay_scope(settings, self.store) == "fleet"
-        self.politeness = Politeness(crawler, self._reserve if fleet else None)
+        self.politeness = Politeness(
+            crawler,
+            self._reserve if fleet else None,
+            self._store_call if fleet and keeps_pauses(self.store) else None,
+        )
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
@@ -610,7 +619,7 @@ class RobotsMiddleware:
         seconds to wait for it, ``None`` when the store is gone."""
         return await self._store_call(
             lambda store: reserve_turn(
-                store, origin, delay, self.crawl_delay_max + LAG_MAX
+                store, origin, delay, self.politeness.turn_limit
             ),
             None,
         )
@@ -621,44 +630,30 @@ class RobotsMiddleware:
             {"summary": self._summary()},
             extra={"spider": self.crawler.spider},
         )
-        for store in (self.store, self.memory):
-            if store is None:
-                continue
-            try:
-                await store.close()
-            except Exception as exc:
-                self.stats.inc_value("robots/store/errors")
-                logger.warning(
-                    "Closing the robots.txt store %(store)s failed: %(error)s",
-                    {"store": type(store).__name__, "error": exc},
-                    extra={"spider": self.crawler.spider},
-                )
-
-
-def _build_store(crawler: Crawler) -> OutcomeStore:
-    name = str(setting(crawler.settings, "ROBOTS_STORE")).strip()
-    path = STORES.get(name.lower(), name)
-    try:
-        cls = load_object(path)
-    except (ImportError, NameError, ValueError) as exc:
-        raise SettingError(
-            f"ROBOTS_STORE must be one of {', '.join(map(repr, STORES))} or the"
-            f" import path of an OutcomeStore class; {name!r} cannot be loaded: {exc}"
-        ) from exc
-    try:
-        store = build_from_crawler(cls, crawler)
-    except StoreError as exc:
-        crawler.stats.inc_value("robots/store/errors")
-        logger.warning(
-            "The robots.txt store %(store)s failed (%(error)s); going on with the"
-            " memory store alone",
-            {"store": name, "error": exc},
-            extra={"crawler": crawler},
+        shared = self._crawl_store
+        # Given back to the crawl (TdmMiddleware may still hold it); a store
+        # that failed during the crawl is left alone.
+        await self._close(
+            release_store(
+                self.crawler,
+                shared,
+                failed=shared is not self.memory and self.store is None,
+            ),
+            shared,
         )
-        return build_from_crawler(MemoryStore, crawler)
-    if not isinstance(store, OutcomeStore):
-        raise SettingError(f"ROBOTS_STORE {name!r} is not an OutcomeStore")
-    return store
+        if self.memory is not shared:
+            await self._close(self.memory.close(), self.memory)
+
+    async def _close(self, closing: Awaitable[None], store: OutcomeStore) -> None:
+        try:
+            await closing
+        except Exception as exc:
+            self.stats.inc_value("robots/store/errors")
+            logger.warning(
+                "Closing the robots.txt store %(store)s failed: %(error)s",
+                {"store": type(store).__name__, "error": exc},
+                extra={"spider": self.crawler.spider},
+            )
 
 
 async def _send_robots_parsed(

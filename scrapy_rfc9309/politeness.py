@@ -39,7 +39,9 @@ A worker whose event loop lags holds its fleet turns longer by twice the
 lag (at most :data:`LAG_MAX`): a request reaches the network a few loop
 turns after it is handed over.  A ``429`` or ``503`` answer with
 ``Retry-After`` pauses its origin in the process (``ROBOTS_RETRY_AFTER``,
-at most ``ROBOTS_RETRY_AFTER_MAX``): :meth:`Politeness.pause`.
+at most ``ROBOTS_RETRY_AFTER_MAX``): :meth:`Politeness.pause`; in the
+``fleet`` scope, the fleet too (:func:`keeps_pauses`): the pause is held in
+the store's turn record, and read by every worker every :data:`PAUSES_EVERY`.
 
 Without PacingMiddleware in the chain (a project that lists the middlewares
 itself), RobotsMiddleware waits for the same turns at its own place in the
@@ -53,12 +55,12 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
 import time
 from collections import OrderedDict, deque
-from email.utils import parsedate_to_datetime
 from functools import cache
 from time import monotonic
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 from weakref import WeakKeyDictionary
 
 from scrapy import Request
@@ -69,6 +71,7 @@ from twisted.internet.defer import Deferred
 
 from scrapy_rfc9309._compat import sleep
 
+from ._retryafter import RETRY_AFTER_STATUSES, retry_after
 from ._settings import choice, flag, positive_int, seconds, setting
 from .stores.base import OutcomeStore
 from .urls import origin_robots_url
@@ -86,13 +89,26 @@ if TYPE_CHECKING:
     #: for it, or ``None`` when the store is gone.
     Turns = Callable[[str, float], Awaitable[float | None]]
 
+    _T = TypeVar("_T")
+
+    class StoreCall(Protocol):
+        """``RobotsMiddleware._store_call``: ``default`` if the store fails."""
+
+        def __call__(
+            self, call: Callable[[OutcomeStore], Awaitable[_T]], default: _T
+        ) -> Awaitable[_T]: ...
+
+
 __all__ = [
     "LAG_MAX",
     "PACE_META",
+    "PAUSES_EVERY",
+    "PAUSE_META",
     "SCOPES",
     "PacingMiddleware",
     "Politeness",
     "crawl_delay_scope",
+    "keeps_pauses",
     "reserve_turn",
     "retry_after",
 ]
@@ -110,6 +126,11 @@ _TRIES = 10
 #: of its event loop; the other workers trust a stored turn this much
 #: further ahead than ``ROBOTS_CRAWL_DELAY_MAX``.
 LAG_MAX = 1.0
+#: How often (seconds) a worker reads the pauses the fleet holds
+#: (:meth:`~scrapy_rfc9309.stores.base.OutcomeStore.held`): a worker hands
+#: no request to an origin without a Crawl-delay later than this (and one
+#: store answer) after another worker's pause of it reached the store.
+PAUSES_EVERY = 0.5
 #: How many of the event loop's latest lags a worker keeps.
 _LAGS = 8
 #: How often a request waiting for a turn looks whether the spider closes.
@@ -117,32 +138,14 @@ _CLOSE_POLL = 0.25
 #: Request meta key: ``(origin, Crawl-delay)`` of a request RobotsMiddleware
 #: marked for :class:`PacingMiddleware` to space.
 PACE_META = "_robots_crawl_delay"
+#: Request meta key: until when (seconds since the epoch) the Retry-After of
+#: its answer paused its origin, carried by its retry to whichever worker
+#: sends it.
+PAUSE_META = "_robots_retry_after"
 
 #: Each crawler's Politeness (its RobotsMiddleware's), for PacingMiddleware,
 #: built after it.
 _BY_CRAWLER: WeakKeyDictionary[Crawler, Politeness] = WeakKeyDictionary()
-
-
-#: The statuses whose Retry-After pauses the origin (RFC 9110 10.2.3).
-RETRY_AFTER_STATUSES = frozenset((429, 503))
-
-
-def retry_after(value: bytes | str, now: float | None = None) -> float | None:
-    """The seconds a ``Retry-After`` value asks to wait: delta-seconds or an
-    HTTP-date (0 for a date past); ``None`` when it is neither."""
-    if isinstance(value, bytes):
-        value = value.decode("latin-1")
-    text = value.strip()
-    if text.isascii() and text.isdigit():
-        return float(text)
-    try:
-        moment = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if moment.tzinfo is None:
-        # RFC 9110 dates are in GMT; parsedate_to_datetime leaves "-0000" naive.
-        return None
-    return max(moment.timestamp() - (time.time() if now is None else now), 0.0)
 
 
 def origin_of(request: Request) -> str | None:
@@ -157,6 +160,17 @@ def keeps_turns(store: OutcomeStore | None) -> bool:
         store is not None
         and store.shared
         and type(store).reserve is not OutcomeStore.reserve
+    )
+
+
+def keeps_pauses(store: OutcomeStore | None) -> bool:
+    """Whether ``store`` is shared and keeps the fleet's Retry-After pauses
+    (:meth:`~scrapy_rfc9309.stores.base.OutcomeStore.hold` and ``held``)."""
+    return (
+        store is not None
+        and keeps_turns(store)
+        and type(store).hold is not OutcomeStore.hold
+        and type(store).held is not OutcomeStore.held
     )
 
 
@@ -252,7 +266,12 @@ class Politeness:
     downloader slot carries them, and, given ``turns`` (the fleet scope),
     across the fleet."""
 
-    def __init__(self, crawler: Crawler, turns: Turns | None = None) -> None:
+    def __init__(
+        self,
+        crawler: Crawler,
+        turns: Turns | None = None,
+        store_call: StoreCall | None = None,
+    ) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self._turns = turns
@@ -279,6 +298,17 @@ class Politeness:
         self.retry_after_max = seconds(settings, "ROBOTS_RETRY_AFTER_MAX")
         # Origin -> until when (monotonic) a Retry-After pauses it.
         self.paused: OrderedDict[str, float] = OrderedDict()
+        #: How far ahead a stored turn (or pause) is trusted: the longest
+        #: Crawl-delay or pause a worker writes, and its lag.
+        self.turn_limit = LAG_MAX + max(
+            seconds(settings, "ROBOTS_CRAWL_DELAY_MAX"),
+            self.retry_after_max if self.retry_after else 0.0,
+        )
+        # The shared store's pauses, when they are shared (else None), and
+        # when (monotonic) the next read of them is due.
+        self._store_call = store_call if self.retry_after and turns else None
+        self.pauses_due = 0.0 if self._store_call else math.inf
+        self._pauses_gate = _Gate()
         #: Whether :class:`PacingMiddleware` holds the turns, last in the
         #: downloader middleware chain (else RobotsMiddleware does).
         self.paced_later = False
@@ -401,10 +431,11 @@ class Politeness:
             return
         await self._sleep(until - monotonic(), origin)
 
-    def pause(self, response: Response, request: Request) -> None:
+    async def pause(self, response: Response, request: Request) -> None:
         """Pause the origin of ``request`` for as long as ``response`` (a
         429 or 503) asks with ``Retry-After``, at most
-        ``ROBOTS_RETRY_AFTER_MAX``."""
+        ``ROBOTS_RETRY_AFTER_MAX``; across the fleet when pauses are
+        shared."""
         header = response.headers.get(b"Retry-After")
         origin = origin_of(request)
         if header is None or origin is None:
@@ -418,10 +449,11 @@ class Politeness:
             self.stats.inc_value("robots/retry_after/capped")
             wait = self.retry_after_max
         until = monotonic() + wait
-        paused = self.paused
-        if paused.get(origin, 0.0) >= until:
+        # Its retry carries the pause to whichever worker sends it.
+        request.meta[PAUSE_META] = time.time() + wait
+        if self.paused.get(origin, 0.0) >= until:
             return  # already paused as long: one pause, one log line
-        if paused.get(origin, 0.0) <= monotonic():
+        if self._paused_until(origin, until):
             self.stats.inc_value("robots/retry_after/paused")
             logger.info(
                 "%(origin)s answered %(status)s with Retry-After %(header)s:"
@@ -436,10 +468,64 @@ class Politeness:
                 extra={"spider": self.crawler.spider},
             )
         self.stats.max_value("robots/retry_after/max_seconds", wait)
+        store_call = self._store_call
+        if store_call is not None:
+            limit = self.turn_limit
+            await store_call(lambda store: store.hold(origin, wait, limit), None)
+
+    def carried(self, request: Request, until: object) -> None:
+        """Pause the origin of ``request``, the retry of an answer with
+        Retry-After, until ``until`` (its :data:`PAUSE_META`), unless that
+        is past."""
+        if not isinstance(until, float):
+            return
+        left = min(until - time.time(), self.retry_after_max)
+        origin = origin_of(request)
+        if left > 0 and origin and self._paused_until(origin, monotonic() + left):
+            self.stats.inc_value("robots/retry_after/fleet")
+
+    def _paused_until(self, origin: str, until: float) -> bool:
+        """Pause ``origin`` until ``until`` (monotonic), unless it is paused
+        longer already; whether it was not paused before."""
+        paused = self.paused
+        before = paused.get(origin, 0.0)
+        if before >= until:
+            return False
         paused[origin] = until
         paused.move_to_end(origin)
         if len(paused) > self.max_entries:
             paused.popitem(last=False)
+        return before <= monotonic()
+
+    async def read_pauses(self) -> None:
+        """Learn the pauses the fleet holds in the shared store (one call
+        per :data:`PAUSES_EVERY` for the whole worker: the requests arriving
+        meanwhile wait for the one read in flight)."""
+        gate = self._pauses_gate
+        await gate.enter()
+        try:
+            store_call = self._store_call
+            if store_call is None or monotonic() < self.pauses_due:
+                return  # read meanwhile, by the request before
+            asked = monotonic()
+            limit = self.turn_limit
+            held = await store_call(lambda store: store.held(limit), None)
+            if held is None:  # the store is gone: each process on its own
+                self._store_call, self.pauses_due = None, math.inf
+                return
+            self.pauses_due = asked + PAUSES_EVERY
+            answered = monotonic()
+            for origin, left in held.items():
+                if self._paused_until(origin, answered + left):
+                    self.stats.inc_value("robots/retry_after/fleet")
+                    logger.info(
+                        "%(origin)s is paused by the fleet (Retry-After) for"
+                        " %(left).1f s more",
+                        {"origin": origin, "left": left},
+                        extra={"spider": self.crawler.spider},
+                    )
+        finally:
+            gate.leave()
 
     def _left(self, origin: str, delay: float, now: float) -> None:
         """A request to ``origin`` leaves at ``now``: the next one waits
@@ -578,9 +664,15 @@ class PacingMiddleware:
         """Wait for the turn of a marked request, or the end of a pause; let
         any other pass."""
         # The per-request path: one meta lookup for requests to origins
-        # without a Crawl-delay, while no origin is paused.
+        # without a Crawl-delay, while no origin is paused (and a read of
+        # the fleet's pauses every PAUSES_EVERY, when they are shared).
         politeness = self.politeness
-        mark = request.meta.get(PACE_META)
+        if monotonic() >= politeness.pauses_due:
+            await politeness.read_pauses()
+        meta = request.meta
+        if PAUSE_META in meta:
+            politeness.carried(request, meta[PAUSE_META])
+        mark = meta.get(PACE_META)
         if mark is not None:
             await politeness.take_turn(request, *mark)
         elif politeness.paused:
@@ -596,5 +688,5 @@ class PacingMiddleware:
             and self.politeness.retry_after
             and "cached" not in response.flags
         ):
-            self.politeness.pause(response, request)
+            await self.politeness.pause(response, request)
         return response

@@ -17,6 +17,7 @@ items left the page; at spider close it writes the report.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -41,6 +42,7 @@ from ._settings import (
 from .match import compile
 from .outcome import UNREACHABLE
 from .stringify import rule_line, signal_text, usage_line
+from .urls import robots_url
 from .usage import matched_usage
 
 if TYPE_CHECKING:
@@ -208,7 +210,7 @@ def report_path(crawler: Crawler) -> Path | None:
 class _Origin:
     """What the report keeps of one origin."""
 
-    __slots__ = ("allowed_by", "dropped", "items_kept", "outcomes")
+    __slots__ = ("allowed_by", "dropped", "items_dropped", "items_kept", "outcomes")
 
     def __init__(self) -> None:
         #: Distinct outcomes, in the order first obtained -> times obtained.
@@ -218,6 +220,8 @@ class _Origin:
         #: (reason, line, rule) -> items kept.
         self.allowed_by: Counter[tuple[str, int | None, str | None]] = Counter()
         self.items_kept = 0
+        #: (cause, why) -> items dropped.
+        self.items_dropped: Counter[tuple[str, str]] = Counter()
 
 
 class Ledger:
@@ -257,6 +261,16 @@ class Ledger:
         """Count a request dropped for ``origin``'s robots.txt."""
         if self.path is not None:
             self._origin(origin).dropped[cause, why] += 1
+
+    def item_dropped(self, url: str, cause: str, why: str) -> None:
+        """Count an item of the page at ``url`` dropped by ``cause``: the
+        component whose stat ``robots/<cause>/items_dropped`` counts it
+        (``directives``, ``usage``, ``tdm``)."""
+        if self.path is None:
+            return
+        origin = robots_url(url)
+        if origin is not None:
+            self._origin(origin).items_dropped[cause, why] += 1
 
     def kept(self, record: dict[str, Any]) -> None:
         """Count an item kept, by the robots.txt line that allowed it."""
@@ -302,9 +316,6 @@ class Ledger:
         spider = self.crawler.spider
         report = []
         for origin, facts in sorted(self._origins.items()):
-            causes: Counter[str] = Counter()
-            for (cause, _), count in facts.dropped.items():
-                causes[cause] += count
             report.append(
                 {
                     "robots_txt": origin,
@@ -316,7 +327,7 @@ class Ledger:
                         {**first, "obtained": times}
                         for first, times in facts.outcomes.values()
                     ],
-                    "requests_dropped": dict(sorted(causes.items())),
+                    "requests_dropped": _by_cause(facts.dropped),
                     "dropped_because": [
                         {"cause": cause, "why": why, "requests": count}
                         for (cause, why), count in sorted(facts.dropped.items())
@@ -325,6 +336,11 @@ class Ledger:
                     "items_allowed_by": [
                         {"reason": reason, "line": line, "rule": rule, "items": count}
                         for (reason, line, rule), count in facts.allowed_by.items()
+                    ],
+                    "items_dropped": _by_cause(facts.items_dropped),
+                    "items_dropped_because": [
+                        {"cause": cause, "why": why, "items": count}
+                        for (cause, why), count in sorted(facts.items_dropped.items())
                     ],
                 }
             )
@@ -343,7 +359,10 @@ class Ledger:
                     file.write(json.dumps(line, ensure_ascii=False) + "\n")
             os.replace(temporary, path)
         except OSError as exc:
-            temporary.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                temporary.unlink(missing_ok=True)
+            if self.crawler.stats is not None:
+                self.crawler.stats.inc_value("robots/report/errors")
             logger.error(
                 "ROBOTS_REPORT %(path)s could not be written: %(error)s",
                 {"path": str(path), "error": exc},
@@ -358,6 +377,14 @@ class Ledger:
 
     def _spider_closed(self) -> None:
         self.write()
+
+
+def _by_cause(counts: Counter[tuple[str, str]]) -> dict[str, int]:
+    """``(cause, why)`` counts summed by cause, in the causes' order."""
+    causes: Counter[str] = Counter()
+    for (cause, _), count in counts.items():
+        causes[cause] += count
+    return dict(sorted(causes.items()))
 
 
 # One per crawl, whichever of its components asks first.

@@ -16,6 +16,10 @@ skipped unless ``ROBOTS_SITEMAP_OTHER_SITES`` is on; at most
 ``ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT`` sitemaps of one robots.txt and
 ``ROBOTS_SITEMAP_MAX_REQUESTS`` in the whole crawl are requested; and a
 sitemap is downloaded and decompressed up to ``ROBOTS_SITEMAP_MAX_BYTES``.
+Reading a sitemap is bounded too (see :mod:`._sitemap_read`): at most
+50,000 entries, a million elements, 256 names, and the page URLs of all the
+sitemaps below one robots.txt up to ``ROBOTS_SITEMAP_MAX_URLS_PER_ROBOTSTXT``;
+each sitemap cut short is counted under ``robots/sitemaps/cut/`` and logged.
 
 Whatever ``ROBOTS_SITEMAPS`` says, a ``SitemapSpider`` whose
 ``sitemap_urls`` name a robots.txt gets its sitemaps from the outcome
@@ -25,7 +29,6 @@ Whatever ``ROBOTS_SITEMAPS`` says, a ``SitemapSpider`` whose
 from __future__ import annotations
 
 import logging
-import zlib
 from dataclasses import dataclass
 from types import MethodType
 from typing import TYPE_CHECKING, Any
@@ -34,13 +37,14 @@ from urllib.parse import urlsplit
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import DontCloseSpider, IgnoreRequest, NotConfigured
 from scrapy.spiders import SitemapSpider
+from scrapy.spiders.sitemap import iterloc
 from scrapy.utils.defer import deferred_from_coro
-from scrapy.utils.gz import gunzip, gzip_magic_number
-from scrapy.utils.sitemap import Sitemap
-from tldextract import TLDExtract
 
+from . import _sitemap_read
 from . import signals as robots_signals
+from ._compat import sleep
 from ._settings import ensure_enabled, flag, positive_int, refusals_logged
+from ._sitemap_read import site as _site
 from .middleware import RobotsMiddleware
 from .outcome import PARSED
 from .urls import http_url, robots_url
@@ -57,7 +61,13 @@ if TYPE_CHECKING:
 
     from .outcome import Outcome
 
-__all__ = ["CALLBACK_ATTRIBUTE", "DEPTH_KEY", "SitemapsMiddleware"]
+__all__ = [
+    "CALLBACK_ATTRIBUTE",
+    "DEPTH_KEY",
+    "ROBOTS_TXT_KEY",
+    "SPIDER_CALLBACK_ATTRIBUTE",
+    "SitemapsMiddleware",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -66,11 +76,14 @@ logger = logging.getLogger(__name__)
 #: what ``Request.to_dict`` can name and ``request_from_dict`` find again, so
 #: these requests survive ``JOBDIR``.
 CALLBACK_ATTRIBUTE = "_robots_parse_sitemap"
+#: The same for a ``SitemapSpider``.
+SPIDER_CALLBACK_ATTRIBUTE = "_robots_parse_spider_sitemap"
 #: Request meta key: how far below robots.txt a sitemap is (1 for the
 #: sitemaps robots.txt names, 2 for those of a sitemap index they are, ...).
 DEPTH_KEY = "robots_sitemap_depth"
-
-_SCHEMES = ("http", "https")
+#: Request meta key: the robots.txt URL below which a sitemap is (directly,
+#: or through sitemap indexes).
+ROBOTS_TXT_KEY = "robots_sitemap_robots_txt"
 
 #: Stats: sitemaps named by robots.txt and requested (SPEC), and sitemaps
 #: named by sitemap indexes and requested; both count towards
@@ -78,22 +91,7 @@ _SCHEMES = ("http", "https")
 _DISCOVERED = "robots/sitemaps/discovered"
 _FOLLOWED = "robots/sitemaps/followed"
 _SKIPPED = "robots/sitemaps/skipped/"
-
-# Registrable domains from the public suffix list bundled with tldextract
-# (a dependency of Scrapy): no download, no cache written.  Private suffixes
-# count, so two blogs on one hosting domain are two sites.
-_SITES = TLDExtract(
-    suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True
-)
-
-
-def _site(url: str) -> str:
-    """The registrable domain of ``url``'s host (``example.co.uk`` for
-    ``www.example.co.uk``), or the host itself (an IP address, a name under
-    no public suffix)."""
-    host = urlsplit(url).hostname or ""
-    parts = _SITES(host)
-    return f"{parts.domain}.{parts.suffix}" if parts.domain and parts.suffix else host
+_CUT = "robots/sitemaps/cut/"
 
 
 @dataclass(frozen=True)
@@ -106,6 +104,8 @@ class _Limits:
     #: HttpCompressionMiddleware and the gzip reading of sitemaps honour it.
     max_bytes: int
     other_sites: bool
+    #: Page URLs read from all the sitemaps below one robots.txt.
+    urls_per_robots_txt: int
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> _Limits:
@@ -120,6 +120,9 @@ class _Limits:
             per_crawl=positive_int(settings, "ROBOTS_SITEMAP_MAX_REQUESTS", minimum=0),
             max_bytes=max_bytes,
             other_sites=flag(settings, "ROBOTS_SITEMAP_OTHER_SITES"),
+            urls_per_robots_txt=positive_int(
+                settings, "ROBOTS_SITEMAP_MAX_URLS_PER_ROBOTSTXT", minimum=0
+            ),
         )
 
 
@@ -134,12 +137,34 @@ class _Budget:
     def __init__(self, limits: _Limits) -> None:
         self.limits = limits
         self.left = limits.per_crawl
+        #: robots.txt URL -> page URLs read from the sitemaps below it.  One
+        #: entry per robots.txt with a sitemap requested: as many as
+        #: ROBOTS_SITEMAP_MAX_REQUESTS at most.
+        self.urls: dict[str, int] = {}
+        self.exhausted: set[str] = set()
 
     def take(self) -> bool:
         """Whether one more sitemap may be requested (then counted)."""
         if self.left <= 0:
             return False
         self.left -= 1
+        return True
+
+    def urls_left(self, robots_txt: str) -> int:
+        """How many more page URLs the sitemaps below ``robots_txt`` may
+        give."""
+        return max(0, self.limits.urls_per_robots_txt - self.urls.get(robots_txt, 0))
+
+    def take_urls(self, robots_txt: str, count: int) -> None:
+        """Count ``count`` page URLs below ``robots_txt``."""
+        self.urls[robots_txt] = self.urls.get(robots_txt, 0) + count
+
+    def first_exhausted(self, robots_txt: str) -> bool:
+        """Whether the allowance of ``robots_txt`` runs out for the first
+        time (it is logged once)."""
+        if robots_txt in self.exhausted:
+            return False
+        self.exhausted.add(robots_txt)
         return True
 
 
@@ -187,10 +212,11 @@ _WHY = {
 
 class _Follow:
     """Which sitemaps named by one sitemap index are requested: those on
-    the index's site (unless ROBOTS_SITEMAP_OTHER_SITES), while the crawl's
+    the site of the robots.txt below which the index is (unless
+    ROBOTS_SITEMAP_OTHER_SITES), while the crawl's
     ROBOTS_SITEMAP_MAX_REQUESTS lasts."""
 
-    def __init__(self, spider: Spider, index_url: str) -> None:
+    def __init__(self, spider: Spider, index_url: str, robots_txt: str) -> None:
         crawler = spider.crawler
         assert crawler.stats is not None
         self.stats = crawler.stats
@@ -198,7 +224,7 @@ class _Follow:
         self.limits = self.budget.limits
         self.spider = spider
         self.index_url = index_url
-        self.site = _site(index_url)
+        self.site = _site(robots_txt)
         self.skips = _Skips()
 
     def admit(self, url: str) -> bool:
@@ -217,6 +243,31 @@ class _Follow:
         self.skips.report(self.stats, self.index_url, self.spider)
 
 
+class _PageCap:
+    """The page requests a ``SitemapSpider`` makes from one sitemap below a
+    robots.txt: the sitemaps.org protocol's 50,000, within what is left of
+    ROBOTS_SITEMAP_MAX_URLS_PER_ROBOTSTXT."""
+
+    def __init__(self, budget: _Budget, robots_txt: str) -> None:
+        self.budget = budget
+        self.robots_txt = robots_txt
+        self.taken = 0
+        self.cut: str | None = None
+
+    def admit(self) -> bool:
+        if self.cut is not None:
+            return False
+        if self.taken >= _sitemap_read.MAX_ENTRIES:
+            self.cut = _sitemap_read.URLS
+        elif not self.budget.urls_left(self.robots_txt):
+            self.cut = _sitemap_read.URL_BUDGET
+        else:
+            self.taken += 1
+            self.budget.take_urls(self.robots_txt, 1)
+            return True
+        return False
+
+
 class SitemapsMiddleware:
     """Spider middleware feeding robots.txt sitemaps to the spider.
 
@@ -230,10 +281,13 @@ class SitemapsMiddleware:
         if spider is None:
             raise NotConfigured
         self.sitemap_spider = isinstance(spider, SitemapSpider)
-        if not self.sitemap_spider:
-            # Attached whatever the settings: sitemap requests queued in a
-            # JOBDIR by an earlier run still need their callback when the
-            # crawl is resumed with ROBOTS_SITEMAPS (or robots.txt) off.
+        # Attached whatever the settings: sitemap requests queued in a JOBDIR
+        # by an earlier run still need their callback when the crawl is
+        # resumed with ROBOTS_SITEMAPS (or robots.txt) off.
+        if self.sitemap_spider:
+            parse = MethodType(_parse_spider_sitemap, spider)
+            setattr(spider, SPIDER_CALLBACK_ATTRIBUTE, parse)
+        else:
             setattr(spider, CALLBACK_ATTRIBUTE, MethodType(_parse_sitemap, spider))
         self.feed = flag(settings, "ROBOTS_SITEMAPS")
         # Without a reason, so that Scrapy logs no warning: being off is
@@ -246,7 +300,7 @@ class SitemapsMiddleware:
         self.stats = crawler.stats
         self.callback: CallbackT
         if isinstance(spider, SitemapSpider):
-            self.callback = spider._parse_sitemap
+            self.callback = getattr(spider, SPIDER_CALLBACK_ATTRIBUTE)
         else:
             # Checked now, so that a misnamed callback stops the crawl at
             # once rather than failing on every sitemap.
@@ -267,6 +321,9 @@ class SitemapsMiddleware:
             )
         if self.sitemap_spider:
             crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(
+            self._request_scheduled, signal=signals.request_scheduled
+        )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -287,16 +344,24 @@ class SitemapsMiddleware:
             async for output in result:
                 yield output
             return
-        follow = _Follow(self.spider, response.url)
+        robots_txt = _robots_txt_of(response)
+        follow = _Follow(self.spider, response.url, robots_txt)
+        pages = _PageCap(self.budget, robots_txt)
         depth = int(response.meta[DEPTH_KEY]) + 1
         async for output in result:
-            if isinstance(output, Request) and output.callback == self.callback:
-                if not follow.admit(output.url):
+            if isinstance(output, Request):
+                if output.callback == self.callback:
+                    if not follow.admit(output.url):
+                        continue
+                    output.meta[DEPTH_KEY] = depth
+                    output.meta[ROBOTS_TXT_KEY] = robots_txt
+                    output.meta["download_maxsize"] = follow.limits.max_bytes
+                elif not pages.admit():
                     continue
-                output.meta[DEPTH_KEY] = depth
-                output.meta["download_maxsize"] = follow.limits.max_bytes
             yield output
         follow.done()
+        if pages.cut is not None:
+            _report_cut(self.spider, response, pages.cut, robots_txt)
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """Answer a ``SitemapSpider``'s robots.txt start requests from the
@@ -325,7 +390,10 @@ class SitemapsMiddleware:
         return self._robots
 
     def _is_robots_step(self, request: Any) -> bool:
-        if not isinstance(request, Request) or request.callback != self.callback:
+        if (
+            not isinstance(request, Request)
+            or request.callback != self.spider._parse_sitemap  # type: ignore[attr-defined]
+        ):
             return False
         parts = urlsplit(request.url)
         return (
@@ -354,6 +422,30 @@ class SitemapsMiddleware:
             )
         finally:
             self._robots_steps -= 1
+
+    def _request_scheduled(self, request: Request) -> None:
+        """Drop a sitemap redirected to another site than the robots.txt
+        below which it is, unless ROBOTS_SITEMAP_OTHER_SITES: the redirect
+        is scheduled like any request, before anything is fetched there
+        (not even its robots.txt)."""
+        redirects = request.meta.get("redirect_urls")
+        if (
+            not redirects
+            or DEPTH_KEY not in request.meta
+            or self.budget.limits.other_sites
+        ):
+            return
+        robots_txt = _robots_txt_of(request)
+        if _site(request.url) == _site(robots_txt):
+            return
+        self.stats.inc_value(_SKIPPED + "redirect_other_site")
+        logger.info(
+            "Not following the redirect of sitemap %(sitemap)s to %(url)s: on"
+            " another site than %(robots_txt)s (ROBOTS_SITEMAP_OTHER_SITES is off)",
+            {"sitemap": redirects[0], "url": request.url, "robots_txt": robots_txt},
+            extra={"spider": self.spider},
+        )
+        raise IgnoreRequest
 
     def _spider_idle(self) -> None:
         if self._robots_steps:
@@ -401,7 +493,7 @@ class SitemapsMiddleware:
             if listed > limits.per_robots_txt:
                 skips.add("robots_txt_limit", url)
                 continue
-            request = _sitemap_request(url, self.callback, 1, limits)
+            request = _sitemap_request(url, self.callback, 1, limits, origin)
             if request.url in self._requested:
                 continue
             if not self.budget.take():
@@ -420,13 +512,29 @@ class SitemapsMiddleware:
 
 
 def _sitemap_request(
-    url: str, callback: CallbackT, depth: int, limits: _Limits
+    url: str, callback: CallbackT, depth: int, limits: _Limits, robots_txt: str
 ) -> Request:
     return Request(
         url,
         callback=callback,
-        meta={DEPTH_KEY: depth, "download_maxsize": limits.max_bytes},
+        meta={
+            DEPTH_KEY: depth,
+            ROBOTS_TXT_KEY: robots_txt,
+            "download_maxsize": limits.max_bytes,
+        },
     )
+
+
+def _robots_txt_of(message: Request | Response) -> str:
+    """The robots.txt URL a sitemap request or response is below (for one
+    queued without it in a JOBDIR by an earlier version, the robots.txt of
+    the URL first requested)."""
+    meta = message.meta
+    named = meta.get(ROBOTS_TXT_KEY)
+    if isinstance(named, str):
+        return named
+    first = (meta.get("redirect_urls") or [message.url])[0]
+    return robots_url(first) or first
 
 
 def _max_depth(settings: BaseSettings) -> int:
@@ -447,30 +555,31 @@ def _page_callback(spider: Spider) -> CallbackT:
     return callback  # type: ignore[no-any-return]
 
 
-def _parse_sitemap(spider: Spider, response: Response) -> Iterator[Request]:
+async def _parse_sitemap(spider: Spider, response: Response) -> AsyncIterator[Request]:
     """The callback of sitemap requests (bound to the spider, see
     :data:`CALLBACK_ATTRIBUTE`): a sitemap index's sitemaps go round again,
     a sitemap's page URLs go to :func:`_page_callback`."""
-    try:
-        sitemap = _read_sitemap(spider, response)
-    except _TooLarge as exc:
-        spider.crawler.stats.inc_value(_SKIPPED + "too_large")
-        logger.warning(
-            "Ignoring sitemap %(response)s: over %(limit)s bytes once"
-            " decompressed (ROBOTS_SITEMAP_MAX_BYTES, DOWNLOAD_MAXSIZE)",
-            {"response": response, "limit": exc.args[0]},
-            extra={"spider": spider},
-        )
+    budget = _budget(spider)
+    robots_txt = _robots_txt_of(response)
+    reader = await _read_sitemap(spider, response, budget.urls_left(robots_txt))
+    if reader is None:
         return
-    if sitemap is None:
-        logger.warning(
-            "Ignoring invalid sitemap: %(response)s",
-            {"response": response},
-            extra={"spider": spider},
-        )
-        return
-    kind, locations = sitemap
-    if kind == "sitemapindex":
+    cuts = [] if reader.cut is None else [reader.cut]
+    values = reader.locations
+    if reader.kind == "urlset":
+        # Other sitemaps below the same robots.txt may have been read
+        # meanwhile: what is left is taken now, in one step.
+        left = budget.urls_left(robots_txt)
+        if len(values) > left:
+            values = values[:left]
+            if _sitemap_read.URL_BUDGET not in cuts:
+                cuts.append(_sitemap_read.URL_BUDGET)
+        budget.take_urls(robots_txt, len(values))
+    for why in cuts:
+        _report_cut(spider, response, why, robots_txt)
+    urls = (http_url(response.url, value) for value in values)
+    locations = [url for url in urls if url is not None]
+    if reader.kind == "sitemapindex":
         depth = int(response.meta.get(DEPTH_KEY, 1)) + 1
         if depth > _max_depth(spider.crawler.settings):
             logger.info(
@@ -480,62 +589,110 @@ def _parse_sitemap(spider: Spider, response: Response) -> Iterator[Request]:
                 extra={"spider": spider},
             )
             return
-        yield from _index_requests(spider, response, locations, depth)
+        for request in _index_requests(spider, response, locations, depth, robots_txt):
+            yield request
     else:
         callback = _page_callback(spider)
         for url in locations:
             yield Request(url, callback=callback)
 
 
+def _report_cut(spider: Spider, response: Response, why: str, robots_txt: str) -> None:
+    """Count a sitemap cut short, and log it (once per robots.txt when its
+    page URL allowance ran out)."""
+    spider.crawler.stats.inc_value(_CUT + why)
+    if why == _sitemap_read.URL_BUDGET and not _budget(spider).first_exhausted(
+        robots_txt
+    ):
+        return
+    logger.warning(
+        "Sitemap %(response)s read only in part: " + _sitemap_read.WHY[why],
+        {"response": response, "robots_txt": robots_txt},
+        extra={"spider": spider},
+    )
+
+
 def _index_requests(
-    spider: Spider, response: Response, locations: list[str], depth: int
+    spider: Spider,
+    response: Response,
+    locations: list[str],
+    depth: int,
+    robots_txt: str,
 ) -> Iterator[Request]:
     """The requests for the sitemaps a sitemap index names, within the
     crawl's bounds."""
     callback = getattr(spider, CALLBACK_ATTRIBUTE)
-    follow = _Follow(spider, response.url)
+    follow = _Follow(spider, response.url, robots_txt)
     for url in locations:
         if follow.admit(url):
-            yield _sitemap_request(url, callback, depth, follow.limits)
+            yield _sitemap_request(url, callback, depth, follow.limits, robots_txt)
     follow.done()
 
 
-class _TooLarge(Exception):
-    """A sitemap over its size limit once decompressed (args: the limit)."""
-
-
-def _read_sitemap(spider: Spider, response: Response) -> tuple[str, list[str]] | None:
-    """The type and the http(s) locations of a sitemap response, or ``None``
-    when it is not an XML sitemap or sitemap index; :class:`_TooLarge` when
-    it decompresses past its limit."""
-    body = response.body
-    if gzip_magic_number(response):
-        limit = response.meta.get(
+async def _read_sitemap(
+    spider: Spider, response: Response, max_urls: int, *, keep_entries: bool = False
+) -> _sitemap_read.SitemapReader | None:
+    """A sitemap response read (see :func:`~._sitemap_read.read`), the
+    event loop running between two pieces of it; ``None``, logged (and
+    counted when too large), for a response that is no sitemap."""
+    limit = response.meta.get(
+        "download_maxsize",
+        getattr(
+            spider,
             "download_maxsize",
-            getattr(
-                spider,
-                "download_maxsize",
-                spider.crawler.settings.getint("DOWNLOAD_MAXSIZE"),
-            ),
-        )
-        try:
-            body = gunzip(body, max_size=limit)
-        # Scrapy's size error is a ValueError, and decoding stops right there.
-        except ValueError:
-            raise _TooLarge(limit) from None
-        # Not gzip after all.
-        except (OSError, EOFError, zlib.error):
-            return None
+            spider.crawler.settings.getint("DOWNLOAD_MAXSIZE"),
+        ),
+    )
     try:
-        sitemap = Sitemap(body)
-        if sitemap.type not in ("urlset", "sitemapindex"):
-            return None
-        locations = []
-        for entry in sitemap:
-            url = http_url(response.url, entry["loc"])
-            if url is not None:
-                locations.append(url)
-    # lxml's XMLSyntaxError is a SyntaxError; StopIteration: an empty body.
-    except (SyntaxError, StopIteration):
+        reader = await _sitemap_read.read(
+            response.body, limit, max_urls, lambda: sleep(0), keep_entries=keep_entries
+        )
+    except _sitemap_read.TooLarge:
+        spider.crawler.stats.inc_value(_SKIPPED + "too_large")
+        logger.warning(
+            "Ignoring sitemap %(response)s: over %(limit)s bytes once"
+            " decompressed (ROBOTS_SITEMAP_MAX_BYTES, DOWNLOAD_MAXSIZE)",
+            {"response": response, "limit": limit},
+            extra={"spider": spider},
+        )
         return None
-    return sitemap.type, locations
+    if reader is None or reader.kind not in ("urlset", "sitemapindex"):
+        logger.warning(
+            "Ignoring invalid sitemap: %(response)s",
+            {"response": response},
+            extra={"spider": spider},
+        )
+        return None
+    return reader
+
+
+async def _parse_spider_sitemap(
+    spider: SitemapSpider, response: Response
+) -> AsyncIterator[Request]:
+    """For a ``SitemapSpider``, the callback of the sitemaps below robots.txt
+    (bound to the spider, see :data:`SPIDER_CALLBACK_ATTRIBUTE`): read
+    within the same bounds as for any spider, then its ``sitemap_filter()``,
+    ``sitemap_follow``, ``sitemap_rules`` and ``sitemap_alternate_links``
+    decide, as in ``SitemapSpider._parse_sitemap`` (whose own parsing is
+    bounded only in bytes).  The page requests are capped by
+    :class:`_PageCap`."""
+    reader = await _read_sitemap(
+        spider, response, _sitemap_read.MAX_ENTRIES, keep_entries=True
+    )
+    if reader is None:
+        return
+    if reader.cut is not None:
+        _report_cut(spider, response, reader.cut, _robots_txt_of(response))
+    entries = spider.sitemap_filter(reader.entries)
+    for value in iterloc(entries, spider.sitemap_alternate_links):
+        url = http_url(response.url, value)
+        if url is None:
+            continue
+        if reader.kind == "sitemapindex":
+            if any(follow.search(url) for follow in spider._follow):
+                yield Request(url, callback=getattr(spider, SPIDER_CALLBACK_ATTRIBUTE))
+            continue
+        for rule, callback in spider._cbs:
+            if rule.search(url):
+                yield Request(url, callback=callback)
+                break

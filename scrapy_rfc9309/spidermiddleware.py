@@ -20,6 +20,7 @@ from ._settings import (
     robots_user_agent,
 )
 from .directives import DirectiveSet, directives_for
+from .provenance import ledger_for
 from .rights import AI_TOKENS, IMAGE_FIELDS, ai_refusal, ai_tokens, is_training
 
 if TYPE_CHECKING:
@@ -92,6 +93,8 @@ class DirectivesMiddleware:
             )
         )
         self._read: WeakKeyDictionary[Response, DirectiveSet] = WeakKeyDictionary()
+        #: The crawl's evidence (ROBOTS_REPORT counts the items dropped).
+        self.ledger = ledger_for(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -169,6 +172,8 @@ class DirectivesMiddleware:
         self.stats.inc_value(f"robots/directives/{kind}_dropped")
         if reason in AI_STATS:
             self.stats.inc_value(f"robots/directives/{kind}_dropped/{reason}")
+        if kind == "items" and self.ledger is not None:
+            self.ledger.item_dropped(response.url, "directives", reason)
         logger.debug(
             "Dropped %(output)r of %(url)s: the page says %(reason)s",
             {"output": output, "url": response.url, "reason": reason},

@@ -37,11 +37,13 @@ from ._settings import (
     refusals_logged,
     seconds,
 )
+from ._store import crawl_store, release_store
 from .directives import _is_html
 from .fetch import RobotsFetcher
 from .match import Decision
-from .middleware import RobotsDisallowed, _build_store
+from .middleware import RobotsDisallowed
 from .outcome import Lifetimes, lifetime, max_age
+from .provenance import ledger_for
 from .spidermiddleware import annotate
 from .stores.memory import MemoryStore
 from .tdmrep import (
@@ -220,13 +222,17 @@ class TdmMiddleware:
         #: What the kept files take, as :func:`entry_bytes` counts it.
         self.size = 0
         self._sizes: dict[str, int] = {}
-        store = _build_store(crawler)
+        # RobotsMiddleware's: one connection for the crawl.
+        self._crawl_store = store = crawl_store(crawler)
+        self._store_failed = False
         self.store: OutcomeStore | None = (
             None if isinstance(store, MemoryStore) else store
         )
         self._entries: OrderedDict[str, TdmEntry] = OrderedDict()
         self._pending: dict[str, list[Deferred[TdmEntry]]] = {}
         self.lease_ttl = self.lease_wait = self.timeout * 2
+        #: The crawl's evidence (ROBOTS_REPORT counts the requests dropped).
+        self.ledger = ledger_for(crawler)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
@@ -254,6 +260,11 @@ class TdmMiddleware:
         if state.reservation == 1 and self.drop and rule is not None:
             self.stats.inc_value("robots/forbidden")
             self.stats.inc_value("robots/forbidden/tdm_reservation")
+            origin = robots_url(request.url)
+            if self.ledger is not None and origin is not None:
+                self.ledger.dropped(
+                    origin, "tdm_reservation", f"{url} {rule.describe()}"
+                )
             logger.debug(
                 "Forbidden by TDMRep: %(request)s (%(file)s %(rule)s)",
                 {"request": request, "file": url, "rule": rule.describe()},
@@ -503,6 +514,7 @@ class TdmMiddleware:
         except Exception as exc:
             self.stats.inc_value("robots/store/errors")
             self.store = None
+            self._store_failed = True
             logger.warning(
                 "The robots.txt store %(store)s failed (%(error)s); TDMRep files"
                 " are kept in memory alone for the rest of the crawl",
@@ -512,16 +524,17 @@ class TdmMiddleware:
         return default
 
     async def _spider_closed(self) -> None:
-        store, self.store = self.store, None
-        if store is not None:
-            try:
-                await store.close()
-            except Exception as exc:
-                logger.warning(
-                    "Closing the robots.txt store %(store)s failed: %(error)s",
-                    {"store": type(store).__name__, "error": exc},
-                    extra={"spider": self.crawler.spider},
-                )
+        self.store = None
+        shared = self._crawl_store
+        try:
+            # A store that failed during the crawl is left alone.
+            await release_store(self.crawler, shared, failed=self._store_failed)
+        except Exception as exc:
+            logger.warning(
+                "Closing the robots.txt store %(store)s failed: %(error)s",
+                {"store": type(shared).__name__, "error": exc},
+                extra={"spider": self.crawler.spider},
+            )
 
 
 def response_state(response: Response) -> TdmState:
@@ -557,6 +570,8 @@ class TdmItemsMiddleware:
         self.stats = crawler.stats
         self.drop = _drops(crawler)
         self._read: WeakKeyDictionary[Response, TdmState] = WeakKeyDictionary()
+        #: The crawl's evidence (ROBOTS_REPORT counts the items dropped).
+        self.ledger = ledger_for(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -598,6 +613,10 @@ class TdmItemsMiddleware:
             else:
                 assert response is not None
                 self.stats.inc_value("robots/tdm/items_dropped")
+                if self.ledger is not None:
+                    self.ledger.item_dropped(
+                        response.url, "tdm", f"tdm-reservation 1 ({state.source})"
+                    )
                 logger.debug(
                     "Dropped %(output)r of %(url)s: TDMRep reserves it (%(source)s)",
                     {"output": output, "url": response.url, "source": state.source},

@@ -21,6 +21,7 @@ from scrapy.exceptions import NotConfigured
 
 from ._settings import choice, crawl_purposes, ensure_enabled, refusals_logged
 from .middleware import USAGE_META_KEY
+from .provenance import ledger_for
 from .spidermiddleware import annotate
 from .usage import Preferences, combine, header_preferences, refused
 
@@ -62,6 +63,8 @@ class UsageMiddleware:
         self.stats = crawler.stats
         self.drop = mode == "drop"
         self._read: WeakKeyDictionary[Response, Preferences] = WeakKeyDictionary()
+        #: The crawl's evidence (ROBOTS_REPORT counts the items dropped).
+        self.ledger = ledger_for(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -101,6 +104,10 @@ class UsageMiddleware:
                 yield output
             else:
                 self.stats.inc_value("robots/usage/items_dropped")
+                if self.ledger is not None:
+                    self.ledger.item_dropped(
+                        response.url, "usage", f"Content-Usage refuses {purpose}"
+                    )
                 logger.debug(
                     "Dropped %(output)r of %(url)s: Content-Usage refuses %(purpose)s",
                     {"output": output, "url": response.url, "purpose": purpose},

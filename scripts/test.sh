@@ -37,9 +37,11 @@ fi
 .venv/bin/python -m pytest -q -p no:twisted -o addopts="" \
     --deselect tests/test_directives_crawl.py::test_a_huge_folded_x_robots_tag_is_read_within_the_bound \
     tests/test_middleware*.py tests/test_crawl_delay.py tests/test_crawl_delay_fleet.py \
-    tests/test_crawl_delay_slots.py tests/test_retry_after.py \
+    tests/test_crawl_delay_slots.py tests/test_retry_after.py tests/test_store_hold.py \
+    tests/test_retry_after_shared.py \
     tests/test_addon.py \
     tests/test_directives_crawl.py tests/test_ai_directives_crawl.py tests/test_licenses.py \
     tests/test_sitemaps.py tests/test_tdmrep_crawl.py \
     tests/test_content_signals_crawl.py tests/test_usage_crawl.py tests/test_faults.py \
-    tests/test_scrapy_conventions.py tests/test_provenance.py tests/test_caches.py tests/test_usage_table.py
+    tests/test_scrapy_conventions.py tests/test_provenance.py tests/test_sitemap_bounds.py \
+    tests/test_caches.py tests/test_usage_table.py

@@ -56,7 +56,7 @@ START_URLS_KEY = "%(name)s:start_urls"
 QUEUE_KEY = "%(spider)s:requests"
 DUPEFILTER_KEY = "%(spider)s:dupefilter"
 
-STORE_METHODS = ("get", "put", "acquire", "release", "reserve")
+STORE_METHODS = ("get", "put", "acquire", "release", "reserve", "hold", "held")
 
 
 def agent(worker: int) -> str:
@@ -99,6 +99,16 @@ class _Counting:
         self._count("reserve")
         self._count(f"reserve/{origin}")
         return await super().reserve(origin, interval, limit)  # type: ignore[misc,no-any-return]
+
+    async def hold(
+        self, origin: str, seconds: float, limit: float | None = None
+    ) -> None:
+        self._count("hold")
+        await super().hold(origin, seconds, limit)  # type: ignore[misc]
+
+    async def held(self, limit: float | None = None) -> dict[str, float]:
+        self._count("held")
+        return await super().held(limit)  # type: ignore[misc,no-any-return]
 
 
 class CountingRedisStore(_Counting, RedisStore):

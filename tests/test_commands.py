@@ -5,6 +5,7 @@ time.  Outside a project unless a test makes one."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import subprocess
@@ -841,3 +842,45 @@ def test_check_shows_usage_preferences(
     assert "content-usage" not in never_row
     # (A training crawl's row then ends with what TDMRep says.)
     assert "  content-usage train-ai=y, search=y (line 5)" in ai_ok_row
+
+
+def test_check_shows_the_hash_of_the_body_read(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    """``sha256`` of the robots.txt read (``--json``: ``outcome.sha256``);
+    for an unreachable one, the hash of the file kept from before."""
+    server = make_server()
+    server.route("/robots.txt", ROBOTS)
+    digest = hashlib.sha256(ROBOTS.encode()).hexdigest()
+    # A shared store keeps the outcome; lifetime 0: fetched again each time.
+    store = (
+        "-s",
+        "ROBOTS_STORE=sqlite",
+        "-s",
+        f"ROBOTS_STORE_URL={tmp_path / 'robots.sqlite3'}",
+        "-s",
+        "ROBOTS_CACHE_LIFETIME=0",
+        "-s",
+        "RETRY_ENABLED=False",
+    )
+    url = server.url("/page")
+    text = scrapy(tmp_path, "check", url, *store)
+    assert text.returncode == 0, text.stderr
+    row = text.stdout.splitlines()[1]
+    assert f"parsed (HTTP 200) {server.url('/robots.txt')}  sha256 {digest}  " in row
+    outcome = json.loads(scrapy(tmp_path, "check", url, "--json", *store).stdout)[
+        "results"
+    ][0]["outcome"]
+    assert (outcome["sha256"], outcome["fallback_sha256"]) == (digest, None)
+
+    server.route("/robots.txt", "", status=503)
+    text = scrapy(tmp_path, "check", url, *store)
+    assert text.returncode == 1, text.stderr
+    row = text.stdout.splitlines()[1]
+    assert row.endswith(
+        f"unreachable (HTTP 503) {server.url('/robots.txt')}  fallback-sha256 {digest}"
+    )
+    outcome = json.loads(scrapy(tmp_path, "check", url, "--json", *store).stdout)[
+        "results"
+    ][0]["outcome"]
+    assert (outcome["sha256"], outcome["fallback_sha256"]) == (None, digest)

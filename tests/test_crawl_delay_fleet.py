@@ -492,11 +492,18 @@ async def test_a_worker_with_a_larger_maximum_does_not_hold_the_others(
     new_crawler: Callable[..., Crawler],
 ) -> None:
     """A turn within the writer's ROBOTS_CRAWL_DELAY_MAX but beyond this
-    worker's (here 1 s) is discarded too."""
+    worker's (here 1 s, and its longest pause 1 s) is discarded too."""
     server.route("/robots.txt", robots(DELAY))
     settings = shared()
     await poison_turn(settings, server.url("/robots.txt"), 600)
-    crawler = new_crawler({**BURST, **settings, "ROBOTS_CRAWL_DELAY_MAX": 1})
+    crawler = new_crawler(
+        {
+            **BURST,
+            **settings,
+            "ROBOTS_CRAWL_DELAY_MAX": 1,
+            "ROBOTS_RETRY_AFTER_MAX": 1,
+        }
+    )
     await crawler.crawl_async(urls=[server.url(f"/{i}") for i in range(2)])
     assert sum(server.count(f"/{i}") for i in range(2)) == 2
     assert stats(crawler)["robots/store/discarded_turns"] == 1

@@ -12,12 +12,19 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import logging
+import os
+import shutil
+import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
+from errno import EISDIR, ENOENT
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
@@ -25,7 +32,11 @@ from scrapy.http import Response
 from scrapy_rfc9309 import ProvenanceMiddleware
 from scrapy_rfc9309.provenance import iso_time
 from tests.crawl_helpers import RecordingSpider, crawl, make_crawler, middleware
+from tests.fleet_crawl import spawn
+from tests.redis_fleet import SPIDER, START_URLS_KEY, worker_of
+from tests.redis_server import RedisServer
 from tests.server import Server
+from tests.test_docs import ROOT, blocks
 from tests.utils import coroutine_test
 
 ROBOTS = "User-agent: *\nDisallow: /private\nAllow: /public\n"
@@ -99,10 +110,13 @@ class ItemSpider(RecordingSpider):
 
 
 async def collect(
-    urls: list[str], settings: dict[str, Any] | None = None, **kwargs: Any
+    urls: list[str],
+    settings: dict[str, Any] | None = None,
+    spidercls: type[ItemSpider] = ItemSpider,
+    **kwargs: Any,
 ) -> tuple[Crawler, dict[str, dict[str, Any]]]:
     """Crawl ``urls``: the crawler and the items the engine got, by URL."""
-    crawler = make_crawler(settings, ItemSpider)
+    crawler = make_crawler(settings, spidercls)
     items: dict[str, dict[str, Any]] = {}
 
     def scraped(item: dict[str, Any]) -> None:
@@ -278,3 +292,307 @@ async def test_the_report_has_one_line_per_origin_matching_the_stats(
     assert first["items_kept"] == 2
     assert first["outcomes"][0]["sha256"] == sha256(RICH)
     assert by_origin[down.url("/robots.txt")]["outcomes"][0]["outcome"] == "unreachable"
+
+
+@coroutine_test
+async def test_the_report_counts_the_items_each_component_dropped(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    site, signals_no = make_server(), make_server()
+    site.route("/robots.txt", ROBOTS)
+    site.route(
+        "/.well-known/tdmrep.json",
+        json.dumps([{"location": "/public/reserved", "tdm-reservation": 1}]),
+    )
+    html = {"Content-Type": "text/html"}
+    noindex = "<html><head><meta name=robots content=noindex></head></html>"
+    site.route("/public/noindex", noindex, headers=html)
+    site.route("/public/noindex2", noindex, headers=html)
+    site.route("/public/noai", "<p>x</p>", headers={**html, "X-Robots-Tag": "noai"})
+    site.route("/public/usage", "x", headers={"Content-Usage": "train-ai=n"})
+    site.route("/public/tdm", "x", headers={"tdm-reservation": "1"})
+    site.route("/public/free", "x")
+    signals_no.route("/robots.txt", "User-agent: *\nContent-Signal: ai-train=no\n")
+    paths = ("noindex", "noindex2", "noai", "usage", "tdm", "free", "reserved/1")
+    urls = [site.url(f"/public/{path}") for path in paths]
+    crawler, items = await collect(
+        [*urls, site.url("/private"), signals_no.url("/x")],
+        {
+            "ROBOTS_REPORT": str(tmp_path / "report.jsonl"),
+            "ROBOTS_PURPOSES": ["train-ai"],
+        },
+    )
+    assert list(items) == [site.url("/public/free")]
+    lines = {
+        line["robots_txt"]: line
+        for line in map(
+            json.loads, (tmp_path / "report.jsonl").read_text().splitlines()
+        )
+    }
+    assert crawler.stats is not None
+    stats = crawler.stats.get_stats()
+    # Every item dropped is in the report, under the component's stat.
+    for cause in ("directives", "usage", "tdm"):
+        assert stats[f"robots/{cause}/items_dropped"] == sum(
+            line["items_dropped"].get(cause, 0) for line in lines.values()
+        )
+    # And every request.
+    for cause in ("rule", "tdm_reservation", "content_signal"):
+        assert stats[f"robots/forbidden/{cause}"] == sum(
+            line["requests_dropped"].get(cause, 0) for line in lines.values()
+        )
+    line = lines[site.url("/robots.txt")]
+    assert line["items_kept"] == 1
+    assert line["items_dropped"] == {"directives": 3, "tdm": 1, "usage": 1}
+    assert line["items_dropped_because"] == [
+        {"cause": "directives", "why": "noai", "items": 1},
+        {"cause": "directives", "why": "noindex", "items": 2},
+        {"cause": "tdm", "why": "tdm-reservation 1 (header)", "items": 1},
+        {"cause": "usage", "why": "Content-Usage refuses train-ai", "items": 1},
+    ]
+    assert line["requests_dropped"] == {"rule": 1, "tdm_reservation": 1}
+    assert line["dropped_because"][1] == {
+        "cause": "tdm_reservation",
+        "why": f"{site.url('/.well-known/tdmrep.json')} rule 1:"
+        ' "location": "/public/reserved", "tdm-reservation": 1',
+        "requests": 1,
+    }
+    other = lines[signals_no.url("/robots.txt")]
+    assert other["requests_dropped"] == {"content_signal": 1}
+    assert (other["items_dropped"], other["items_dropped_because"]) == ({}, [])
+
+
+@pytest.mark.parametrize("damage", ["folder_removed", "path_made_a_folder"])
+@coroutine_test
+async def test_a_report_that_cannot_be_written_is_one_error_line(
+    server: Server, tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: str
+) -> None:
+    server.route("/robots.txt", ROBOTS)
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    path = folder / "report.jsonl"
+    crawler = make_crawler({"ROBOTS_REPORT": str(path)}, ItemSpider)
+
+    def spoil() -> None:
+        # Mid-crawl, after the path was checked at start-up.
+        if damage == "folder_removed":
+            shutil.rmtree(folder, ignore_errors=True)
+        elif not path.exists():
+            (path / "kept").mkdir(parents=True)
+
+    crawler.signals.connect(spoil, signal=signals.response_received)
+    with caplog.at_level(logging.INFO):
+        await crawler.crawl_async(urls=[server.url("/public")])
+    assert crawler.stats is not None
+    stats = crawler.stats.get_stats()
+    assert stats["finish_reason"] == "finished"
+    assert stats["robots/report/errors"] == 1
+    errors = [record for record in caplog.records if record.levelno >= logging.ERROR]
+    assert len(errors) == 1, caplog.text
+    message = errors[0].getMessage()
+    # The path, and the OS error as the system says it.
+    assert message.startswith(f"ROBOTS_REPORT {path} could not be written: ")
+    errno = ENOENT if damage == "folder_removed" else EISDIR
+    assert f"[Errno {errno}] {os.strerror(errno)}" in message
+    assert errors[0].exc_info is None
+    assert "Traceback" not in caplog.text
+    # Nothing half-written left behind.
+    if damage == "path_made_a_folder":
+        assert sorted(p.name for p in folder.iterdir()) == ["report.jsonl"]
+        assert [p.name for p in path.iterdir()] == ["kept"]
+    else:
+        assert not folder.exists()
+
+
+#: A fleet site's pages: each links to the others, to a page robots.txt
+#: disallows and to one its TDMRep file reserves.
+FLEET_PAGES = ("/", "/a", "/b")
+FLEET_LINKS = "".join(
+    f'<a href="{path}">{path}</a>' for path in ("/a", "/b", "/private", "/reserved")
+)
+
+
+WORKERS = 3
+
+
+class Gate:
+    """Holds the sites' pages until ``workers`` workers have asked for one,
+    so that the fleet's work is shared rather than done by the worker that
+    started first; opens for good after ``timeout`` seconds whatever came."""
+
+    def __init__(self, workers: int, timeout: float = 10) -> None:
+        self.workers = workers
+        self.timeout = timeout
+        self.seen: set[int] = set()
+        self.lock = threading.Lock()
+        self.open = threading.Event()
+
+    def __call__(self, handler: BaseHTTPRequestHandler) -> None:
+        with self.lock:
+            self.seen.add(worker_of(handler.headers["User-Agent"]))
+            if len(self.seen) >= self.workers:
+                self.open.set()
+        if not self.open.wait(self.timeout):
+            self.open.set()
+        body = FLEET_LINKS.encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+
+def test_each_worker_of_a_fleet_reports_and_together_they_account_for_every_drop(
+    make_server: Callable[..., Server],
+    redis_server: RedisServer,
+    redis_prefix: str,
+    tmp_path: Path,
+) -> None:
+    # Two workers at least: the one that takes the refusing site's start
+    # URL may find nothing left and close.
+    gate = Gate(2)
+    sites = [make_server() for _ in range(3)]
+    for site in sites:
+        site.route("/robots.txt", ROBOTS)
+        site.route(
+            "/.well-known/tdmrep.json",
+            json.dumps([{"location": "/reserved", "tdm-reservation": 1}]),
+        )
+        for path in FLEET_PAGES:
+            site.route(path, handler=gate)
+    # Refuses the crawl's purpose: its every request is dropped.
+    refusing = make_server()
+    refusing.route("/robots.txt", "User-agent: *\nContent-Signal: ai-train=no\n")
+    start_urls = [server.url("/") for server in (*sites, refusing)]
+    client = redis.Redis.from_url(redis_server.url)
+    key = redis_prefix + START_URLS_KEY % {"name": SPIDER}
+    client.rpush(key, *(json.dumps({"url": url}) for url in start_urls))
+    client.close()
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    settings = {
+        "ROBOTS_STORE_URL": redis_server.url,
+        "ROBOTS_STORE_PREFIX": redis_prefix + "robots:",
+        "ROBOTS_PURPOSES": ["train-ai"],
+        "ROBOTS_REPORT": str(reports / "report-%(pid)s.jsonl"),
+    }
+    workers = [
+        spawn(
+            "tests.redis_fleet",
+            {
+                "redis_url": redis_server.url,
+                "prefix": redis_prefix,
+                "worker": number,
+                "store": "redis",
+                "settings": settings,
+                # One worker without a Twisted reactor.
+                "reactorless": number == 1,
+            },
+            tmp_path,
+            f"w{number}",
+        )
+        for number in range(WORKERS)
+    ]
+    try:
+        stats = [worker.wait(timeout=90) for worker in workers]
+    finally:
+        for worker in workers:
+            worker.kill()
+    for worker_stats in stats:
+        assert worker_stats["finish_reason"] == "finished"
+        assert worker_stats.get("log_count/ERROR", 0) == 0
+    # Each worker its own file.
+    assert sorted(path.name for path in reports.iterdir()) == sorted(
+        f"report-{worker.process.pid}.jsonl" for worker in workers
+    )
+    lines = [
+        json.loads(line)
+        for path in reports.iterdir()
+        for line in path.read_text().splitlines()
+    ]
+    # Together they account for every request the fleet dropped: each link
+    # was queued once (the shared dupefilter), so each site's /private and
+    # /reserved, and the refusing site's start URL.
+    expected = {"rule": 3, "tdm_reservation": 3, "content_signal": 1}
+    for cause, count in expected.items():
+        assert sum(s.get(f"robots/forbidden/{cause}", 0) for s in stats) == count
+        assert sum(line["requests_dropped"].get(cause, 0) for line in lines) == count
+    assert sum(s["robots/forbidden"] for s in stats if "robots/forbidden" in s) == 7
+    # Fetched once for the fleet, read from the store by the other workers:
+    # one hash for each origin, whichever file names it.
+    assert {line["robots_txt"] for line in lines} == {
+        server.url("/robots.txt") for server in (*sites, refusing)
+    }
+    bodies = {server.url("/robots.txt"): ROBOTS for server in sites}
+    bodies[refusing.url("/robots.txt")] = "User-agent: *\nContent-Signal: ai-train=no\n"
+    # Some origin in two files or more: a worker that read its outcome from
+    # the store, not from the site, reports the same hash.
+    assert len(lines) > len(bodies), lines
+    for line in lines:
+        assert {outcome["sha256"] for outcome in line["outcomes"]} == {
+            sha256(bodies[line["robots_txt"]])
+        }
+    for server in (*sites, refusing):
+        assert server.count("/robots.txt") == 1
+
+
+class ExampleSpider(ItemSpider):
+    name = "example"
+
+
+@coroutine_test
+async def test_the_documented_examples_are_what_a_crawl_gives(
+    server: Server, tmp_path: Path
+) -> None:
+    """docs/evidence.md's robots.txt and TDMRep file, served and crawled as
+    the page says, give its record and its report line (fetch time masked)."""
+    page = blocks(ROOT / "docs" / "evidence.md")
+    (robots,) = [block.code for block in page if block.language == "text"]
+    tdm_file, record, line = [
+        json.loads(block.code) for block in page if block.language == "json"
+    ]
+    server.route("/robots.txt", robots)
+    server.route("/.well-known/tdmrep.json", json.dumps(tdm_file))
+    html = {"Content-Type": "text/html"}
+    server.route(
+        "/articles/1",
+        "<p>1</p>",
+        headers={
+            **html,
+            "Content-Usage": "search=y",
+            "X-Robots-Tag": "noarchive",
+            "Link": '<https://example.com/license.xml>; rel="license";'
+            ' type="application/rsl+xml"',
+        },
+    )
+    server.route("/articles/2", "<p>2</p>", headers={**html, "X-Robots-Tag": "noai"})
+    paths = ("/articles/1", "/articles/2", "/private/x", "/articles/reserved/x")
+    _, items = await collect(
+        [server.url(path) for path in paths],
+        {
+            "ROBOTS_PURPOSES": ["train-ai"],
+            "ROBOTS_PROVENANCE": True,
+            "ROBOTS_REPORT": str(tmp_path / "report.jsonl"),
+            "USER_AGENT": "ExampleBot/1.0 (+https://example.com/bot)",
+        },
+        ExampleSpider,
+    )
+
+    def as_documented(text: str) -> Any:
+        found = json.loads(text.replace(server.origin, "https://example.com"))
+        assert isinstance(found, dict)
+        return found
+
+    assert list(items) == [server.url("/articles/1")]
+    got = as_documented(json.dumps(items[server.url("/articles/1")]))
+    got = got["robots_provenance"]
+    fetched_at = got.pop("fetched_at")
+    assert got == {key: value for key, value in record.items() if key != "fetched_at"}
+    (report,) = (tmp_path / "report.jsonl").read_text().splitlines()
+    got = as_documented(report)
+    # The outcome the item's record names, fetched once.
+    assert got["outcomes"][0].pop("fetched_at") == fetched_at
+    del line["outcomes"][0]["fetched_at"]
+    assert got == line
+    # What the page says of the hash.
+    assert record["sha256"] == sha256(robots)

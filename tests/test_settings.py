@@ -135,6 +135,11 @@ BAD = {
         "ROBOTS_SITEMAP_MAX_REQUESTS must be a whole number, 0 or more"
         " (such as 50000), not 1.5",
     ),
+    "ROBOTS_SITEMAP_MAX_URLS_PER_ROBOTSTXT": (
+        "lots",
+        "ROBOTS_SITEMAP_MAX_URLS_PER_ROBOTSTXT must be a whole number, 0 or more"
+        " (such as 100000), not 'lots'",
+    ),
     "ROBOTS_SITEMAP_OTHER_SITES": (
         "maybe",
         f"ROBOTS_SITEMAP_OTHER_SITES must be {FLAG}, not 'maybe'",
@@ -215,6 +220,7 @@ CONTEXT: dict[str, dict[str, Any]] = {
     "ROBOTS_SITEMAP_MAX_DEPTH": {"ROBOTS_SITEMAPS": True},
     "ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT": {"ROBOTS_SITEMAPS": True},
     "ROBOTS_SITEMAP_MAX_REQUESTS": {"ROBOTS_SITEMAPS": True},
+    "ROBOTS_SITEMAP_MAX_URLS_PER_ROBOTSTXT": {"ROBOTS_SITEMAPS": True},
     "ROBOTS_SITEMAP_OTHER_SITES": {"ROBOTS_SITEMAPS": True},
     "ROBOTS_STORE_MAX_ENTRY_BYTES": {"ROBOTS_STORE": "sqlite"},
     "ROBOTS_STORE_PREFIX": {"ROBOTS_STORE": "redis"},

@@ -26,6 +26,7 @@ ENGINE = (
     "_decode",
     "_defaults",
     "_redact",
+    "_sitemap_read",
     "_ssrf",
     "_usage_table",
     "directives",
@@ -44,6 +45,7 @@ ENGINE = (
 
 #: The Scrapy components: what a store must never import.
 COMPONENTS = (
+    "_store",
     "addon",
     "commands",
     "fetch",

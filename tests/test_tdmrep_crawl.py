@@ -542,3 +542,52 @@ async def test_records_expire_and_damaged_ones_are_fetched_again(
     assert crawler.spider.crawled == [server.url("/a")]  # type: ignore[union-attr]
     assert server.count(TDM) == 1
     assert "robots/store/errors" not in stats(crawler)
+
+
+class OneSQLiteStore(SQLiteStore):
+    """Counts the stores a crawl builds, and what each is asked."""
+
+    built: list[OneSQLiteStore] = []  # noqa: RUF012 - the test's record
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        OneSQLiteStore.built.append(self)
+        self.calls: list[str] = []
+
+    async def get(self, origin: str) -> Any:
+        self.calls.append("get")
+        return await super().get(origin)
+
+    async def get_record(self, key: str) -> str | None:
+        self.calls.append("get_record")
+        return await super().get_record(key)
+
+    async def close(self) -> None:
+        self.calls.append("close")
+        await super().close()
+
+
+@coroutine_test
+async def test_the_file_is_kept_in_the_robots_txt_store(
+    server: Server, tmp_path: Path
+) -> None:
+    """TdmMiddleware uses RobotsMiddleware's store: a SQLite (or Redis)
+    crawl opens one connection, closed once, after both are done."""
+    OneSQLiteStore.built = []
+    server.route(TDM, F2)
+    crawler = await crawl(
+        [server.url("/directory-a/x"), server.url("/free")],
+        {
+            **TRAIN,
+            "ROBOTS_STORE": f"{__name__}.OneSQLiteStore",
+            "ROBOTS_STORE_URL": str(tmp_path / "r.db"),
+        },
+    )
+    assert crawler.spider.crawled == [server.url("/free")]  # type: ignore[union-attr]
+    (store,) = OneSQLiteStore.built
+    # robots.txt's outcome and the TDMRep file, from the one store; closed
+    # last, once.
+    assert {"get", "get_record"} <= set(store.calls)
+    assert store.calls.count("close") == 1
+    assert store.calls[-1] == "close"
+    assert "robots/store/errors" not in stats(crawler)

@@ -17,11 +17,17 @@ A shared store also keeps Crawl-delay turns (:meth:`OutcomeStore.reserve`):
 per origin, the moment the next request of the fleet may start, checked and
 taken in one atomic step, so that the requests of every worker reach the
 origin at least its Crawl-delay apart.  A turn is only taken when the origin
-is free now, so no honest record is further ahead than one Crawl-delay; one
-further ahead than ``limit`` (another version, a worker with a larger
+is free now, so no honest record is further ahead than one Crawl-delay (or a
+pause, below); one further ahead than ``limit`` (another version, a worker with a larger
 ``ROBOTS_CRAWL_DELAY_MAX``, a key written by hand) is discarded, counted in
 ``robots/store/discarded_turns`` and replaced.  A turn's record lasts no
 longer than the turn, so a worker that dies holds nobody up.
+
+A pause (a ``429`` or ``503`` with ``Retry-After``) is written into the same
+record by :meth:`OutcomeStore.hold`, so that no worker's next turn comes
+before it ends, and listed for :meth:`OutcomeStore.held`, which each worker
+reads every half second for the origins it sends requests without turns.
+Both are optional: a store without them keeps pauses in each process.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ logger = logging.getLogger(__name__)
 #: Stats key: stored Crawl-delay turns further ahead than the largest
 #: allowed Crawl-delay, discarded and replaced.
 DISCARDED_TURNS = "robots/store/discarded_turns"
+#: The most pauses :meth:`OutcomeStore.held` answers at once.
+HELD_MAX = 10_000
 
 
 class OutcomeStore(ABC):
@@ -89,6 +97,29 @@ class OutcomeStore(ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} keeps no turns")
 
+    async def hold(
+        self, origin: str, seconds: float, limit: float | None = None
+    ) -> None:
+        """Pause ``origin`` for the fleet: no turn of it (:meth:`reserve`)
+        before ``seconds`` from now, by the store's clock, and the origin
+        listed by :meth:`held` until then.  Never moves a turn or a pause
+        earlier; one further than ``limit`` seconds ahead (see
+        :meth:`reserve`) is discarded and replaced.  Checked and written in
+        one atomic step.
+
+        Optional: a store without it (the default raises
+        ``NotImplementedError``; the middleware then never calls it, nor
+        :meth:`held`) keeps each pause in the process that got it.
+        """
+        raise NotImplementedError(f"{type(self).__name__} keeps no pauses")
+
+    async def held(self, limit: float | None = None) -> dict[str, float]:
+        """The origins paused by :meth:`hold` now, each with the seconds its
+        pause has left (at most :data:`HELD_MAX` of them).  A pause further
+        than ``limit`` seconds ahead is discarded (see :func:`turn_discarded`)
+        and left out (``None``: none is).  Optional, with :meth:`hold`."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no pauses")
+
     async def get_record(self, key: str) -> str | None:
         """The text stored under ``key`` by :meth:`put_record`, or ``None``.
 
@@ -121,7 +152,8 @@ def turn_discarded(crawler: Crawler | None, origin: str, ahead: float) -> None:
     crawler.stats.inc_value(DISCARDED_TURNS)
     logger.warning(
         "The stored Crawl-delay turn of %(origin)s was %(ahead).0f s ahead,"
-        " more than ROBOTS_CRAWL_DELAY_MAX: discarded and replaced",
+        " more than ROBOTS_CRAWL_DELAY_MAX (or ROBOTS_RETRY_AFTER_MAX):"
+        " discarded and replaced",
         {"origin": origin, "ahead": ahead},
         extra={"spider": crawler.spider},
     )

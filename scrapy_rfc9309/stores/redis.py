@@ -35,7 +35,7 @@ from .._defaults import DEFAULTS
 from .._redact import ambiguous, masked, redacted
 from .._settings import SettingError, positive_int, text
 from ._codec import decode, encode, oversized
-from .base import OutcomeStore, StoreError, turn_discarded
+from .base import HELD_MAX, OutcomeStore, StoreError, turn_discarded
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -47,6 +47,10 @@ if TYPE_CHECKING:
     from ..outcome import Outcome
 
 _T = TypeVar("_T")
+
+#: How far ahead :meth:`RedisStore.held` trusts a pause without a limit
+#: (microseconds): any distance.
+_NO_LIMIT = 10**15
 
 DEFAULT_PREFIX: str = DEFAULTS["ROBOTS_STORE_PREFIX"]
 DEFAULT_MAX_ENTRY_BYTES: int = DEFAULTS["ROBOTS_STORE_MAX_ENTRY_BYTES"]
@@ -82,6 +86,71 @@ end
 redis.call("SET", KEYS[1], string.format("%.0f", now + interval),
            "PX", math.ceil(interval / 1000))
 return {0, discarded}
+"""
+
+# Pause an origin (KEYS[1] its turn, KEYS[2] the sorted set of pauses, scored
+# by when each ends; ARGV[3] the origin) for ARGV[1] microseconds, by Redis's
+# clock, in one step: the turn is moved to the pause's end unless it is
+# later already, and the origin listed until then.  A stored moment more
+# than ARGV[2] microseconds ahead is discarded and replaced (its distance
+# returned).  The set expires when its last pause ends.
+_HOLD = """
+local time = redis.call("TIME")
+local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local finish = now + tonumber(ARGV[1])
+local most = tonumber(ARGV[2])
+local stored = tonumber(redis.call("GET", KEYS[1]))
+local discarded = 0
+if stored and stored - now > most then
+    discarded = math.min(stored - now, 1e15)
+    stored = nil
+end
+local ms = math.ceil((finish - now) / 1000)
+if not stored or stored < finish then
+    redis.call("SET", KEYS[1], string.format("%.0f", finish), "PX", ms)
+end
+local kind = redis.call("TYPE", KEYS[2]).ok
+if kind ~= "zset" and kind ~= "none" then
+    redis.call("DEL", KEYS[2])
+end
+local listed = tonumber(redis.call("ZSCORE", KEYS[2], ARGV[3]))
+if not listed or listed < finish or listed - now > most then
+    redis.call("ZADD", KEYS[2], string.format("%.0f", finish), ARGV[3])
+end
+redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now)
+if redis.call("PTTL", KEYS[2]) < ms then
+    redis.call("PEXPIRE", KEYS[2], ms)
+end
+return discarded
+"""
+
+# The pauses (KEYS[1]) running now, at most ARGV[2]: origin, microseconds
+# left, ...; those more than ARGV[1] microseconds ahead are removed and
+# answered apart (origin, distance, ...); the ended ones are removed.
+_HELD = """
+if redis.call("TYPE", KEYS[1]).ok ~= "zset" then
+    return {{}, {}}
+end
+local time = redis.call("TIME")
+local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now)
+local bound = string.format("%.0f", now + tonumber(ARGV[1]))
+local far = redis.call("ZRANGEBYSCORE", KEYS[1], "(" .. bound, "+inf",
+                       "WITHSCORES", "LIMIT", 0, ARGV[2])
+local discarded = {}
+for i = 1, #far, 2 do
+    redis.call("ZREM", KEYS[1], far[i])
+    discarded[#discarded + 1] = far[i]
+    discarded[#discarded + 1] = string.format("%.0f", math.min(far[i + 1] - now, 1e15))
+end
+local items = redis.call("ZRANGEBYSCORE", KEYS[1], "(" .. string.format("%.0f", now),
+                         bound, "WITHSCORES", "LIMIT", 0, ARGV[2])
+local running = {}
+for i = 1, #items, 2 do
+    running[#running + 1] = items[i]
+    running[#running + 1] = string.format("%.0f", items[i + 1] - now)
+end
+return {running, discarded}
 """
 
 _SCHEMES = ("redis://", "rediss://", "unix://")
@@ -164,6 +233,10 @@ class RedisStore(OutcomeStore):
             ) from None
         self._release_script = self._client.register_script(_RELEASE)
         self._reserve_script = self._client.register_script(_RESERVE)
+        self._hold_script = self._client.register_script(_HOLD)
+        self._held_script = self._client.register_script(_HELD)
+        # The sorted set of the origins paused now.
+        self._holds_key = f"{prefix}holds"
         # The token of each lease this store holds.
         self._tokens: dict[str, str] = {}
 
@@ -254,6 +327,29 @@ class RedisStore(OutcomeStore):
             turn_discarded(self._crawler, origin, int(discarded) / 1_000_000)
         return int(wait) / 1_000_000
 
+    async def hold(
+        self, origin: str, seconds: float, limit: float | None = None
+    ) -> None:
+        step = max(1, math.ceil(seconds * 1_000_000))
+        most = step if limit is None else max(step, math.ceil(limit * 1_000_000))
+        discarded = await self._call(
+            self._hold_script(
+                keys=[self._key("turn", origin), self._holds_key],
+                args=[step, most, origin],
+            )
+        )
+        if int(discarded):
+            turn_discarded(self._crawler, origin, int(discarded) / 1_000_000)
+
+    async def held(self, limit: float | None = None) -> dict[str, float]:
+        most = _NO_LIMIT if limit is None else math.ceil(limit * 1_000_000)
+        running, discarded = await self._call(
+            self._held_script(keys=[self._holds_key], args=[most, HELD_MAX])
+        )
+        for origin, ahead in _pairs(discarded):
+            turn_discarded(self._crawler, origin, ahead)
+        return dict(_pairs(running))
+
     async def close(self) -> None:
         await self._call(self._client.aclose())
 
@@ -266,3 +362,14 @@ class RedisStore(OutcomeStore):
             raise StoreError(
                 f"Redis store {masked(self.url)}: {redacted(str(exc), self.url)}"
             ) from exc
+
+
+def _pairs(flat: list[bytes | str]) -> list[tuple[str, float]]:
+    """``[origin, microseconds, ...]`` from a script as ``(origin, seconds)``."""
+    return [
+        (
+            origin.decode("utf-8", "replace") if isinstance(origin, bytes) else origin,
+            int(micros) / 1_000_000,
+        )
+        for origin, micros in zip(flat[::2], flat[1::2], strict=False)
+    ]

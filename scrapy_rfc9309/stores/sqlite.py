@@ -28,7 +28,7 @@ from .._defaults import DEFAULTS
 from .._redact import masked
 from .._settings import SettingError, positive_int, text
 from ._codec import decode, encode, oversized
-from .base import OutcomeStore, StoreError, turn_discarded
+from .base import HELD_MAX, OutcomeStore, StoreError, turn_discarded
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -59,6 +59,9 @@ _SCHEMA = (
     # Records kept beside outcomes (TDMRep files), added to schema 1 too.
     "CREATE TABLE IF NOT EXISTS records ("
     " key TEXT PRIMARY KEY, value TEXT NOT NULL, retain_until REAL NOT NULL)",
+    # Retry-After pauses of the fleet: when each ends.  Added to schema 1.
+    "CREATE TABLE IF NOT EXISTS holds ("
+    " origin TEXT PRIMARY KEY, ends_at REAL NOT NULL)",
     f"PRAGMA user_version = {SCHEMA_VERSION}",
 )
 
@@ -179,6 +182,22 @@ class SQLiteStore(OutcomeStore):
             turn_discarded(self._crawler, origin, discarded)
         return wait
 
+    async def hold(
+        self, origin: str, seconds: float, limit: float | None = None
+    ) -> None:
+        most = seconds if limit is None else max(seconds, limit)
+        discarded = await self._run(self._hold, origin, seconds, most)
+        if discarded:
+            turn_discarded(self._crawler, origin, discarded)
+
+    async def held(self, limit: float | None = None) -> dict[str, float]:
+        running, discarded = await self._run(
+            self._held, math.inf if limit is None else limit
+        )
+        for origin, ahead in discarded:
+            turn_discarded(self._crawler, origin, ahead)
+        return running
+
     async def close(self) -> None:
         if self._closed:
             return
@@ -258,6 +277,7 @@ class SQLiteStore(OutcomeStore):
         connection.execute("DELETE FROM leases WHERE expires_at <= ?", (now,))
         connection.execute("DELETE FROM turns WHERE next_free <= ?", (now,))
         connection.execute("DELETE FROM records WHERE retain_until <= ?", (now,))
+        connection.execute("DELETE FROM holds WHERE ends_at <= ?", (time.time(),))
 
     def _get(self, origin: str) -> bytes | None:
         row = (
@@ -366,6 +386,69 @@ class SQLiteStore(OutcomeStore):
         if self._writes % _PURGE_EVERY == 0:
             self._purge(db)
         return 0.0, ahead if ahead > limit else 0.0
+
+    def _hold(self, origin: str, seconds: float, limit: float) -> float:
+        """Pause ``origin`` (see :meth:`hold`); how far ahead a discarded
+        turn was."""
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            now = time.time()
+            ahead = _ahead(
+                db.execute(
+                    "SELECT next_free FROM turns WHERE origin = ?", (origin,)
+                ).fetchone(),
+                now,
+            )
+            if ahead < seconds or ahead > limit:
+                db.execute(
+                    "INSERT OR REPLACE INTO turns (origin, next_free) VALUES (?, ?)",
+                    (origin, now + seconds),
+                )
+            row = db.execute(
+                "SELECT ends_at FROM holds WHERE origin = ?", (origin,)
+            ).fetchone()
+            listed = _ahead(row, now)
+            if row is None or listed < seconds or listed > limit:
+                db.execute(
+                    "INSERT OR REPLACE INTO holds (origin, ends_at) VALUES (?, ?)",
+                    (origin, now + seconds),
+                )
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        self._writes += 1
+        return ahead if ahead > limit else 0.0
+
+    def _held(self, limit: float) -> tuple[dict[str, float], list[tuple[str, float]]]:
+        """The pauses running (origin -> seconds left) and those discarded
+        (origin, how far ahead)."""
+        db = self._db()
+        now = time.time()
+        rows = db.execute(
+            "SELECT rowid, origin, ends_at FROM holds WHERE ends_at > ? LIMIT ?",
+            (now, HELD_MAX),
+        ).fetchall()
+        running: dict[str, float] = {}
+        discarded: list[tuple[str, float]] = []
+        poisoned: list[tuple[int]] = []
+        for rowid, name, ends_at in rows:
+            origin = (
+                name.decode("utf-8", "replace")
+                if isinstance(name, bytes)
+                else str(name)
+            )
+            ahead = _ahead((ends_at,), now)
+            if ahead > limit:
+                discarded.append((origin, ahead))
+                poisoned.append((rowid,))
+            else:
+                running[origin] = ahead
+        if poisoned:
+            db.executemany("DELETE FROM holds WHERE rowid = ?", poisoned)
+        return running, discarded
 
     def _close(self) -> None:
         if self._connection is not None:

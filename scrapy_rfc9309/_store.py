@@ -1,0 +1,98 @@
+"""The crawl's ``ROBOTS_STORE``, built once for the components that use it.
+
+:class:`~scrapy_rfc9309.RobotsMiddleware` keeps robots.txt outcomes and
+Crawl-delay turns in it, :class:`~scrapy_rfc9309.tdmmiddleware.TdmMiddleware`
+TDMRep files: one store, so a SQLite or Redis crawl opens one database
+connection, not one per component.  Each user takes it with
+:func:`crawl_store` and gives it back with :func:`release_store` when the
+spider closes; the last one closes it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
+
+from scrapy.utils.misc import build_from_crawler, load_object
+
+from ._settings import SettingError, setting
+from .stores import STORES
+from .stores.base import OutcomeStore, StoreError
+from .stores.memory import MemoryStore
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+__all__ = ["build_store", "crawl_store", "release_store"]
+
+logger = logging.getLogger(__name__)
+
+
+def build_store(crawler: Crawler) -> OutcomeStore:
+    """A new store of the class ``ROBOTS_STORE`` names (the memory store
+    when the configured one cannot be set up)."""
+    name = str(setting(crawler.settings, "ROBOTS_STORE")).strip()
+    path = STORES.get(name.lower(), name)
+    try:
+        cls = load_object(path)
+    except (ImportError, NameError, ValueError) as exc:
+        raise SettingError(
+            f"ROBOTS_STORE must be one of {', '.join(map(repr, STORES))} or the"
+            f" import path of an OutcomeStore class; {name!r} cannot be loaded: {exc}"
+        ) from exc
+    try:
+        store = build_from_crawler(cls, crawler)
+    except StoreError as exc:
+        crawler.stats.inc_value("robots/store/errors")
+        logger.warning(
+            "The robots.txt store %(store)s failed (%(error)s); going on with the"
+            " memory store alone",
+            {"store": name, "error": exc},
+            extra={"crawler": crawler},
+        )
+        return build_from_crawler(MemoryStore, crawler)
+    if not isinstance(store, OutcomeStore):
+        raise SettingError(f"ROBOTS_STORE {name!r} is not an OutcomeStore")
+    return store
+
+
+class _Shared:
+    __slots__ = ("failed", "store", "users")
+
+    def __init__(self, store: OutcomeStore) -> None:
+        self.store = store
+        self.users = 0
+        self.failed = False
+
+
+_shared: WeakKeyDictionary[Crawler, _Shared] = WeakKeyDictionary()
+
+
+def crawl_store(crawler: Crawler) -> OutcomeStore:
+    """The crawl's store, built by the first component that asks."""
+    shared = _shared.get(crawler)
+    if shared is None:
+        shared = _shared[crawler] = _Shared(build_store(crawler))
+    shared.users += 1
+    return shared.store
+
+
+async def release_store(
+    crawler: Crawler, store: OutcomeStore, *, failed: bool = False
+) -> None:
+    """Give ``store`` back; the last of its users closes it (raising what
+    its ``close()`` raises), unless one of them saw it fail (``failed``):
+    a store that failed is left alone, as it was for the rest of the crawl."""
+    shared = _shared.get(crawler)
+    if shared is None or shared.store is not store:
+        if not failed:
+            await store.close()
+        return
+    shared.users -= 1
+    shared.failed = shared.failed or failed
+    if shared.users > 0:
+        return
+    del _shared[crawler]
+    if not shared.failed:
+        await store.close()
