@@ -74,17 +74,21 @@ def clear_caches() -> None:
     _clear(
         modules["scrapy_rfc9309.match"], "_NORMALS", "_TOKENS", "_DECISIONS", "_CACHE"
     )
+    _clear(modules["scrapy_rfc9309.urls"], "_NORMALS", "_ORIGINS")
 
 
 def _clear(module: Any, *names: str) -> None:
     for name in names:
         cache = getattr(module, name, None)
         if isinstance(cache, dict):
-            inner = [value for value in cache.values() if isinstance(value, dict)]
+            # A dict of caches (per profile), or a cache.
+            inner = [value for value in cache.values() if hasattr(value, "clear")]
             for value in inner:
                 value.clear()
             if not inner:
                 cache.clear()
+        elif hasattr(cache, "clear"):
+            cache.clear()
 
 
 def best_of(repeat: int, *runs: Callable[[], object]) -> list[float]:

@@ -14,7 +14,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, compress, count, repeat
 from operator import add, and_, is_not, lshift
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .parse import (
     Document,
@@ -29,7 +29,10 @@ from .parse import (
 )
 from .profiles import RULES, Percent
 from .reasons import Cause, Reason
-from .urls import escape_pattern, normalize_path, normalize_pattern, request_path
+from .urls import _normal, normalize_path, request_path
+
+if TYPE_CHECKING:
+    from ._usage_table import UsageTable
 
 __all__ = [
     "Cause",
@@ -443,27 +446,6 @@ def _normalized(
     ]
 
 
-def _normal(pattern: str, percent: Percent) -> str:
-    """``pattern`` normalised as :func:`_normalized` says; kept in the
-    cache (the same escaped patterns come back from file to file)."""
-    cache = _NORMALS[percent]
-    normal = cache.get(pattern)
-    if normal is None:
-        normal = (
-            normalize_pattern(pattern)
-            if percent == "normalize"
-            else escape_pattern(pattern, upper_hex=percent == "escape")
-        )
-        if len(cache) < _NORMALS_SIZE:
-            cache[pattern] = normal
-    return normal
-
-
-# Patterns as written -> normalised, for each way of normalising.
-_NORMALS: dict[str, dict[str, str]] = {"normalize": {}, "escape": {}, "verbatim": {}}
-_NORMALS_SIZE = 4096
-
-
 def _earliest(patterns: Sequence[str], metas: Sequence[int]) -> dict[str, int]:
     """Each of ``patterns`` -> its meta: of its earliest line, unless an
     Allow of the same pattern wins the tie."""
@@ -540,6 +522,7 @@ class Matcher:
         "_signals",
         "_special",
         "_usage",
+        "_usage_table",
         "crawl_delay",
         "profile",
     )
@@ -553,6 +536,9 @@ class Matcher:
     # The Content-Usage rules that apply, in file order (see
     # scrapy_rfc9309.usage): few, and asked only by a crawl with purposes.
     _usage: tuple[UsageRule, ...]
+    # Those rules compiled (scrapy_rfc9309._usage_table), when first asked;
+    # unset until then.
+    _usage_table: UsageTable
     crawl_delay: float | None
     profile: Profile
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import time
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from scrapy import Request, signals
@@ -66,7 +65,7 @@ from .provenance import EVIDENCE_KEY, ledger_for
 from .stores.base import OutcomeStore, StoreError
 from .stores.memory import Entry, MemoryStore
 from .stringify import rule_line, usage_line
-from .urls import robots_url
+from .urls import origin_robots_url, robots_url
 from .usage import matched_usage, refused
 
 if TYPE_CHECKING:
@@ -124,13 +123,6 @@ class RobotsDisallowed(IgnoreRequest):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.decision, self.origin, self.cause, self.why))
-
-
-@lru_cache(maxsize=65_536)
-def _origin_of(scheme: str, netloc: str) -> str | None:
-    # robots_url only looks at scheme and authority, so one answer per
-    # (scheme, netloc) serves every request of the origin.
-    return robots_url(f"{scheme}://{netloc}/")
 
 
 class RobotsMiddleware:
@@ -227,7 +219,7 @@ class RobotsMiddleware:
         if meta.get("dont_obey_robotstxt"):
             return
         parts = urlparse_cached(request)
-        origin = _origin_of(parts.scheme, parts.netloc)
+        origin = origin_robots_url(parts.scheme, parts.netloc)
         if origin is None:
             # data:, file:, ftp:, s3: ... have no robots.txt to ask.
             return

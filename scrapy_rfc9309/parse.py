@@ -13,6 +13,7 @@ from dataclasses import FrozenInstanceError, dataclass, field, replace
 from itertools import compress
 from typing import Any, NamedTuple
 
+from ._caches import BoundedCache, renew
 from .licenses import license_records
 from .profiles import (
     BING,
@@ -356,21 +357,20 @@ def product_token(user_agent: str) -> str:
 _C_SPACE = " \t\n\v\f\r"
 # User-agent values as written -> the token they name; a few dozen
 # spellings cover nearly every robots.txt.
-_AGENT_TOKENS: dict[str, str] = {}
-_AGENT_TOKENS_SIZE = 4096
+_AGENT_TOKENS: BoundedCache[str, str] = BoundedCache("parse.agent_tokens", 1 << 20, 512)
 
 
 def agent_token(value: str) -> str:
     """The token a ``User-agent:`` value names: ``*`` for the wildcard (also
     ``* anything``, as Google reads it), else its product token."""
-    token = _AGENT_TOKENS.get(value)
+    token = _AGENT_TOKENS.data.get(value)
     if token is None:
         if value[:1] == "*" and (len(value) == 1 or value[1] in _C_SPACE):
             token = "*"
         else:
             token = product_token(value)
-        if len(_AGENT_TOKENS) < _AGENT_TOKENS_SIZE:
-            _AGENT_TOKENS[value] = token
+        if not _AGENT_TOKENS.full:
+            _AGENT_TOKENS.put(value, token)
     return token
 
 
@@ -607,8 +607,9 @@ _CANONICAL = {
 # Keys as written -> their kind, per profile: robots.txt files use a
 # handful of spellings, so this skips strip(), lower() and the lookups for
 # nearly every line.
-_KIND_CACHE: dict[str, dict[str, int]] = {profile: {} for profile in PROFILES}
-_KIND_CACHE_SIZE = 2048
+_KIND_CACHE: dict[str, BoundedCache[str, int]] = {
+    p: BoundedCache(f"parse.kinds.{p}", 512 << 10, 128) for p in PROFILES
+}
 
 #: Called by the reader for what :func:`~scrapy_rfc9309.lint.lint` reports:
 #: ``(line, event, detail)``.
@@ -620,10 +621,10 @@ _object_new = object.__new__
 
 # Lines without a colon as written -> what they say, (key, value) or None:
 # the same few lines (blank ones, HTML tags) come back again and again.
-_NO_COLON: dict[str, tuple[str, str] | None] = {}
-_NO_COLON_SIZE = 1024
 # Longer lines (junk, mostly) are not worth keeping.
-_NO_COLON_LINE = 100
+_NO_COLON: BoundedCache[str, tuple[str, str] | None] = BoundedCache(
+    "parse.no_colon", 512 << 10, 100
+)
 # Told apart by identity: no line reads as it.
 _UNKNOWN = ("", "")
 # Profile hook: Yandex and Bing need the colon.
@@ -685,11 +686,9 @@ _MATTERS = re.compile(r"[ \t\v\f]*[aAdDcC]").match
 # User-agent lines as written -> the token they name, or None for a line
 # that is no User-agent line; per profile.  The same few lines come back
 # again and again.
-_AGENT_LINE_TOKENS: dict[Profile, dict[str, str | None]] = {
-    profile: {} for profile in PROFILES
+_AGENT_LINE_TOKENS: dict[Profile, BoundedCache[str, str | None]] = {
+    p: BoundedCache(f"parse.agent_lines.{p}", 1 << 20, 200) for p in PROFILES
 }
-_AGENT_LINE_TOKENS_SIZE = 4096
-_AGENT_LINE_CHARS = 200
 # Told apart from any token by identity: no token holds a NUL.
 _MISSING = "\0"
 
@@ -718,7 +717,7 @@ def _agent_of(line: str, profile: Profile) -> str | None:
     key, colon, value = line.partition(":")
     if (
         colon
-        and _KIND_CACHE[profile].get(key) == _USER_AGENT
+        and _KIND_CACHE[profile].data.get(key) == _USER_AGENT
         and "#" not in value
         and "\0" not in value
         and len(line) <= _SAFE_CHARS
@@ -729,8 +728,8 @@ def _agent_of(line: str, profile: Profile) -> str | None:
         agents = _read_alone(line, profile).user_agents
         agent = agent_token(agents[0]) if agents else None
     tokens = _AGENT_LINE_TOKENS[profile]
-    if len(tokens) < _AGENT_LINE_TOKENS_SIZE and len(line) <= _AGENT_LINE_CHARS:
-        tokens[line] = agent
+    if not tokens.full:
+        tokens.put(line, agent)
     return agent
 
 
@@ -849,7 +848,7 @@ def group_starts(
     match = _FIRST_AGENT_LINE(text) if text[:1] in " \t\v\fuU" else None
     if match is None:
         match = _AGENT_LINE_AFTER(text)
-    tokens = _AGENT_LINE_TOKENS[profile]
+    tokens = _AGENT_LINE_TOKENS[profile].data
     starts: list[int] = []
     openers: list[int] = []
     named: list[int] = []
@@ -983,8 +982,8 @@ def read_chunk(
     usage = reading.usage
     add_pattern = patterns.append
     add_meta = metas.append
-    kinds = _KIND_CACHE[profile]
-    no_colon = _NO_COLON
+    kinds = _KIND_CACHE[profile].data
+    no_colon = _NO_COLON.data
     colon_needed = _COLON_NEEDED[profile]
     whitespace = _WHITESPACE
     # The head (before the first "Disallow: " line) is read line by line,
@@ -1152,8 +1151,8 @@ def _without_colon(line: str) -> tuple[str, str] | None:
     # One token (most junk: "}", "</div>") needs no regex to tell.
     two = _TWO_TOKENS(stripped) if " " in stripped or "\t" in stripped else None
     found = None if two is None else (two[1], two[2].strip(_WHITESPACE))
-    if len(_NO_COLON) < _NO_COLON_SIZE and len(line) <= _NO_COLON_LINE:
-        _NO_COLON[line] = found
+    if not _NO_COLON.full:
+        _NO_COLON.put(line, found)
     return found
 
 
@@ -1162,9 +1161,9 @@ def _kind(key: str, profile: Profile) -> int:
     name = key.strip(_WHITESPACE).lower()
     found = key_kind(name, profile) if name else _NO_KEY
     kind = _RECORD if found is None else found
-    cache = _KIND_CACHE[profile]
-    if len(cache) < _KIND_CACHE_SIZE:
-        cache[key] = kind
+    kinds = _KIND_CACHE[profile]
+    if not kinds.full:
+        kinds.put(key, kind)
     return kind
 
 
@@ -1186,6 +1185,7 @@ def parse(
     if oversize_allows_all(source, max_bytes, profile):
         # Profile hook: Yandex reads a body over its limit as no robots.txt.
         return Document(profile=profile)
+    renew()  # one robots.txt more: full caches are renewed now and then
     return Document._unread(body_text(source, max_bytes), profile)
 
 

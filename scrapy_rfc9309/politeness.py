@@ -58,7 +58,7 @@ import logging
 import math
 import time
 from collections import OrderedDict, deque
-from functools import cache, lru_cache
+from functools import cache
 from time import monotonic
 from typing import TYPE_CHECKING, Protocol, TypeVar
 from weakref import WeakKeyDictionary
@@ -74,7 +74,7 @@ from scrapy_rfc9309._compat import sleep
 from ._retryafter import RETRY_AFTER_STATUSES, retry_after
 from ._settings import choice, flag, positive_int, seconds, setting
 from .stores.base import OutcomeStore
-from .urls import robots_url
+from .urls import origin_robots_url
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -148,15 +148,10 @@ PAUSE_META = "_robots_retry_after"
 _BY_CRAWLER: WeakKeyDictionary[Crawler, Politeness] = WeakKeyDictionary()
 
 
-@lru_cache(maxsize=65_536)
-def _origin_of(scheme: str, netloc: str) -> str | None:
-    return robots_url(f"{scheme}://{netloc}/")
-
-
 def origin_of(request: Request) -> str | None:
     """The origin (its robots.txt URL) of ``request``; ``None`` without one."""
     parts = urlparse_cached(request)
-    return _origin_of(parts.scheme, parts.netloc)
+    return origin_robots_url(parts.scheme, parts.netloc)
 
 
 def keeps_turns(store: OutcomeStore | None) -> bool:

@@ -11,6 +11,7 @@ from urllib.parse import urljoin, urlsplit
 
 from w3lib.url import safe_url_string
 
+from ._caches import BoundedCache
 from .parse import encode
 
 __all__ = [
@@ -74,6 +75,33 @@ def robots_url(url: str) -> str | None:
     if port is not None and port != _DEFAULT_PORTS[scheme]:
         return f"{scheme}://{host}:{port}/robots.txt"
     return f"{scheme}://{host}/robots.txt"
+
+
+# Hosts (with their port) -> their robots.txt URL, per scheme: every request
+# asks.  Bounded in bytes, and never keyed by userinfo, which a link may fill
+# with kilobytes of anything (robots_url drops it anyway).
+_ORIGINS: dict[str, BoundedCache[str, str | None]] = {
+    scheme: BoundedCache(f"urls.origins.{scheme}", 1 << 20, 300)
+    for scheme in _DEFAULT_PORTS
+}
+_NO_ORIGIN = "\0"
+
+
+def origin_robots_url(scheme: str, netloc: str) -> str | None:
+    """:func:`robots_url` of ``scheme://netloc/`` (the parts of a URL as
+    ``urlparse`` gives them), from a cache for http(s)."""
+    cache = _ORIGINS.get(scheme)
+    if cache is None:
+        return robots_url(f"{scheme}://{netloc}/")
+    if "@" in netloc:
+        # As urlsplit reads userinfo: up to the last "@".
+        netloc = netloc.rpartition("@")[2]
+    origin = cache.data.get(netloc, _NO_ORIGIN)
+    if origin is _NO_ORIGIN:
+        origin = robots_url(f"{scheme}://{netloc}/")
+        if not cache.full:
+            cache.put(netloc, origin)
+    return origin
 
 
 _PATH_DELIMITER = re.compile("[/?;]").search
@@ -225,3 +253,28 @@ def escape_pattern(pattern: str, *, upper_hex: bool = True) -> str:
 
 def _escape_octet(match: re.Match[bytes]) -> bytes:
     return b"%%%02X" % match[0][0]
+
+
+def _normal(pattern: str, percent: str) -> str:
+    """``pattern`` normalised as the matcher compares patterns (``percent``
+    a profile's :data:`~scrapy_rfc9309.profiles.Percent`); kept in the cache
+    (the same escaped patterns come back from file to file)."""
+    cache = _NORMALS[percent]
+    normal = cache.data.get(pattern)
+    if normal is None:
+        normal = (
+            normalize_pattern(pattern)
+            if percent == "normalize"
+            else escape_pattern(pattern, upper_hex=percent == "escape")
+        )
+        if not cache.full:
+            cache.put(pattern, normal)
+    return normal
+
+
+# Patterns as written -> normalised, for each way of normalising; bounded in
+# bytes (patterns come from the sites, up to a line of 16 KB each).
+_NORMALS: dict[str, BoundedCache[str, str]] = {
+    percent: BoundedCache(f"urls.normals.{percent}", 2 << 20, 2048)
+    for percent in ("normalize", "escape", "verbatim")
+}

@@ -17,15 +17,19 @@ Pure: no Scrapy, no Twisted, no I/O.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import http_sf
 
-from .match import Matcher, _normal, compile
+from ._caches import BoundedCache
+from ._usage_table import UsageTable
+from .match import Matcher, compile
 from .parse import Document, Profile, UsageRule, encode
 from .profiles import RULES
+from .urls import _normal
 
 __all__ = [
     "VOCABULARY",
@@ -211,21 +215,12 @@ def purposes_from_content_signals(
     return tuple(by_signal[key] for key in in_use if key in by_signal)
 
 
-# Content-Usage paths matched as Allow/Disallow patterns are, by a matcher
-# of that one pattern (per profile); a crawl meets the same few paths.
-_PATH_MATCHERS: dict[tuple[Profile, str], Matcher] = {}
-_PATH_MATCHERS_SIZE = 1024
-
-
 def _path_matcher(profile: Profile, path: str) -> Matcher:
-    matcher = _PATH_MATCHERS.get((profile, path))
-    if matcher is None:
-        matcher = Matcher.__new__(Matcher)
-        # One Disallow rule, on line 1: the URL matches where it decides.
-        matcher._setup(profile, None, {}, [path], [1 << 1])
-        matcher._usage = ()
-        if len(_PATH_MATCHERS) < _PATH_MATCHERS_SIZE:
-            _PATH_MATCHERS[(profile, path)] = matcher
+    """A matcher of the one pattern ``path`` (as a Disallow rule on line
+    1: a URL matches where it decides)."""
+    matcher = Matcher.__new__(Matcher)
+    matcher._setup(profile, None, {}, [path], [1 << 1])
+    matcher._usage = ()
     return matcher
 
 
@@ -242,7 +237,11 @@ def deciding_rules(
     rules: Sequence[UsageRule], profile: Profile, url: str
 ) -> tuple[UsageRule, ...]:
     """Those of ``rules`` whose path is the longest that matches ``url``
-    (a rule without a path matches every URL, with length 0)."""
+    (a rule without a path matches every URL, with length 0).
+
+    The plain walk, matching every path: a crawl asks a matcher's compiled
+    table instead (:class:`~scrapy_rfc9309._usage_table.UsageTable`), which
+    gives the same answers."""
     best = -1
     chosen: list[UsageRule] = []
     for rule in rules:
@@ -279,7 +278,14 @@ def matched_usage(
     """The preferences of ``matcher``'s Content-Usage rules for ``url``,
     which its rules allow (the caller has checked), and the deciding rules."""
     rules = matcher.content_usage
-    chosen = deciding_rules(rules, matcher.profile, url) if rules else ()
+    if rules:
+        # Compiled once per matcher (per origin), kept with it.
+        table = getattr(matcher, "_usage_table", None)
+        if table is None:
+            table = matcher._usage_table = UsageTable(rules, matcher.profile)
+        chosen = table.deciding(url)
+    else:
+        chosen = ()
     preferences = combine(
         (_statement(rule.preference, vocabulary) for rule in chosen), vocabulary
     )
@@ -287,18 +293,26 @@ def matched_usage(
 
 
 # Preferences as written -> as parsed, per vocabulary: a crawl asks about
-# the same few lines for every URL of an origin.
-_STATEMENTS: dict[tuple[str, str], Preferences | None] = {}
-_STATEMENTS_SIZE = 1024
+# the same few lines for every URL of an origin.  Bounded in bytes: the
+# lines come from the sites.
+_STATEMENTS: dict[str, BoundedCache[str, Preferences | None]] = {}
+# What a statement's preferences take (a dict of a few labels).
+_PREFERENCES_BYTES = 400
 
 
 def _statement(text: str, vocabulary: Vocabulary) -> Preferences | None:
-    key = (vocabulary.revision, text)
-    if key in _STATEMENTS:
-        return _STATEMENTS[key]
+    cache = _STATEMENTS.get(vocabulary.revision)
+    if cache is None:
+        if len(_STATEMENTS) >= 4:
+            return parse_preference(text, vocabulary)
+        cache = _STATEMENTS[vocabulary.revision] = BoundedCache(
+            f"usage.statements.{len(_STATEMENTS)}", 256 << 10, 512
+        )
+    if text in cache.data:
+        return cache.data[text]
     statement = parse_preference(text, vocabulary)
-    if len(_STATEMENTS) < _STATEMENTS_SIZE:
-        _STATEMENTS[key] = statement
+    if not cache.full:
+        cache.put(text, statement, sys.getsizeof(text) + _PREFERENCES_BYTES)
     return statement
 
 

@@ -43,4 +43,5 @@ fi
     tests/test_directives_crawl.py tests/test_ai_directives_crawl.py tests/test_licenses.py \
     tests/test_sitemaps.py tests/test_tdmrep_crawl.py \
     tests/test_content_signals_crawl.py tests/test_usage_crawl.py tests/test_faults.py \
-    tests/test_scrapy_conventions.py tests/test_provenance.py tests/test_sitemap_bounds.py
+    tests/test_scrapy_conventions.py tests/test_provenance.py tests/test_sitemap_bounds.py \
+    tests/test_caches.py tests/test_usage_table.py

@@ -21,7 +21,7 @@ from scrapy_rfc9309.parse import Rule, parse
 from scrapy_rfc9309.stores import memory
 from scrapy_rfc9309.stores.base import OutcomeStore
 from scrapy_rfc9309.stores.memory import Entry, MemoryStore, entry_size, new_entry
-from scrapy_rfc9309.usage import usage_explained, usage_preferences
+from scrapy_rfc9309.usage import matched_usage, usage_explained, usage_preferences
 from tests.crawl_helpers import crawl, middleware
 from tests.server import Server
 from tests.utils import coroutine_test
@@ -273,9 +273,17 @@ def test_the_estimate_stays_above_what_is_held_and_near_it(body: str | bytes) ->
         "http://warm/robots.txt", parsed(parse(body), now=0, lifetimes=LIFETIMES)
     )
     origin = "http://example.com/robots.txt"
-    held = held_after(
-        lambda: store.store(origin, parsed(parse(body), now=0, lifetimes=LIFETIMES))
-    )
+
+    def fill() -> None:
+        store.store(origin, parsed(parse(body), now=0, lifetimes=LIFETIMES))
+        kept = store.entry(origin)
+        assert kept is not None
+        assert kept.matcher is not None
+        if kept.matcher.content_usage:
+            # Asked once, the matcher compiles its Content-Usage table.
+            matched_usage(kept.matcher, "http://example.com/p1/x")
+
+    held = held_after(fill)
     entry = store.entry(origin)
     assert entry is not None
     assert entry_size(origin, entry) >= held

@@ -22,11 +22,13 @@ PACKAGE = Path(__file__).resolve().parent.parent / "scrapy_rfc9309"
 
 #: The engine: modules a library user imports without Scrapy.
 ENGINE = (
+    "_caches",
     "_decode",
     "_defaults",
     "_redact",
     "_sitemap_read",
     "_ssrf",
+    "_usage_table",
     "directives",
     "licenses",
     "lint",

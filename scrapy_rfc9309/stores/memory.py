@@ -114,6 +114,13 @@ _LINE_BYTES = 100
 #: A Content-Usage rule: its UsageRule tuple, line, path and preference
 #: strings (text counted apart).
 _USAGE_RULE_BYTES = 260
+#: A Content-Usage rule with a path, in the table its matcher compiles when
+#: first asked (scrapy_rfc9309._usage_table: the path normalised, in two
+#: matchers); a path with a ``*`` or a ``$`` also gets a matcher of its own
+#: and one of its chunk.  Per character: as for a matcher's pattern, twice.
+_USAGE_TABLE_BYTES = 320
+_USAGE_TABLE_SPECIAL_BYTES = 900
+_USAGE_TABLE_CHAR = (2, 40)
 #: A string object beyond its text (CPython's header, rounded up).
 _STRING_BYTES = 64
 # Per character of a pattern: the pattern as written and the matcher's
@@ -175,9 +182,19 @@ def _extras_size(signals: dict[str, bool | str], usage: tuple[UsageRule, ...]) -
         _LINE_BYTES + _chars(f"{key}{value}", _TEXT_CHAR)
         for key, value in signals.items()
     ) + sum(
-        _USAGE_RULE_BYTES + _chars(rule.path + rule.preference, _TEXT_CHAR)
+        _USAGE_RULE_BYTES
+        + _chars(rule.path + rule.preference, _TEXT_CHAR)
+        + (_usage_table_size(rule.path) if rule.path else 0)
         for rule in usage
     )
+
+
+def _usage_table_size(path: str) -> int:
+    """What a Content-Usage rule's path costs in its matcher's table."""
+    size = _USAGE_TABLE_BYTES + _chars(path, _USAGE_TABLE_CHAR)
+    if "*" in path or "$" in path:
+        size += _USAGE_TABLE_SPECIAL_BYTES
+    return size
 
 
 def entry_size(origin: str, entry: Entry) -> int:
