@@ -17,7 +17,7 @@ import socket
 import tracemalloc
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ from scrapy_rfc9309._decode import MAX_MEMBERS
 from scrapy_rfc9309.middleware import META_KEY
 from scrapy_rfc9309.outcome import Outcome
 from scrapy_rfc9309.signals import robots_outcome
-from tests.crawl_helpers import make_crawler, stats
+from tests.crawl_helpers import httpx_downloads, make_crawler, stats
 from tests.fault_server import (
     Behaviour,
     Exchange,
@@ -503,6 +503,21 @@ CASES: dict[str, Case] = {
 }
 
 
+def _case(name: str) -> Case:
+    """``CASES[name]`` as this run's HTTP client meets it.  httpx (Scrapy
+    2.18 without a reactor, see ``httpx_downloads``) differs in two cases,
+    listed in docs/reliability.md: its DOWNLOAD_TIMEOUT bounds each read, not
+    the whole download, so the drip-feed robots.txt, each piece in time, is
+    read whole and parsed; and it fails the download of a 302 whose Location
+    it cannot parse, so the package sees an error, not a redirect."""
+    case = CASES[name]
+    if httpx_downloads() and name == "drip-feed":
+        return replace(case, kind="parsed", dropped=_PRIVATE)
+    if httpx_downloads() and name == "invalid-location":
+        return replace(case, kind="unreachable", dropped=_ALL_UNREACHABLE)
+    return case
+
+
 @dataclass(frozen=True)
 class Crawl:
     crawler: Crawler
@@ -589,7 +604,7 @@ def _assert_accounted(
 @pytest.mark.parametrize("name", CASES)
 @coroutine_test
 async def test_hostile_robots_txt(name: str, hosts: Callable[[], FaultServer]) -> None:
-    case = CASES[name]
+    case = _case(name)
     server = hosts()
     server.routes.update(case.routes(server))
     urls = [server.url(page) for page in case.pages]
@@ -825,7 +840,8 @@ async def test_every_fault_at_once_in_one_crawl(
     servers: dict[str, FaultServer] = {}
     urls: list[str] = []
     expected: dict[str, str] = {}
-    for name, case in CASES.items():
+    for name in CASES:
+        case = _case(name)
         if case.settings:
             continue
         server = servers[name] = hosts()
