@@ -29,6 +29,48 @@ reactorless=(
     -p no:twisted -o addopts=""
     --deselect tests/test_directives_crawl.py::test_a_huge_folded_x_robots_tag_is_read_within_the_bound
 )
+# Tests that measure the gaps between requests at the server or at the slot
+# (Crawl-delay, Retry-After, a fleet's workers taking turns) or that race a
+# time-out (hostile servers): they run after the others, alone, in one
+# process, so that no other test of this suite loads the machine meanwhile.
+alone=(
+    tests/test_crawl_delay.py tests/test_crawl_delay_fleet.py tests/test_crawl_delay_lag.py
+    tests/test_crawl_delay_slots.py tests/test_retry_after.py tests/test_faults.py
+    tests/test_fleet.py tests/test_store_fleet.py
+)
+# The other tests share the cores (pytest-xdist): each worker starts its own
+# redis-server and servers on loopback addresses of its own
+# (tests/utils.py: loopback_hosts). TEST_WORKERS=1 runs them one at a time.
+cores=$(nproc 2>/dev/null || echo 2)
+workers=(-n "${TEST_WORKERS:-$((cores < 2 ? 2 : cores > 8 ? 8 : cores))}" --dist worksteal)
+# Bytecode written once is read by every scrapy subprocess the tests start.
+unset PYTHONDONTWRITEBYTECODE
+
+# split PYTHON [PYTEST OPTIONS] -- FILE...: the files not in alone on every
+# worker, then those in alone in one process; any failure stops the script.
+split() {
+    local python=$1 file
+    local options=() shared=() single=()
+    shift
+    while [ "$1" != -- ]; do
+        options+=("$1")
+        shift
+    done
+    shift
+    for file in "$@"; do
+        case " ${alone[*]} " in
+            *" $file "*) single+=("$file") ;;
+            *) shared+=("$file") ;;
+        esac
+    done
+    if [ ${#shared[@]} -gt 0 ]; then
+        "$python" -m pytest -q "${workers[@]}" "${options[@]}" "${shared[@]}"
+    fi
+    if [ ${#single[@]} -gt 0 ]; then
+        "$python" -m pytest -q "${options[@]}" "${single[@]}"
+    fi
+}
+
 # On the oldest Scrapy, also the tests that start crawls in subprocesses
 # (scrapy robots, fleets of workers with and without a reactor).
 oldest_also=(tests/test_commands.py tests/test_fleet.py tests/test_store_fleet.py)
@@ -80,8 +122,8 @@ if [ "${1-}" = --oldest ]; then
     fi
     echo "oldest: $("$venv/bin/python" --version), Scrapy" \
         "$("$venv/bin/python" -c 'import scrapy; print(scrapy.__version__)')" >&2
-    "$venv/bin/python" -m pytest -q "${crawl[@]}" "${oldest_also[@]}"
-    "$venv/bin/python" -m pytest -q "${reactorless[@]}" "${crawl[@]}"
+    split "$venv/bin/python" -- "${crawl[@]}" "${oldest_also[@]}"
+    split "$venv/bin/python" "${reactorless[@]}" -- "${crawl[@]}"
     exit 0
 fi
 
@@ -101,5 +143,10 @@ fi
 .venv/bin/ruff format --check scrapy_rfc9309 tests benchmarks sample_project
 .venv/bin/mypy --strict scrapy_rfc9309
 .venv/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
-.venv/bin/python -m pytest -q "$@"
-.venv/bin/python -m pytest -q "${reactorless[@]}" "${crawl[@]}"
+if [ $# -gt 0 ]; then
+    # What the arguments name, in one process.
+    .venv/bin/python -m pytest -q "$@"
+else
+    split .venv/bin/python -- tests/test_*.py
+fi
+split .venv/bin/python "${reactorless[@]}" -- "${crawl[@]}"

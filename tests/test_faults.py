@@ -49,7 +49,7 @@ from tests.fault_server import (
     stream,
 )
 from tests.test_decode import CALLS_PER_STAGE, count_codec_calls
-from tests.utils import coroutine_test
+from tests.utils import coroutine_test, loopback_hosts
 
 try:
     from compression import zstd  # type: ignore[import-not-found]
@@ -70,7 +70,7 @@ MEMORY_BOUND = 24 * MiB
 
 # Addresses of their own (conftest uses 127.0.x.y), so that fault hosts
 # never share a downloader slot with another test's servers.
-_hosts = (f"127.9.{i // 250}.{i % 250 + 2}" for i in itertools.count())
+_hosts = loopback_hosts(9)
 
 
 class _Counting:
