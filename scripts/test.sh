@@ -1,11 +1,85 @@
 #!/usr/bin/env bash
 # Set up (virtualenv, package, test tools, redis-server) and run every check:
 # ruff, ruff format, mypy --strict, the docs (warnings as errors), then the
-# whole pytest suite.
+# whole pytest suite, and the crawl tests again without a reactor.
+#
+#   bash scripts/test.sh [PYTEST ARGS]   arguments go to the first pytest run
+#   bash scripts/test.sh --oldest        the crawl tests on the oldest versions
+#                                        supported (Python 3.10, Scrapy 2.18.0)
 set -euo pipefail
-source "$(dirname "$0")/_venv.sh"
+cd "$(dirname "$0")/.."
 
-if ! command -v redis-server >/dev/null 2>&1; then
+# The crawl tests (real crawls): run again without a Twisted reactor below,
+# and on the oldest Scrapy by --oldest. A new crawl test file goes here.
+crawl=(
+    tests/test_middleware*.py tests/test_crawl_delay.py tests/test_crawl_delay_fleet.py
+    tests/test_crawl_delay_slots.py tests/test_retry_after.py
+    tests/test_addon.py
+    tests/test_directives_crawl.py tests/test_ai_directives_crawl.py tests/test_licenses.py
+    tests/test_sitemaps.py tests/test_tdmrep_crawl.py
+    tests/test_content_signals_crawl.py tests/test_usage_crawl.py tests/test_faults.py
+    tests/test_scrapy_conventions.py tests/test_provenance.py tests/test_sitemap_bounds.py
+    tests/test_store_hold.py tests/test_retry_after_shared.py
+    tests/test_caches.py tests/test_usage_table.py
+)
+# Without a reactor (TWISTED_REACTOR_ENABLED=False: aiohttp downloads on
+# Scrapy 2.19, httpx on 2.18; pytest-asyncio). aiohttp itself refuses a header
+# field over 8,190 bytes (the download fails before the package sees it), so
+# the huge folded X-Robots-Tag case cannot arise there; it runs under the
+# reactor.
+reactorless=(
+    -p no:twisted -o addopts=""
+    --deselect tests/test_directives_crawl.py::test_a_huge_folded_x_robots_tag_is_read_within_the_bound
+)
+# Tests that measure the gaps between requests at the server or at the slot
+# (Crawl-delay, Retry-After, a fleet's workers taking turns) or that race a
+# time-out (hostile servers): they run after the others, alone, in one
+# process, so that no other test of this suite loads the machine meanwhile.
+alone=(
+    tests/test_crawl_delay.py tests/test_crawl_delay_fleet.py tests/test_crawl_delay_lag.py
+    tests/test_crawl_delay_slots.py tests/test_retry_after.py tests/test_faults.py
+    tests/test_fleet.py tests/test_store_fleet.py
+    tests/test_retry_after_shared.py tests/test_retry_after_fleet.py
+)
+# The other tests share the cores (pytest-xdist): each worker starts its own
+# redis-server and servers on loopback addresses of its own
+# (tests/utils.py: loopback_hosts). TEST_WORKERS=1 runs them one at a time.
+cores=$(nproc 2>/dev/null || echo 2)
+workers=(-n "${TEST_WORKERS:-$((cores < 2 ? 2 : cores > 8 ? 8 : cores))}" --dist worksteal)
+# Bytecode written once is read by every scrapy subprocess the tests start.
+unset PYTHONDONTWRITEBYTECODE
+
+# split PYTHON [PYTEST OPTIONS] -- FILE...: the files not in alone on every
+# worker, then those in alone in one process; any failure stops the script.
+split() {
+    local python=$1 file
+    local options=() shared=() single=()
+    shift
+    while [ "$1" != -- ]; do
+        options+=("$1")
+        shift
+    done
+    shift
+    for file in "$@"; do
+        case " ${alone[*]} " in
+            *" $file "*) single+=("$file") ;;
+            *) shared+=("$file") ;;
+        esac
+    done
+    if [ ${#shared[@]} -gt 0 ]; then
+        "$python" -m pytest -q "${workers[@]}" "${options[@]}" "${shared[@]}"
+    fi
+    if [ ${#single[@]} -gt 0 ]; then
+        "$python" -m pytest -q "${options[@]}" "${single[@]}"
+    fi
+}
+
+# On the oldest Scrapy, also the tests that start crawls in subprocesses
+# (scrapy robots, fleets of workers with and without a reactor).
+oldest_also=(tests/test_commands.py tests/test_fleet.py tests/test_store_fleet.py)
+
+need_redis_server() {
+    command -v redis-server >/dev/null 2>&1 && return
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "installing redis-server from the system packages" >&2
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
@@ -13,7 +87,51 @@ if ! command -v redis-server >/dev/null 2>&1; then
         echo "error: redis-server is required by the tests (apt-get install redis-server)" >&2
         exit 1
     fi
+}
+
+if [ "${1-}" = --oldest ]; then
+    shift
+    if [ $# -ne 0 ]; then
+        echo "error: --oldest takes no other argument" >&2
+        exit 2
+    fi
+    need_redis_server
+    # Its own venv, .venv-oldest (git-ignored), never the .venv above.
+    # A Python 3.10 that runs (a pyenv shim may exist and refuse).
+    py=
+    for candidate in ${PYTHON_OLDEST:-} python3.10 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.10*/bin/python3.10; do
+        if "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 10))' 2>/dev/null; then
+            py=$candidate
+            break
+        fi
+    done
+    if [ -z "$py" ]; then
+        py=python3
+        echo "warning: no Python 3.10 found (PYTHON_OLDEST=/path/to/python3.10 names one):" \
+            "testing Scrapy 2.18.0 on $("$py" --version 2>&1) instead" >&2
+    fi
+    venv=.venv-oldest
+    if [ ! -x "$venv/bin/python" ]; then
+        "$py" -m venv "$venv"
+    fi
+    # httpx: Scrapy 2.18's download handler without a reactor.
+    pins="scrapy[httpx]==2.18.0"
+    stamp=$venv/.installed
+    if [ "$(cat "$stamp" 2>/dev/null || true)" != "$pins" ] || [ setup.cfg -nt "$stamp" ] \
+        || [ pyproject.toml -nt "$stamp" ]; then
+        "$venv/bin/python" -m pip install -q --upgrade pip
+        "$venv/bin/python" -m pip install -q -e ".[test,redis]" "$pins"
+        echo "$pins" >"$stamp"
+    fi
+    echo "oldest: $("$venv/bin/python" --version), Scrapy" \
+        "$("$venv/bin/python" -c 'import scrapy; print(scrapy.__version__)')" >&2
+    split "$venv/bin/python" -- "${crawl[@]}" "${oldest_also[@]}"
+    split "$venv/bin/python" "${reactorless[@]}" -- "${crawl[@]}"
+    exit 0
 fi
+
+source scripts/_venv.sh
+need_redis_server
 
 # tests/test_differential.py compares this package with Protego over
 # Protego's own 4,231 real robots.txt files, fetched once into .cache/ (pip
@@ -28,20 +146,10 @@ fi
 .venv/bin/ruff format --check scrapy_rfc9309 tests benchmarks sample_project
 .venv/bin/mypy --strict scrapy_rfc9309
 .venv/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
-.venv/bin/python -m pytest -q "$@"
-# The crawl tests once more without a Twisted reactor
-# (TWISTED_REACTOR_ENABLED=False, aiohttp downloads, pytest-asyncio).
-# aiohttp itself refuses a header field over 8,190 bytes (the download fails
-# before the package sees it), so the huge folded X-Robots-Tag case cannot
-# arise there; it runs under the reactor above.
-.venv/bin/python -m pytest -q -p no:twisted -o addopts="" \
-    --deselect tests/test_directives_crawl.py::test_a_huge_folded_x_robots_tag_is_read_within_the_bound \
-    tests/test_middleware*.py tests/test_crawl_delay.py tests/test_crawl_delay_fleet.py \
-    tests/test_crawl_delay_slots.py tests/test_retry_after.py tests/test_store_hold.py \
-    tests/test_retry_after_shared.py \
-    tests/test_addon.py \
-    tests/test_directives_crawl.py tests/test_ai_directives_crawl.py tests/test_licenses.py \
-    tests/test_sitemaps.py tests/test_tdmrep_crawl.py \
-    tests/test_content_signals_crawl.py tests/test_usage_crawl.py tests/test_faults.py \
-    tests/test_scrapy_conventions.py tests/test_provenance.py tests/test_sitemap_bounds.py \
-    tests/test_caches.py tests/test_usage_table.py
+if [ $# -gt 0 ]; then
+    # What the arguments name, in one process.
+    .venv/bin/python -m pytest -q "$@"
+else
+    split .venv/bin/python -- tests/test_*.py
+fi
+split .venv/bin/python "${reactorless[@]}" -- "${crawl[@]}"

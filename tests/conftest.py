@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,6 +9,7 @@ import pytest
 
 from tests.crawl_helpers import Departures
 from tests.server import Route, Server
+from tests.utils import loopback_hosts
 
 pytest_plugins = ["tests.redis_server"]
 
@@ -27,7 +27,7 @@ def load_vectors(name: str) -> list[dict[str, Any]]:
 
 # Each server gets its own loopback address, so hosts (and downloader slots)
 # differ between servers. 127.0.0.1 is left to anything else on the machine.
-_hosts = (f"127.0.{i // 250}.{i % 250 + 2}" for i in itertools.count())
+_hosts = loopback_hosts(0)
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from scrapy import Request, Spider
 from scrapy.core.downloader import Slot
 from scrapy.crawler import Crawler
 from scrapy.http import Response
-from scrapy.utils.test import get_crawler
+from scrapy.utils.test import get_crawler, get_reactor_settings
 from twisted.python.failure import Failure
 
 from scrapy_rfc9309.middleware import RobotsDisallowed, RobotsMiddleware
@@ -133,6 +133,17 @@ class Departures:
         assert crawler.engine is not None
         times = self.by_slot.get(crawler.engine.downloader.slots[key], [])
         return [later - earlier for earlier, later in pairwise(times)]
+
+
+def httpx_downloads() -> bool:
+    """Whether this run's crawls download with Scrapy's httpx handler: the
+    one ``get_crawler`` names without a reactor on Scrapy 2.18 (Scrapy 2.19
+    names aiohttp there; under a reactor both download with Twisted).
+
+    Where httpx answers differently the tests say so, and
+    docs/reliability.md lists the differences."""
+    handler = get_reactor_settings().get("DOWNLOAD_HANDLERS", {}).get("http")
+    return isinstance(handler, str) and "._httpx." in handler
 
 
 def middleware(crawler: Crawler) -> RobotsMiddleware:

@@ -108,12 +108,10 @@ def settings_for(config: dict[str, Any]) -> dict[str, Any]:
         "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
     }
     if config.get("reactorless"):
+        # Scrapy picks its reactor-less download handler itself, as for a
+        # user: aiohttp on Scrapy 2.19, httpx on 2.18 (which has no aiohttp
+        # handler).
         settings["TWISTED_REACTOR_ENABLED"] = False
-        settings["DOWNLOAD_HANDLERS"] = {
-            "ftp": None,
-            "http": "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler",
-            "https": "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler",
-        }
     settings.update(config.get("settings", {}))
     return settings
 

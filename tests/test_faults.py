@@ -17,7 +17,7 @@ import socket
 import tracemalloc
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ from scrapy_rfc9309._decode import MAX_MEMBERS
 from scrapy_rfc9309.middleware import META_KEY
 from scrapy_rfc9309.outcome import Outcome
 from scrapy_rfc9309.signals import robots_outcome
-from tests.crawl_helpers import make_crawler, stats
+from tests.crawl_helpers import httpx_downloads, make_crawler, stats
 from tests.fault_server import (
     Behaviour,
     Exchange,
@@ -49,7 +49,7 @@ from tests.fault_server import (
     stream,
 )
 from tests.test_decode import CALLS_PER_STAGE, count_codec_calls
-from tests.utils import coroutine_test
+from tests.utils import coroutine_test, loopback_hosts
 
 try:
     from compression import zstd  # type: ignore[import-not-found]
@@ -70,7 +70,7 @@ MEMORY_BOUND = 24 * MiB
 
 # Addresses of their own (conftest uses 127.0.x.y), so that fault hosts
 # never share a downloader slot with another test's servers.
-_hosts = (f"127.9.{i // 250}.{i % 250 + 2}" for i in itertools.count())
+_hosts = loopback_hosts(9)
 
 
 class _Counting:
@@ -503,6 +503,21 @@ CASES: dict[str, Case] = {
 }
 
 
+def _case(name: str) -> Case:
+    """``CASES[name]`` as this run's HTTP client meets it.  httpx (Scrapy
+    2.18 without a reactor, see ``httpx_downloads``) differs in two cases,
+    listed in docs/reliability.md: its DOWNLOAD_TIMEOUT bounds each read, not
+    the whole download, so the drip-feed robots.txt, each piece in time, is
+    read whole and parsed; and it fails the download of a 302 whose Location
+    it cannot parse, so the package sees an error, not a redirect."""
+    case = CASES[name]
+    if httpx_downloads() and name == "drip-feed":
+        return replace(case, kind="parsed", dropped=_PRIVATE)
+    if httpx_downloads() and name == "invalid-location":
+        return replace(case, kind="unreachable", dropped=_ALL_UNREACHABLE)
+    return case
+
+
 @dataclass(frozen=True)
 class Crawl:
     crawler: Crawler
@@ -589,7 +604,7 @@ def _assert_accounted(
 @pytest.mark.parametrize("name", CASES)
 @coroutine_test
 async def test_hostile_robots_txt(name: str, hosts: Callable[[], FaultServer]) -> None:
-    case = CASES[name]
+    case = _case(name)
     server = hosts()
     server.routes.update(case.routes(server))
     urls = [server.url(page) for page in case.pages]
@@ -825,7 +840,8 @@ async def test_every_fault_at_once_in_one_crawl(
     servers: dict[str, FaultServer] = {}
     urls: list[str] = []
     expected: dict[str, str] = {}
-    for name, case in CASES.items():
+    for name in CASES:
+        case = _case(name)
         if case.settings:
             continue
         server = servers[name] = hosts()

@@ -154,7 +154,10 @@ async def test_robotstxt_obey_left_at_scrapy_default_says_nothing(
     server.route("/robots.txt", RULES)
     assert "ROBOTSTXT_OBEY" not in BASE_SETTINGS
     with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
-        crawler = await crawl([server.url("/private/1"), server.url("/a")])
+        # Without waiting out the Crawl-delay of 7 s before /a.
+        crawler = await crawl(
+            [server.url("/private/1"), server.url("/a")], {"ROBOTS_CRAWL_DELAY": False}
+        )
     assert crawler.settings.getpriority("ROBOTSTXT_OBEY") == 0
     assert crawler.spider.crawled == [server.url("/a")]
     assert _robots_logs(caplog, OBEY_LOG) == []

@@ -26,6 +26,7 @@ ENGINE = (
     "_decode",
     "_defaults",
     "_redact",
+    "_retryafter",
     "_sitemap_read",
     "_ssrf",
     "_usage_table",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from functools import wraps
 from typing import Any
 
@@ -33,6 +35,18 @@ def coroutine_test(
         return deferred_from_coro(coro_f(*args, **kwargs))
 
     return f
+
+
+def loopback_hosts(block: int) -> Iterator[str]:
+    """Loopback addresses 127.<block>.x.y (x.y from 0.2 on) for this process
+    alone: under ``pytest -n`` worker gwN takes 127.<block + 10 N>, so two
+    workers never share a host (nor a downloader slot, nor a port probed
+    free and closed)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    second = block + 10 * int(worker.removeprefix("gw") or 0)
+    if not 0 <= second <= 255:
+        raise RuntimeError(f"too many pytest workers for 127.{second}.x.y")
+    return (f"127.{second}.{i // 250}.{i % 250 + 2}" for i in itertools.count())
 
 
 class FakeClock:
