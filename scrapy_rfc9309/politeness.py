@@ -1,7 +1,8 @@
 """Crawl-delay per origin, in one process and across a fleet:
 :class:`Politeness` and :class:`PacingMiddleware`.
 
-Everything in the package that touches Scrapy's downloader slots is here.
+Everything in the package that touches Scrapy's downloader slots is in
+:mod:`scrapy_rfc9309._slots`.
 
 :class:`~scrapy_rfc9309.RobotsMiddleware` judges a request and, when its
 origin has a Crawl-delay, marks it (:data:`PACE_META`).
@@ -73,13 +74,13 @@ from scrapy_rfc9309._compat import sleep
 
 from ._retryafter import RETRY_AFTER_STATUSES, retry_after
 from ._settings import choice, flag, positive_int, seconds, setting
+from ._slots import Slots
 from .stores.base import OutcomeStore
 from .urls import robots_url
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from scrapy.core.downloader import Downloader, Slot
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.settings import BaseSettings
@@ -176,6 +177,16 @@ def keeps_pauses(store: OutcomeStore | None) -> bool:
         and keeps_turns(store)
         and type(store).hold is not OutcomeStore.hold
         and type(store).held is not OutcomeStore.held
+    )
+
+
+def keeps_extends(store: OutcomeStore | None) -> bool:
+    """Whether ``store`` is shared, keeps turns and moves them to the end
+    of each fetch (:meth:`~scrapy_rfc9309.stores.base.OutcomeStore.extend`)."""
+    return (
+        store is not None
+        and keeps_turns(store)
+        and type(store).extend is not OutcomeStore.extend
     )
 
 
@@ -290,7 +301,7 @@ class Politeness:
         # Origin under a Crawl-delay -> when (monotonic) this process may
         # send it the next request: its last departure plus its delay.
         self._free_at: OrderedDict[str, float] = OrderedDict()
-        self._downloader: Downloader | None = None
+        self._slots = Slots(crawler)
         # Origin -> the gate of its requests waiting for their turns.
         self._gates: dict[str, _Gate] = {}
         # The event loop's latest lags (seconds a callback ran later than
@@ -350,11 +361,8 @@ class Politeness:
         Raises :class:`~scrapy.exceptions.IgnoreRequest` when the spider
         closes meanwhile: a request waiting for a turn never holds the
         crawl open."""
-        downloader = self._downloader
-        if downloader is None:
-            downloader = self._downloader = self.crawler.engine.downloader
-        # The slot as the downloader will pick it, whoever chose it.
-        key = downloader.get_slot_key(request)
+        slots = self._slots
+        key = slots.key(request)
         gate = self._gates.get(origin)
         if gate is None:
             gate = self._gates[origin] = _Gate()
@@ -366,7 +374,10 @@ class Politeness:
             missed = 0
             while True:
                 due = max(due, await self._own_turn(origin))
-                due = max(due, await self._slot_ready(downloader, key, delay, origin))
+                due = max(
+                    due,
+                    await slots.ready(key, delay, lambda s: self._sleep(s, origin)),
+                )
                 held = delay + await self._lag()
                 asked = monotonic()
                 wait = await self._turn(origin, held)
@@ -390,7 +401,7 @@ class Politeness:
                             extra={"spider": self.crawler.spider},
                         )
                         continue
-                if not _slot_free(downloader, key):
+                if not slots.free(key):
                     # Another origin's request took the slot meanwhile.
                     continue
                 self._left(origin, delay, now)
@@ -600,50 +611,11 @@ class Politeness:
             return 0.0
         return wait
 
-    async def _slot_ready(
-        self, downloader: Downloader, key: str, delay: float, origin: str
-    ) -> float:
-        """Wait until the slot ``key`` would start a request at once: its own
-        delay passed since its last request, a transfer place free; the end
-        of the last wait (0.0 without one)."""
-        # Polled, at most every tenth of the delay: the slot has no event
-        # for either.
-        poll = min(max(delay / 10, 0.01), 0.1)
-        waited = 0.0
-        while (slot := downloader.slots.get(key)) is not None:
-            wait = slot.lastseen + _longest_delay(slot) - monotonic()
-            if len(slot.active) < slot.concurrency:
-                if wait <= 0:
-                    break
-            else:
-                wait = max(wait, poll)
-            waited = await self._sleep(wait, origin)
-        return waited
-
     @property
     def entries(self) -> dict[str, int]:
         """How many entries each table holds now (gates only while requests
         wait for a turn)."""
         return {"origins": len(self._free_at), "gates": len(self._gates)}
-
-
-def _longest_delay(slot: Slot) -> float:
-    """The longest delay the slot may draw (its delay with the jitter up)."""
-    jitter = getattr(slot, "jitter", None)
-    if jitter is None:
-        # Scrapy < 2.19: a boolean randomize_delay (0.5x to 1.5x).
-        jitter = 0.5 if slot.randomize_delay else 0.0
-    return float(slot.delay * (1 + jitter))
-
-
-def _slot_free(downloader: Downloader, key: str) -> bool:
-    """Whether the slot ``key`` would send a request at once (a slot not
-    made yet would)."""
-    slot = downloader.slots.get(key)
-    return slot is None or (
-        len(slot.active) < slot.concurrency
-        and slot.lastseen + _longest_delay(slot) <= monotonic()
-    )
 
 
 class PacingMiddleware:
