@@ -54,12 +54,11 @@ before it sends ``spider_closed``.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import math
 import time
 from collections import OrderedDict, deque
-from functools import cache, lru_cache
+from functools import lru_cache
 from time import monotonic
 from typing import TYPE_CHECKING, Protocol, TypeVar
 from weakref import WeakKeyDictionary
@@ -75,6 +74,7 @@ from scrapy_rfc9309._compat import sleep
 from ._retryafter import RETRY_AFTER_STATUSES, retry_after
 from ._settings import choice, flag, positive_int, seconds, setting
 from ._slots import Slots
+from ._store import keeps_extends, keeps_pauses, keeps_turns, reserve_turn
 from .stores.base import OutcomeStore
 from .urls import robots_url
 
@@ -106,9 +106,11 @@ __all__ = [
     "PAUSES_EVERY",
     "PAUSE_META",
     "SCOPES",
+    "TURN_META",
     "PacingMiddleware",
     "Politeness",
     "crawl_delay_scope",
+    "keeps_extends",
     "keeps_pauses",
     "reserve_turn",
     "retry_after",
@@ -144,6 +146,10 @@ PACE_META = "_robots_crawl_delay"
 #: sends it.
 PAUSE_META = "_robots_retry_after"
 
+#: Request meta key: set when the request took its Crawl-delay turn, until
+#: its answer (or failure) comes back (:meth:`Politeness.fetched`).
+TURN_META = "_robots_turn"
+
 #: Each crawler's Politeness (its RobotsMiddleware's), for PacingMiddleware,
 #: built after it.
 _BY_CRAWLER: WeakKeyDictionary[Crawler, Politeness] = WeakKeyDictionary()
@@ -158,57 +164,6 @@ def origin_of(request: Request) -> str | None:
     """The origin (its robots.txt URL) of ``request``; ``None`` without one."""
     parts = urlparse_cached(request)
     return _origin_of(parts.scheme, parts.netloc)
-
-
-def keeps_turns(store: OutcomeStore | None) -> bool:
-    """Whether ``store`` is shared and keeps Crawl-delay turns."""
-    return (
-        store is not None
-        and store.shared
-        and type(store).reserve is not OutcomeStore.reserve
-    )
-
-
-def keeps_pauses(store: OutcomeStore | None) -> bool:
-    """Whether ``store`` is shared and keeps the fleet's Retry-After pauses
-    (:meth:`~scrapy_rfc9309.stores.base.OutcomeStore.hold` and ``held``)."""
-    return (
-        store is not None
-        and keeps_turns(store)
-        and type(store).hold is not OutcomeStore.hold
-        and type(store).held is not OutcomeStore.held
-    )
-
-
-def keeps_extends(store: OutcomeStore | None) -> bool:
-    """Whether ``store`` is shared, keeps turns and moves them to the end
-    of each fetch (:meth:`~scrapy_rfc9309.stores.base.OutcomeStore.extend`)."""
-    return (
-        store is not None
-        and keeps_turns(store)
-        and type(store).extend is not OutcomeStore.extend
-    )
-
-
-def reserve_turn(
-    store: OutcomeStore, origin: str, interval: float, limit: float
-) -> Awaitable[float]:
-    """``store.reserve(origin, interval, limit)``, without ``limit`` for a
-    store written before it was a parameter."""
-    if _takes_limit(type(store)):
-        return store.reserve(origin, interval, limit)
-    return store.reserve(origin, interval)
-
-
-@cache
-def _takes_limit(store_type: type[OutcomeStore]) -> bool:
-    try:
-        parameters = inspect.signature(store_type.reserve).parameters
-    except (TypeError, ValueError):
-        return False
-    return "limit" in parameters or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
-    )
 
 
 def crawl_delay_scope(settings: BaseSettings, store: OutcomeStore | None) -> str:
@@ -287,10 +242,14 @@ class Politeness:
         crawler: Crawler,
         turns: Turns | None = None,
         store_call: StoreCall | None = None,
+        extends: StoreCall | None = None,
     ) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self._turns = turns
+        # The shared store's call that moves a turn to the end of a fetch
+        # (OutcomeStore.extend), when the store has it.
+        self._extends = extends if turns else None
         #: How many origins each table keeps, the least recently used
         #: dropped first: as many as the memory store keeps origins
         #: (``ROBOTS_MEMORY_MAX_ORIGINS``).  An origin dropped is spaced
@@ -406,6 +365,7 @@ class Politeness:
                     continue
                 self._left(origin, delay, now)
                 self._count_late(now - due)
+                request.meta[TURN_META] = True
                 return
         finally:
             if not gate.leave() and self._gates.get(origin) is gate:
@@ -414,8 +374,12 @@ class Politeness:
     async def _own_turn(self, origin: str) -> float:
         """Wait until this process's last request to ``origin`` left its
         Crawl-delay ago; when that was."""
-        free_at = max(self._free_at.get(origin, 0.0), self.paused.get(origin, 0.0))
-        await self._sleep(free_at - monotonic(), origin)
+        # Again after each wait: an answer coming back meanwhile moves it.
+        while True:
+            free_at = max(self._free_at.get(origin, 0.0), self.paused.get(origin, 0.0))
+            if free_at <= monotonic():
+                break
+            await self._sleep(free_at - monotonic(), origin)
         self._unless_closing(origin)
         return free_at
 
@@ -543,11 +507,28 @@ class Politeness:
         finally:
             gate.leave()
 
+    async def fetched(self, request: Request) -> None:
+        """The answer (or failure) of ``request`` came back: if it took a
+        Crawl-delay turn, the next request to its origin, of this process
+        and (with a store that has ``extend``) of the fleet, waits the delay
+        from now as well as from its departure: a request that reached the
+        wire later than it was handed over cannot let the next one follow
+        it closer than the delay."""
+        if request.meta.pop(TURN_META, None) is None:
+            return
+        origin, delay = request.meta[PACE_META]
+        self._left(origin, delay, monotonic())
+        extends = self._extends
+        if extends is not None and self._turns is not None:
+            limit = self.turn_limit
+            await extends(lambda store: store.extend(origin, delay, limit), None)
+
     def _left(self, origin: str, delay: float, now: float) -> None:
-        """A request to ``origin`` leaves at ``now``: the next one waits
-        ``delay`` from then, however late this one is."""
+        """A request to ``origin`` leaves (or its answer comes back) at
+        ``now``: the next one waits ``delay`` from then at least, however
+        late this one is."""
         free_at = self._free_at
-        free_at[origin] = now + delay
+        free_at[origin] = max(free_at.get(origin, 0.0), now + delay)
         free_at.move_to_end(origin)
         if len(free_at) > self.max_entries:
             free_at.popitem(last=False)
@@ -658,8 +639,11 @@ class PacingMiddleware:
                 await politeness.unpaused(origin)
 
     async def process_response(self, request: Request, response: Response) -> Response:
-        """Pause the origin of a 429 or 503 with ``Retry-After`` (before
-        RetryMiddleware retries it: the retry then waits for the pause)."""
+        """Space the next turn from this answer's arrival; pause the origin
+        of a 429 or 503 with ``Retry-After`` (before RetryMiddleware retries
+        it: the retry then waits for the pause)."""
+        if TURN_META in request.meta and "cached" not in response.flags:
+            await self.politeness.fetched(request)
         if (
             response.status in RETRY_AFTER_STATUSES
             and self.politeness.retry_after
@@ -667,3 +651,9 @@ class PacingMiddleware:
         ):
             await self.politeness.pause(response, request)
         return response
+
+    async def process_exception(self, request: Request, exception: Exception) -> None:
+        """Space the next turn from this failure's arrival (a timeout, a
+        refused connection); let it go on to the other middlewares."""
+        if TURN_META in request.meta:
+            await self.politeness.fetched(request)
