@@ -36,6 +36,12 @@ take the next one on time: the request takes the next free turn instead.
 Either is counted in ``robots/crawl_delay/late`` (the largest lateness, in
 seconds, in ``robots/crawl_delay/late_max``).
 
+A request can also reach the wire late after its stamp (its worker
+descheduled in between), which nothing measures in advance: so the answer
+(or failure) of a request that took a turn moves the origin's next turn to
+at least one Crawl-delay after it came back (:meth:`Politeness.fetched`),
+in the process and, with a store that has ``extend``, in the fleet.
+
 A worker whose event loop lags holds its fleet turns longer by twice the
 lag (at most :data:`LAG_MAX`): a request reaches the network a few loop
 turns after it is handed over.  A ``429`` or ``503`` answer with
@@ -514,9 +520,10 @@ class Politeness:
         from now as well as from its departure: a request that reached the
         wire later than it was handed over cannot let the next one follow
         it closer than the delay."""
-        if request.meta.pop(TURN_META, None) is None:
+        mark = request.meta.get(PACE_META)
+        if request.meta.pop(TURN_META, None) is None or mark is None:
             return
-        origin, delay = request.meta[PACE_META]
+        origin, delay = mark
         self._left(origin, delay, monotonic())
         extends = self._extends
         if extends is not None and self._turns is not None:
