@@ -81,21 +81,40 @@ LATE = 0.2
 LATE_DELAY = 0.5
 
 
-@pytest.mark.parametrize("store", ["memory", "sqlite", "redis"])
+def _drop(handler: Any) -> None:
+    """Answer nothing: the connection closes, the download fails."""
+    handler.close_connection = True
+
+
+@pytest.mark.parametrize(
+    ("store", "answer"),
+    [
+        ("memory", "page"),
+        ("sqlite", "page"),
+        ("redis", "page"),
+        ("memory", "failure"),
+        ("redis", "failure"),
+    ],
+)
 def test_a_request_sent_late_after_its_turn_keeps_the_next_one_a_delay_away(
     make_server: MakeServer,
     workers: list[Worker],
     tmp_path: Path,
     request: pytest.FixtureRequest,
     store: str,
+    answer: str,
 ) -> None:
     """Every other request of worker 0 reaches the wire LATE after its
     departure was stamped (a middleware after PacingMiddleware): the next
-    turn, of either worker, counts from the end of that fetch as well, so
-    no request follows it at the server closer than the delay.  With the
+    turn, of either worker, counts from the end of that fetch as well (its
+    page, or its failure: the server drops worker 0's connections), so no
+    request follows it at the server closer than the delay.  With the
     memory store one worker alone (the process scope)."""
     server = make_server()
     server.route("/robots.txt", f"User-agent: *\nCrawl-delay: {LATE_DELAY}\n")
+    if answer == "failure":
+        for i in range(PAGES):
+            server.route(f"/w0/{i}", handler=_drop)
     settings: dict[str, Any] = {"ROBOTS_STORE": store}
     if store == "sqlite":
         settings["ROBOTS_STORE_URL"] = str(tmp_path / "robots.sqlite3")
@@ -117,9 +136,12 @@ def test_a_request_sent_late_after_its_turn_keeps_the_next_one_a_delay_away(
             },
         }
         workers.append(spawn("tests.fleet_crawl", config, tmp_path, f"w{number}"))
-    for each in [worker.wait() for worker in workers]:
+    stats = [worker.wait() for worker in workers]
+    for each in stats:
         assert each["finish_reason"] == "finished"
         assert "robots/store/errors" not in each
+    if answer == "failure":
+        assert stats[0]["downloader/exception_count"] == PAGES
     assert len(server.hits) == 1 + len(lates) * PAGES
     times = sorted(server.times())
     gaps = [later - earlier for earlier, later in pairwise(times)]
