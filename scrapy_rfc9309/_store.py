@@ -10,7 +10,9 @@ spider closes; the last one closes it.
 
 from __future__ import annotations
 
+import inspect
 import logging
+from functools import cache
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
@@ -22,9 +24,19 @@ from .stores.base import OutcomeStore, StoreError
 from .stores.memory import MemoryStore
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from scrapy.crawler import Crawler
 
-__all__ = ["build_store", "crawl_store", "release_store"]
+__all__ = [
+    "build_store",
+    "crawl_store",
+    "keeps_extends",
+    "keeps_pauses",
+    "keeps_turns",
+    "release_store",
+    "reserve_turn",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -96,3 +108,57 @@ async def release_store(
     del _shared[crawler]
     if not shared.failed:
         await store.close()
+
+
+# What a store can do beyond outcomes (its optional methods).
+
+
+def keeps_turns(store: OutcomeStore | None) -> bool:
+    """Whether ``store`` is shared and keeps Crawl-delay turns."""
+    return (
+        store is not None
+        and store.shared
+        and type(store).reserve is not OutcomeStore.reserve
+    )
+
+
+def keeps_pauses(store: OutcomeStore | None) -> bool:
+    """Whether ``store`` is shared and keeps the fleet's Retry-After pauses
+    (:meth:`~scrapy_rfc9309.stores.base.OutcomeStore.hold` and ``held``)."""
+    return (
+        store is not None
+        and keeps_turns(store)
+        and type(store).hold is not OutcomeStore.hold
+        and type(store).held is not OutcomeStore.held
+    )
+
+
+def keeps_extends(store: OutcomeStore | None) -> bool:
+    """Whether ``store`` is shared, keeps turns and moves them to the end
+    of each fetch (:meth:`~scrapy_rfc9309.stores.base.OutcomeStore.extend`)."""
+    return (
+        store is not None
+        and keeps_turns(store)
+        and type(store).extend is not OutcomeStore.extend
+    )
+
+
+def reserve_turn(
+    store: OutcomeStore, origin: str, interval: float, limit: float
+) -> Awaitable[float]:
+    """``store.reserve(origin, interval, limit)``, without ``limit`` for a
+    store written before it was a parameter."""
+    if _takes_limit(type(store)):
+        return store.reserve(origin, interval, limit)
+    return store.reserve(origin, interval)
+
+
+@cache
+def _takes_limit(store_type: type[OutcomeStore]) -> bool:
+    try:
+        parameters = inspect.signature(store_type.reserve).parameters
+    except (TypeError, ValueError):
+        return False
+    return "limit" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )

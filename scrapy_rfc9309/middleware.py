@@ -57,6 +57,7 @@ from .politeness import (
     PACE_META,
     Politeness,
     crawl_delay_scope,
+    keeps_extends,
     keeps_pauses,
     reserve_turn,
 )
@@ -188,6 +189,7 @@ class RobotsMiddleware:
             crawler,
             self._reserve if fleet else None,
             self._store_call if fleet and keeps_pauses(self.store) else None,
+            self._store_call if fleet and keeps_extends(self.store) else None,
         )
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 

@@ -1,7 +1,8 @@
 """Crawl-delay per origin, in one process and across a fleet:
 :class:`Politeness` and :class:`PacingMiddleware`.
 
-Everything in the package that touches Scrapy's downloader slots is here.
+Everything in the package that touches Scrapy's downloader slots is in
+:mod:`scrapy_rfc9309._slots`.
 
 :class:`~scrapy_rfc9309.RobotsMiddleware` judges a request and, when its
 origin has a Crawl-delay, marks it (:data:`PACE_META`).
@@ -35,6 +36,12 @@ take the next one on time: the request takes the next free turn instead.
 Either is counted in ``robots/crawl_delay/late`` (the largest lateness, in
 seconds, in ``robots/crawl_delay/late_max``).
 
+A request can also reach the wire late after its stamp (its worker
+descheduled in between), which nothing measures in advance: so the answer
+(or failure) of a request that took a turn moves the origin's next turn to
+at least one Crawl-delay after it came back (:meth:`Politeness.fetched`),
+in the process and, with a store that has ``extend``, in the fleet.
+
 A worker whose event loop lags holds its fleet turns longer by twice the
 lag (at most :data:`LAG_MAX`): a request reaches the network a few loop
 turns after it is handed over.  A ``429`` or ``503`` answer with
@@ -53,12 +60,10 @@ before it sends ``spider_closed``.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import math
 import time
 from collections import OrderedDict, deque
-from functools import cache
 from time import monotonic
 from typing import TYPE_CHECKING, Protocol, TypeVar
 from weakref import WeakKeyDictionary
@@ -73,13 +78,14 @@ from scrapy_rfc9309._compat import sleep
 
 from ._retryafter import RETRY_AFTER_STATUSES, retry_after
 from ._settings import choice, flag, positive_int, seconds, setting
+from ._slots import Slots
+from ._store import keeps_extends, keeps_pauses, keeps_turns, reserve_turn
 from .stores.base import OutcomeStore
 from .urls import origin_robots_url
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from scrapy.core.downloader import Downloader, Slot
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.settings import BaseSettings
@@ -105,9 +111,11 @@ __all__ = [
     "PAUSES_EVERY",
     "PAUSE_META",
     "SCOPES",
+    "TURN_META",
     "PacingMiddleware",
     "Politeness",
     "crawl_delay_scope",
+    "keeps_extends",
     "keeps_pauses",
     "reserve_turn",
     "retry_after",
@@ -143,6 +151,10 @@ PACE_META = "_robots_crawl_delay"
 #: sends it.
 PAUSE_META = "_robots_retry_after"
 
+#: Request meta key: set when the request took its Crawl-delay turn, until
+#: its answer (or failure) comes back (:meth:`Politeness.fetched`).
+TURN_META = "_robots_turn"
+
 #: Each crawler's Politeness (its RobotsMiddleware's), for PacingMiddleware,
 #: built after it.
 _BY_CRAWLER: WeakKeyDictionary[Crawler, Politeness] = WeakKeyDictionary()
@@ -152,47 +164,6 @@ def origin_of(request: Request) -> str | None:
     """The origin (its robots.txt URL) of ``request``; ``None`` without one."""
     parts = urlparse_cached(request)
     return origin_robots_url(parts.scheme, parts.netloc)
-
-
-def keeps_turns(store: OutcomeStore | None) -> bool:
-    """Whether ``store`` is shared and keeps Crawl-delay turns."""
-    return (
-        store is not None
-        and store.shared
-        and type(store).reserve is not OutcomeStore.reserve
-    )
-
-
-def keeps_pauses(store: OutcomeStore | None) -> bool:
-    """Whether ``store`` is shared and keeps the fleet's Retry-After pauses
-    (:meth:`~scrapy_rfc9309.stores.base.OutcomeStore.hold` and ``held``)."""
-    return (
-        store is not None
-        and keeps_turns(store)
-        and type(store).hold is not OutcomeStore.hold
-        and type(store).held is not OutcomeStore.held
-    )
-
-
-def reserve_turn(
-    store: OutcomeStore, origin: str, interval: float, limit: float
-) -> Awaitable[float]:
-    """``store.reserve(origin, interval, limit)``, without ``limit`` for a
-    store written before it was a parameter."""
-    if _takes_limit(type(store)):
-        return store.reserve(origin, interval, limit)
-    return store.reserve(origin, interval)
-
-
-@cache
-def _takes_limit(store_type: type[OutcomeStore]) -> bool:
-    try:
-        parameters = inspect.signature(store_type.reserve).parameters
-    except (TypeError, ValueError):
-        return False
-    return "limit" in parameters or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
-    )
 
 
 def crawl_delay_scope(settings: BaseSettings, store: OutcomeStore | None) -> str:
@@ -271,10 +242,14 @@ class Politeness:
         crawler: Crawler,
         turns: Turns | None = None,
         store_call: StoreCall | None = None,
+        extends: StoreCall | None = None,
     ) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self._turns = turns
+        # The shared store's call that moves a turn to the end of a fetch
+        # (OutcomeStore.extend), when the store has it.
+        self._extends = extends if turns else None
         #: How many origins each table keeps, the least recently used
         #: dropped first: as many as the memory store keeps origins
         #: (``ROBOTS_MEMORY_MAX_ORIGINS``).  An origin dropped is spaced
@@ -285,7 +260,7 @@ class Politeness:
         # Origin under a Crawl-delay -> when (monotonic) this process may
         # send it the next request: its last departure plus its delay.
         self._free_at: OrderedDict[str, float] = OrderedDict()
-        self._downloader: Downloader | None = None
+        self._slots = Slots(crawler)
         # Origin -> the gate of its requests waiting for their turns.
         self._gates: dict[str, _Gate] = {}
         # The event loop's latest lags (seconds a callback ran later than
@@ -345,11 +320,8 @@ class Politeness:
         Raises :class:`~scrapy.exceptions.IgnoreRequest` when the spider
         closes meanwhile: a request waiting for a turn never holds the
         crawl open."""
-        downloader = self._downloader
-        if downloader is None:
-            downloader = self._downloader = self.crawler.engine.downloader
-        # The slot as the downloader will pick it, whoever chose it.
-        key = downloader.get_slot_key(request)
+        slots = self._slots
+        key = slots.key(request)
         gate = self._gates.get(origin)
         if gate is None:
             gate = self._gates[origin] = _Gate()
@@ -361,7 +333,10 @@ class Politeness:
             missed = 0
             while True:
                 due = max(due, await self._own_turn(origin))
-                due = max(due, await self._slot_ready(downloader, key, delay, origin))
+                due = max(
+                    due,
+                    await slots.ready(key, delay, lambda s: self._sleep(s, origin)),
+                )
                 held = delay + await self._lag()
                 asked = monotonic()
                 wait = await self._turn(origin, held)
@@ -385,11 +360,12 @@ class Politeness:
                             extra={"spider": self.crawler.spider},
                         )
                         continue
-                if not _slot_free(downloader, key):
+                if not slots.free(key):
                     # Another origin's request took the slot meanwhile.
                     continue
                 self._left(origin, delay, now)
                 self._count_late(now - due)
+                request.meta[TURN_META] = True
                 return
         finally:
             if not gate.leave() and self._gates.get(origin) is gate:
@@ -398,8 +374,12 @@ class Politeness:
     async def _own_turn(self, origin: str) -> float:
         """Wait until this process's last request to ``origin`` left its
         Crawl-delay ago; when that was."""
-        free_at = max(self._free_at.get(origin, 0.0), self.paused.get(origin, 0.0))
-        await self._sleep(free_at - monotonic(), origin)
+        # Again after each wait: an answer coming back meanwhile moves it.
+        while True:
+            free_at = max(self._free_at.get(origin, 0.0), self.paused.get(origin, 0.0))
+            if free_at <= monotonic():
+                break
+            await self._sleep(free_at - monotonic(), origin)
         self._unless_closing(origin)
         return free_at
 
@@ -527,11 +507,29 @@ class Politeness:
         finally:
             gate.leave()
 
+    async def fetched(self, request: Request) -> None:
+        """The answer (or failure) of ``request`` came back: if it took a
+        Crawl-delay turn, the next request to its origin, of this process
+        and (with a store that has ``extend``) of the fleet, waits the delay
+        from now as well as from its departure: a request that reached the
+        wire later than it was handed over cannot let the next one follow
+        it closer than the delay."""
+        mark = request.meta.get(PACE_META)
+        if request.meta.pop(TURN_META, None) is None or mark is None:
+            return
+        origin, delay = mark
+        self._left(origin, delay, monotonic())
+        extends = self._extends
+        if extends is not None and self._turns is not None:
+            limit = self.turn_limit
+            await extends(lambda store: store.extend(origin, delay, limit), None)
+
     def _left(self, origin: str, delay: float, now: float) -> None:
-        """A request to ``origin`` leaves at ``now``: the next one waits
-        ``delay`` from then, however late this one is."""
+        """A request to ``origin`` leaves (or its answer comes back) at
+        ``now``: the next one waits ``delay`` from then at least, however
+        late this one is."""
         free_at = self._free_at
-        free_at[origin] = now + delay
+        free_at[origin] = max(free_at.get(origin, 0.0), now + delay)
         free_at.move_to_end(origin)
         if len(free_at) > self.max_entries:
             free_at.popitem(last=False)
@@ -595,50 +593,11 @@ class Politeness:
             return 0.0
         return wait
 
-    async def _slot_ready(
-        self, downloader: Downloader, key: str, delay: float, origin: str
-    ) -> float:
-        """Wait until the slot ``key`` would start a request at once: its own
-        delay passed since its last request, a transfer place free; the end
-        of the last wait (0.0 without one)."""
-        # Polled, at most every tenth of the delay: the slot has no event
-        # for either.
-        poll = min(max(delay / 10, 0.01), 0.1)
-        waited = 0.0
-        while (slot := downloader.slots.get(key)) is not None:
-            wait = slot.lastseen + _longest_delay(slot) - monotonic()
-            if len(slot.active) < slot.concurrency:
-                if wait <= 0:
-                    break
-            else:
-                wait = max(wait, poll)
-            waited = await self._sleep(wait, origin)
-        return waited
-
     @property
     def entries(self) -> dict[str, int]:
         """How many entries each table holds now (gates only while requests
         wait for a turn)."""
         return {"origins": len(self._free_at), "gates": len(self._gates)}
-
-
-def _longest_delay(slot: Slot) -> float:
-    """The longest delay the slot may draw (its delay with the jitter up)."""
-    jitter = getattr(slot, "jitter", None)
-    if jitter is None:
-        # Scrapy < 2.19: a boolean randomize_delay (0.5x to 1.5x).
-        jitter = 0.5 if slot.randomize_delay else 0.0
-    return float(slot.delay * (1 + jitter))
-
-
-def _slot_free(downloader: Downloader, key: str) -> bool:
-    """Whether the slot ``key`` would send a request at once (a slot not
-    made yet would)."""
-    slot = downloader.slots.get(key)
-    return slot is None or (
-        len(slot.active) < slot.concurrency
-        and slot.lastseen + _longest_delay(slot) <= monotonic()
-    )
 
 
 class PacingMiddleware:
@@ -681,8 +640,11 @@ class PacingMiddleware:
                 await politeness.unpaused(origin)
 
     async def process_response(self, request: Request, response: Response) -> Response:
-        """Pause the origin of a 429 or 503 with ``Retry-After`` (before
-        RetryMiddleware retries it: the retry then waits for the pause)."""
+        """Space the next turn from this answer's arrival; pause the origin
+        of a 429 or 503 with ``Retry-After`` (before RetryMiddleware retries
+        it: the retry then waits for the pause)."""
+        if TURN_META in request.meta and "cached" not in response.flags:
+            await self.politeness.fetched(request)
         if (
             response.status in RETRY_AFTER_STATUSES
             and self.politeness.retry_after
@@ -690,3 +652,9 @@ class PacingMiddleware:
         ):
             await self.politeness.pause(response, request)
         return response
+
+    async def process_exception(self, request: Request, exception: Exception) -> None:
+        """Space the next turn from this failure's arrival (a timeout, a
+        refused connection); let it go on to the other middlewares."""
+        if TURN_META in request.meta:
+            await self.politeness.fetched(request)

@@ -98,6 +98,30 @@ class FleetSpider(Spider):
             pass
 
 
+class LateMiddleware:
+    """Placed after PacingMiddleware (``FLEET_LATE`` seconds): every other
+    request of this worker reaches the wire that much after its departure
+    was stamped, as when the OS deschedules the worker in between; an
+    asynchronous sleep, so the worker's event-loop lag does not show it."""
+
+    def __init__(self, late: float) -> None:
+        self.late = late
+        self.requests = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> LateMiddleware:
+        return cls(crawler.settings.getfloat("FLEET_LATE", 0.0))
+
+    async def process_request(self, request: Request) -> None:
+        if request.url.endswith("/robots.txt"):
+            return
+        self.requests += 1
+        if self.late and self.requests % 2:
+            from scrapy_rfc9309._compat import sleep
+
+            await sleep(self.late)
+
+
 def settings_for(config: dict[str, Any]) -> dict[str, Any]:
     settings: dict[str, Any] = {
         "ADDONS": {"scrapy_rfc9309.Addon": 100},

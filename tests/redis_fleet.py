@@ -56,7 +56,16 @@ START_URLS_KEY = "%(name)s:start_urls"
 QUEUE_KEY = "%(spider)s:requests"
 DUPEFILTER_KEY = "%(spider)s:dupefilter"
 
-STORE_METHODS = ("get", "put", "acquire", "release", "reserve", "hold", "held")
+STORE_METHODS = (
+    "get",
+    "put",
+    "acquire",
+    "release",
+    "reserve",
+    "hold",
+    "held",
+    "extend",
+)
 
 
 def agent(worker: int) -> str:
@@ -105,6 +114,12 @@ class _Counting:
     ) -> None:
         self._count("hold")
         await super().hold(origin, seconds, limit)  # type: ignore[misc]
+
+    async def extend(
+        self, origin: str, seconds: float, limit: float | None = None
+    ) -> None:
+        self._count("extend")
+        await super().extend(origin, seconds, limit)  # type: ignore[misc]
 
     async def held(self, limit: float | None = None) -> dict[str, float]:
         self._count("held")

@@ -73,3 +73,76 @@ def test_a_busy_worker_never_brings_requests_closer_than_the_delay(
     times = sorted(server.times())
     gaps = [later - earlier for earlier, later in pairwise(times)]
     assert min(gaps) >= DELAY - TOLERANCE, gaps
+
+
+#: Seconds between a late request's departure stamp and the wire: under
+#: the delay, so that its answer comes back before the next turn.
+LATE = 0.2
+LATE_DELAY = 0.5
+
+
+def _drop(handler: Any) -> None:
+    """Answer nothing: the connection closes, the download fails."""
+    handler.close_connection = True
+
+
+@pytest.mark.parametrize(
+    ("store", "answer"),
+    [
+        ("memory", "page"),
+        ("sqlite", "page"),
+        ("redis", "page"),
+        ("memory", "failure"),
+        ("redis", "failure"),
+    ],
+)
+def test_a_request_sent_late_after_its_turn_keeps_the_next_one_a_delay_away(
+    make_server: MakeServer,
+    workers: list[Worker],
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    store: str,
+    answer: str,
+) -> None:
+    """Every other request of worker 0 reaches the wire LATE after its
+    departure was stamped (a middleware after PacingMiddleware): the next
+    turn, of either worker, counts from the end of that fetch as well (its
+    page, or its failure: the server drops worker 0's connections), so no
+    request follows it at the server closer than the delay.  With the
+    memory store one worker alone (the process scope)."""
+    server = make_server()
+    server.route("/robots.txt", f"User-agent: *\nCrawl-delay: {LATE_DELAY}\n")
+    if answer == "failure":
+        for i in range(PAGES):
+            server.route(f"/w0/{i}", handler=_drop)
+    settings: dict[str, Any] = {"ROBOTS_STORE": store}
+    if store == "sqlite":
+        settings["ROBOTS_STORE_URL"] = str(tmp_path / "robots.sqlite3")
+    elif store == "redis":
+        redis_server: RedisServer = request.getfixturevalue("redis_server")
+        settings["ROBOTS_STORE_URL"] = redis_server.url
+        settings["ROBOTS_STORE_PREFIX"] = request.getfixturevalue("redis_prefix")
+    lates = (LATE,) if store == "memory" else (LATE, 0.0)
+    for number, late in enumerate(lates):
+        config = {
+            "urls": [server.url(f"/w{number}/{i}") for i in range(PAGES)],
+            "settings": {
+                **settings,
+                "FLEET_LATE": late,
+                "DOWNLOADER_MIDDLEWARES": {
+                    "tests.fleet_crawl.LateMiddleware": 2_000_000
+                },
+                "USER_AGENT": f"TestBot/1.0 (worker {number})",
+            },
+        }
+        workers.append(spawn("tests.fleet_crawl", config, tmp_path, f"w{number}"))
+    stats = [worker.wait() for worker in workers]
+    for each in stats:
+        assert each["finish_reason"] == "finished"
+        assert "robots/store/errors" not in each
+    if answer == "failure":
+        assert stats[0]["downloader/exception_count"] == PAGES
+    assert len(server.hits) == 1 + len(lates) * PAGES
+    times = sorted(server.times())
+    gaps = [later - earlier for earlier, later in pairwise(times)]
+    assert min(gaps) >= LATE_DELAY - TOLERANCE, gaps

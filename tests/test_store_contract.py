@@ -65,6 +65,8 @@ def test_what_applies_to_each_store() -> None:
     # keeps those in memory itself); the shared stores keep both.
     assert set(CHECKS) - set(checks_for(MemoryStore)) == {
         "turns_are_taken_while_free",
+        "turns_are_extended",
+        "pauses_are_held",
         "records_round_trip",
     }
     assert checks_for(SQLiteStore) == checks_for(RedisStore) == list(CHECKS)

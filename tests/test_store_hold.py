@@ -21,7 +21,7 @@ import redis
 from scrapy.crawler import Crawler
 from scrapy.utils.test import get_crawler
 
-from scrapy_rfc9309.politeness import LAG_MAX, keeps_pauses
+from scrapy_rfc9309.politeness import LAG_MAX, keeps_extends, keeps_pauses
 from scrapy_rfc9309.stores.base import DISCARDED_TURNS, OutcomeStore
 from scrapy_rfc9309.stores.memory import MemoryStore
 from scrapy_rfc9309.stores.redis import RedisStore
@@ -238,3 +238,63 @@ def test_which_stores_share_pauses(tmp_path: Path) -> None:
     # A store without hold() keeps working, each process pausing alone.
     assert not keeps_pauses(_OwnStore())
     assert not keeps_pauses(None)
+
+
+# extend(): the end of a fetch moves the origin's turn (issue 23 item 3),
+# never earlier, and is not a pause.
+
+
+@coroutine_test
+async def test_an_extend_moves_the_next_turn_and_lists_no_pause(
+    backend: Backend,
+) -> None:
+    store, other_worker = backend.store(), backend.store()
+    assert await store.reserve(ORIGIN, 0.2, LIMIT) == 0.0
+    await store.extend(ORIGIN, 5.0, LIMIT)
+    wait = await other_worker.reserve(ORIGIN, 0.2, LIMIT)
+    assert 4.0 < wait <= 5.0, wait
+    # A turn moved, not a pause: no worker lists the origin as paused.
+    assert await other_worker.held(LIMIT) == {}
+    # A free origin is given a turn record by it too.
+    await store.extend(OTHER, 3.0, LIMIT)
+    assert 2.0 < await other_worker.reserve(OTHER, 0.2, LIMIT) <= 3.0
+    assert await store.held(LIMIT) == {}
+    assert backend.discarded() == 0
+    await backend.close()
+
+
+@coroutine_test
+async def test_an_extend_never_moves_a_turn_or_a_pause_earlier(
+    backend: Backend,
+) -> None:
+    store = backend.store()
+    assert await store.reserve(ORIGIN, 20.0, LIMIT) == 0.0
+    await store.extend(ORIGIN, 2.0, LIMIT)
+    assert 19.0 < await store.reserve(ORIGIN, 0.2, LIMIT) <= 20.0
+    # A pause stands, and stays listed, whatever a shorter extend says.
+    await store.hold(OTHER, 30.0, LIMIT)
+    await store.extend(OTHER, 1.0, LIMIT)
+    assert 29.0 < await store.reserve(OTHER, 0.2, LIMIT) <= 30.0
+    assert 29.0 < (await store.held(LIMIT))[OTHER] <= 30.0
+    await backend.close()
+
+
+@coroutine_test
+async def test_an_extend_replaces_a_poisoned_turn(backend: Backend) -> None:
+    store = backend.store()
+    await store.held(LIMIT)  # the SQLite tables exist from here on
+    backend.poke("turns", ORIGIN, TEN_YEARS)
+    await store.extend(ORIGIN, 2.0, LIMIT)
+    assert 1.0 < await store.reserve(ORIGIN, 0.5, LIMIT) <= 2.0
+    assert backend.discarded() == 1
+    assert await store.held(LIMIT) == {}
+    await backend.close()
+
+
+def test_which_stores_extend_turns(tmp_path: Path) -> None:
+    assert keeps_extends(SQLiteStore(tmp_path / "robots.sqlite3"))
+    assert keeps_extends(RedisStore("redis://127.0.0.1:1"))
+    assert not keeps_extends(MemoryStore.from_crawler(get_crawler()))
+    # A store without extend() keeps working: turns from departures only.
+    assert not keeps_extends(_OwnStore())
+    assert not keeps_extends(None)

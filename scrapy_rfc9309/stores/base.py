@@ -28,6 +28,13 @@ record by :meth:`OutcomeStore.hold`, so that no worker's next turn comes
 before it ends, and listed for :meth:`OutcomeStore.held`, which each worker
 reads every half second for the origins it sends requests without turns.
 Both are optional: a store without them keeps pauses in each process.
+
+When the answer to a request under a Crawl-delay comes back, the worker
+moves the origin's turn to at least one Crawl-delay from then
+(:meth:`OutcomeStore.extend`, unlisted), so that the fleet's next request
+follows the end of this fetch by the delay as well as its start, however
+late it left.  Optional too: without it the turns count from departures
+only.
 """
 
 from __future__ import annotations
@@ -112,6 +119,24 @@ class OutcomeStore(ABC):
         :meth:`held`) keeps each pause in the process that got it.
         """
         raise NotImplementedError(f"{type(self).__name__} keeps no pauses")
+
+    async def extend(
+        self, origin: str, seconds: float, limit: float | None = None
+    ) -> None:
+        """Move the turn of ``origin`` (:meth:`reserve`) to at least
+        ``seconds`` from now, by the store's clock: called when the answer
+        to a request that took a turn comes back, so that the next turn
+        starts no sooner than a Crawl-delay after it.  Like :meth:`hold`,
+        but not a pause: the origin is not listed by :meth:`held`.  Never
+        moves a turn or a pause earlier; one further than ``limit`` seconds
+        ahead is discarded and replaced.  Checked and written in one atomic
+        step.
+
+        Optional: a store without it (the default raises
+        ``NotImplementedError``; the middleware then never calls it) spaces
+        turns from each request's departure only.
+        """
+        raise NotImplementedError(f"{type(self).__name__} keeps no turns")
 
     async def held(self, limit: float | None = None) -> dict[str, float]:
         """The origins paused by :meth:`hold` now, each with the seconds its

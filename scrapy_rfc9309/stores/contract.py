@@ -4,7 +4,8 @@ checks anyone can run on a store.
 ``new_store`` is a callable returning a new store: for a shared store, each
 call is another worker of one fleet (one backend, the same prefix or file),
 starting empty.  :func:`check_store` runs every check that applies to the
-store (turns for stores that keep them, records for those that keep them)
+store (turns for stores that keep them, their extension and pauses for those
+that keep them, records for those that keep them)
 and raises :class:`AssertionError` naming the promise a store breaks.  The
 package's tests run each check on the memory, SQLite and Redis stores
 (``tests/test_store_contract.py``); a store of your own is checked the same
@@ -233,6 +234,47 @@ async def turns_are_taken_while_free(new_store: NewStore) -> None:
         await _closing(*stores)
 
 
+async def turns_are_extended(new_store: NewStore) -> None:
+    """``extend`` moves an origin's turn to at least its seconds from now
+    for every worker, never earlier, and lists no pause (``held``)."""
+    origin, elsewhere = _origins("turns_are_extended")
+    store, other = new_store(), new_store()
+    try:
+        assert await store.reserve(origin, 0.5) == 0.0, "free: taken now"
+        await store.extend(origin, 5.0, 30.0)
+        wait = await other.reserve(origin, 0.5, 30.0)
+        assert 4.0 < wait <= 5.0, f"extended to 5 s: {wait}"
+        await store.extend(origin, 1.0, 30.0)
+        wait = await other.reserve(origin, 0.5, 30.0)
+        assert 4.0 < wait <= 5.0, f"never earlier: {wait}"
+        await store.extend(elsewhere, 2.0, 30.0)
+        wait = await other.reserve(elsewhere, 0.5, 30.0)
+        assert 1.0 < wait <= 2.0, f"a free origin extended: {wait}"
+        if type(store).held is not OutcomeStore.held:
+            held = await other.held(30.0)
+            assert origin not in held, "not a pause"
+            assert elsewhere not in held, "not a pause"
+    finally:
+        await _closing(store, other)
+
+
+async def pauses_are_held(new_store: NewStore) -> None:
+    """``hold`` pauses an origin for every worker (no turn before its end),
+    never earlier, and lists it for ``held`` with the seconds it has left."""
+    origin, elsewhere = _origins("pauses_are_held")
+    store, other = new_store(), new_store()
+    try:
+        await store.hold(origin, 5.0, 30.0)
+        await store.hold(origin, 1.0, 30.0)
+        wait = await other.reserve(origin, 0.5, 30.0)
+        assert 4.0 < wait <= 5.0, f"paused for 5 s: {wait}"
+        held = await other.held(30.0)
+        assert 4.0 < held.get(origin, 0.0) <= 5.0, f"listed: {held}"
+        assert elsewhere not in held, "each origin its own"
+    finally:
+        await _closing(store, other)
+
+
 async def records_round_trip(new_store: NewStore) -> None:
     """``put_record`` / ``get_record``: text kept under its key, for every
     worker of a shared store."""
@@ -270,6 +312,8 @@ CHECKS: dict[str, Check] = {
         leases_are_exclusive,
         one_of_concurrent_acquires_wins,
         turns_are_taken_while_free,
+        turns_are_extended,
+        pauses_are_held,
         records_round_trip,
         closes_twice,
     )
@@ -284,6 +328,14 @@ def checks_for(store: OutcomeStore | type[OutcomeStore]) -> list[str]:
     names = list(CHECKS)
     if kind.reserve is OutcomeStore.reserve:
         names.remove("turns_are_taken_while_free")
+    if kind.reserve is OutcomeStore.reserve or kind.extend is OutcomeStore.extend:
+        names.remove("turns_are_extended")
+    if (
+        kind.reserve is OutcomeStore.reserve
+        or kind.hold is OutcomeStore.hold
+        or kind.held is OutcomeStore.held
+    ):
+        names.remove("pauses_are_held")
     if kind.get_record is OutcomeStore.get_record:
         names.remove("records_round_trip")
     return names

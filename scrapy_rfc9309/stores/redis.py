@@ -124,6 +124,28 @@ end
 return discarded
 """
 
+# Move the turn of an origin (KEYS[1]) to at least ARGV[1] microseconds from
+# now, by Redis's clock, in one step, never earlier (the end of a fetch: the
+# next turn a Crawl-delay after it).  Unlike _HOLD, nothing is listed.  A
+# stored moment more than ARGV[2] microseconds ahead is discarded and
+# replaced (its distance returned).
+_EXTEND = """
+local time = redis.call("TIME")
+local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local finish = now + tonumber(ARGV[1])
+local stored = tonumber(redis.call("GET", KEYS[1]))
+local discarded = 0
+if stored and stored - now > tonumber(ARGV[2]) then
+    discarded = math.min(stored - now, 1e15)
+    stored = nil
+end
+if not stored or stored < finish then
+    redis.call("SET", KEYS[1], string.format("%.0f", finish),
+               "PX", math.ceil((finish - now) / 1000))
+end
+return discarded
+"""
+
 # The pauses (KEYS[1]) running now, at most ARGV[2]: origin, microseconds
 # left, ...; those more than ARGV[1] microseconds ahead are removed and
 # answered apart (origin, distance, ...); the ended ones are removed.
@@ -235,6 +257,7 @@ class RedisStore(OutcomeStore):
         self._reserve_script = self._client.register_script(_RESERVE)
         self._hold_script = self._client.register_script(_HOLD)
         self._held_script = self._client.register_script(_HELD)
+        self._extend_script = self._client.register_script(_EXTEND)
         # The sorted set of the origins paused now.
         self._holds_key = f"{prefix}holds"
         # The token of each lease this store holds.
@@ -337,6 +360,17 @@ class RedisStore(OutcomeStore):
                 keys=[self._key("turn", origin), self._holds_key],
                 args=[step, most, origin],
             )
+        )
+        if int(discarded):
+            turn_discarded(self._crawler, origin, int(discarded) / 1_000_000)
+
+    async def extend(
+        self, origin: str, seconds: float, limit: float | None = None
+    ) -> None:
+        step = max(1, math.ceil(seconds * 1_000_000))
+        most = step if limit is None else max(step, math.ceil(limit * 1_000_000))
+        discarded = await self._call(
+            self._extend_script(keys=[self._key("turn", origin)], args=[step, most])
         )
         if int(discarded):
             turn_discarded(self._crawler, origin, int(discarded) / 1_000_000)

@@ -190,6 +190,14 @@ class SQLiteStore(OutcomeStore):
         if discarded:
             turn_discarded(self._crawler, origin, discarded)
 
+    async def extend(
+        self, origin: str, seconds: float, limit: float | None = None
+    ) -> None:
+        most = seconds if limit is None else max(seconds, limit)
+        discarded = await self._run(self._extend, origin, seconds, most)
+        if discarded:
+            turn_discarded(self._crawler, origin, discarded)
+
     async def held(self, limit: float | None = None) -> dict[str, float]:
         running, discarded = await self._run(
             self._held, math.inf if limit is None else limit
@@ -412,6 +420,32 @@ class SQLiteStore(OutcomeStore):
             if row is None or listed < seconds or listed > limit:
                 db.execute(
                     "INSERT OR REPLACE INTO holds (origin, ends_at) VALUES (?, ?)",
+                    (origin, now + seconds),
+                )
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        self._writes += 1
+        return ahead if ahead > limit else 0.0
+
+    def _extend(self, origin: str, seconds: float, limit: float) -> float:
+        """Move the turn of ``origin`` to at least ``seconds`` from now (see
+        :meth:`extend`); how far ahead a discarded turn was."""
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            now = time.time()
+            ahead = _ahead(
+                db.execute(
+                    "SELECT next_free FROM turns WHERE origin = ?", (origin,)
+                ).fetchone(),
+                now,
+            )
+            if ahead < seconds or ahead > limit:
+                db.execute(
+                    "INSERT OR REPLACE INTO turns (origin, next_free) VALUES (?, ?)",
                     (origin, now + seconds),
                 )
         except BaseException:
