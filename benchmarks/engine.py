@@ -57,7 +57,8 @@ from scrapy_rfc9309.stores.memory import new_entry
 
 #: URLs built per file: "/" and variants of the file's own rule paths.
 PER_FILE = 16
-TARGETS = {"library": 3.0, "request": 5.0, "memory": 5.0}
+# Floors on the users' routes (issue 25: per request 5x retired for 3.5x).
+TARGETS = {"library": 3.0, "request": 3.5, "memory": 5.0}
 
 
 def clear_caches() -> None:
@@ -313,6 +314,25 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     library, library_theirs = best_of(args.repeat, library_ours, library_protego)
 
+    # An SEO tool's route: one file read once, asked for several agents.
+    agents = ("Googlebot", "Bingbot", "ExampleBot")
+
+    def several_ours() -> None:
+        for body, urls in work:
+            document = parse(body)
+            for each in agents:
+                for url in urls:
+                    is_allowed(document, each, url)
+
+    def several_protego() -> None:
+        for body, urls in work:
+            protego = Protego.parse(body.decode("utf-8", "ignore"))
+            for each in agents:
+                for url in urls:
+                    protego.can_fetch(url, each)
+
+    several, several_theirs = best_of(args.repeat, several_ours, several_protego)
+
     # Per request: what each keeps per origin, made beforehand (fetching and
     # parsing happen once per origin, not per request).
     entries = [kept_per_origin(body, agent) for body in bodies]
@@ -343,13 +363,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows = [
         ("library: parse + is_allowed, per file", library, library_theirs, "library"),
         ("per request: explain, per URL", request, request_theirs, "request"),
+        (
+            f"{len(agents)} agents: parse + is_allowed, per file",
+            *(several, several_theirs),
+            None,
+        ),
     ]
     for label, ours, theirs, target in rows:
-        per = len(files) if target == "library" else count
-        unit = "us"
+        per = count if target == "request" else len(files)
         ours_each = ours / per * 1e6
         theirs_each = theirs / per * 1e6
-        _row(label, ours_each, theirs_each, unit, TARGETS[target])
+        _row(label, ours_each, theirs_each, "us", TARGETS.get(target or ""))
     typical, largest = statistics.median(memory), max(memory)
     mean = statistics.fmean(memory)
     typical_theirs, largest_theirs = (
@@ -400,7 +424,7 @@ def _row(
     line += f" {ratio:>7.2f}x"
     if target is not None:
         verdict = "ok" if ratio >= target else "MISSED"
-        line += f" {target:>6.0f}x  {verdict}"
+        line += f" {target:>6g}x  {verdict}"
     print(line)
 
 
