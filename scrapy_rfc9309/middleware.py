@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, get_args
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
@@ -83,14 +83,7 @@ _T = TypeVar("_T")
 
 REFUSED = ("allow", "disallow")
 #: The causes of a dropped request (``robots/forbidden/<cause>``).
-CAUSES = (
-    "rule",
-    "unreachable",
-    "crawl_delay",
-    "content_signal",
-    "content_usage",
-    "tdm_reservation",
-)
+CAUSES: tuple[Cause, ...] = get_args(Cause)
 #: Request (and so response) meta key of the usage preferences that apply
 #: (robots.txt's here; combined with the response header's by
 #: :class:`~scrapy_rfc9309.usagemiddleware.UsageMiddleware`).

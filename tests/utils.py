@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import time
 from collections.abc import Callable, Coroutine, Iterator
 from functools import wraps
 from typing import Any
@@ -12,8 +11,8 @@ from typing import Any
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.reactor import is_reactor_installed
 
-from scrapy_rfc9309.outcome import Outcome
-from scrapy_rfc9309.parse import Document, parse
+from scrapy_rfc9309.parse import Document
+from scrapy_rfc9309.stores.contract import SAMPLE_SHA256, sample_outcome
 
 
 def coroutine_test(
@@ -64,31 +63,11 @@ class FakeClock:
 STORE_ORIGIN = "http://example.com/robots.txt"
 
 
-def stored_outcome(retain: float = 3600.0, now: float | None = None) -> Outcome:
-    """A parsed outcome, fresh for a minute at most and kept ``retain``
-    seconds from ``now`` (default: the real time): what the store tests put
-    and get back."""
-    if now is None:
-        now = time.time()
-    return Outcome(
-        kind="parsed",
-        fetched_at=now,
-        expires_at=now + min(retain, 60.0),
-        retain_until=now + retain,
-        http_status=200,
-        # Every kind of line a store must keep, Content-Usage rules included.
-        document=parse(
-            "User-agent: *\nDisallow: /private\nContent-Usage: train-ai=n\n"
-            "Content-Usage: /open/ train-ai=y, search=y\nSitemap: /s.xml\n"
-        ),
-        detail="HTTP 200",
-        # The body's hash goes with it (ROBOTS_PROVENANCE, ROBOTS_REPORT).
-        body_sha256=STORED_SHA256,
-    )
-
-
+#: A parsed outcome with every kind of line a store must keep: what the
+#: store tests put and get back (the store contract's own sample).
+stored_outcome = sample_outcome
 #: The ``body_sha256`` of :func:`stored_outcome`.
-STORED_SHA256 = "ab" * 32
+STORED_SHA256 = SAMPLE_SHA256
 
 
 def read_document(document: Document) -> Document:

@@ -31,7 +31,7 @@ from ..outcome import Lifetimes, Outcome, parsed, unavailable, unreachable
 from ..parse import parse
 from .base import OutcomeStore
 
-__all__ = ["CHECKS", "check_store", "checks_for"]
+__all__ = ["CHECKS", "SAMPLE_SHA256", "check_store", "checks_for", "sample_outcome"]
 
 _T = TypeVar("_T")
 NewStore = Callable[[], OutcomeStore]
@@ -50,10 +50,12 @@ def _origins(check: str) -> tuple[str, str]:
     )
 
 
-def _outcome(retain: float = 3600.0) -> Outcome:
-    """A parsed outcome kept ``retain`` seconds from now, with every kind
-    of line a store must keep."""
-    now = time.time()
+def sample_outcome(retain: float = 3600.0, now: float | None = None) -> Outcome:
+    """A parsed outcome, fresh for a minute at most and kept ``retain``
+    seconds from ``now`` (default: the real time), with every kind of line a
+    store must keep (Content-Usage rules, a sitemap) and a body hash."""
+    if now is None:
+        now = time.time()
     return Outcome(
         kind="parsed",
         fetched_at=now,
@@ -65,8 +67,12 @@ def _outcome(retain: float = 3600.0) -> Outcome:
             "Content-Usage: /open/ train-ai=y, search=y\nSitemap: /s.xml\n"
         ),
         detail="HTTP 200",
-        body_sha256="ab" * 32,
+        body_sha256=SAMPLE_SHA256,
     )
+
+
+#: The ``body_sha256`` of :func:`sample_outcome`.
+SAMPLE_SHA256 = "ab" * 32
 
 
 async def _gather(*coros: Coroutine[Any, Any, _T]) -> list[_T]:
@@ -96,7 +102,7 @@ async def round_trips(new_store: NewStore) -> None:
     origin, elsewhere = _origins("round_trips")
     store, other = new_store(), new_store()
     try:
-        value = _outcome()
+        value = sample_outcome()
         assert await store.get(origin) is None, "a new store holds nothing"
         await store.put(origin, value)
         assert await store.get(origin) == value, "get returns what put stored"
@@ -112,8 +118,8 @@ async def put_replaces(new_store: NewStore) -> None:
     origin = _origins("put_replaces")[0]
     store = new_store()
     try:
-        await store.put(origin, _outcome(100))
-        newer = _outcome(200)
+        await store.put(origin, sample_outcome(100))
+        newer = sample_outcome(200)
         await store.put(origin, newer)
         assert await store.get(origin) == newer, "the newer outcome replaces"
     finally:
@@ -179,8 +185,8 @@ async def drops_what_is_past_retention(new_store: NewStore) -> None:
     origin = _origins("drops_what_is_past_retention")[0]
     store = new_store()
     try:
-        await store.put(origin, _outcome())
-        await store.put(origin, _outcome(-1))
+        await store.put(origin, sample_outcome())
+        await store.put(origin, sample_outcome(-1))
         assert await store.get(origin) is None, "past retain_until: gone"
     finally:
         await store.close()
@@ -295,7 +301,7 @@ async def closes_twice(new_store: NewStore) -> None:
     """``close`` may be called again."""
     origin = _origins("closes_twice")[0]
     store = new_store()
-    await store.put(origin, _outcome())
+    await store.put(origin, sample_outcome())
     await store.close()
     await store.close()
 

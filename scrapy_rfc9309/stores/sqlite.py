@@ -402,17 +402,7 @@ class SQLiteStore(OutcomeStore):
         db.execute("BEGIN IMMEDIATE")
         try:
             now = time.time()
-            ahead = _ahead(
-                db.execute(
-                    "SELECT next_free FROM turns WHERE origin = ?", (origin,)
-                ).fetchone(),
-                now,
-            )
-            if ahead < seconds or ahead > limit:
-                db.execute(
-                    "INSERT OR REPLACE INTO turns (origin, next_free) VALUES (?, ?)",
-                    (origin, now + seconds),
-                )
+            ahead = _push_turn(db, origin, seconds, now, limit)
             row = db.execute(
                 "SELECT ends_at FROM holds WHERE origin = ?", (origin,)
             ).fetchone()
@@ -437,17 +427,7 @@ class SQLiteStore(OutcomeStore):
         db.execute("BEGIN IMMEDIATE")
         try:
             now = time.time()
-            ahead = _ahead(
-                db.execute(
-                    "SELECT next_free FROM turns WHERE origin = ?", (origin,)
-                ).fetchone(),
-                now,
-            )
-            if ahead < seconds or ahead > limit:
-                db.execute(
-                    "INSERT OR REPLACE INTO turns (origin, next_free) VALUES (?, ?)",
-                    (origin, now + seconds),
-                )
+            ahead = _push_turn(db, origin, seconds, now, limit)
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
@@ -501,3 +481,23 @@ def _ahead(row: tuple[object, ...] | None, now: float) -> float:
     if not math.isfinite(value):
         return math.inf
     return float(value) - now
+
+
+def _push_turn(
+    db: sqlite3.Connection, origin: str, seconds: float, now: float, limit: float
+) -> float:
+    """Move the turn of ``origin`` to ``seconds`` after ``now`` unless it is
+    later already (and no further than ``limit`` ahead: beyond, it is
+    replaced); how far ahead of ``now`` the stored turn was."""
+    ahead = _ahead(
+        db.execute(
+            "SELECT next_free FROM turns WHERE origin = ?", (origin,)
+        ).fetchone(),
+        now,
+    )
+    if ahead < seconds or ahead > limit:
+        db.execute(
+            "INSERT OR REPLACE INTO turns (origin, next_free) VALUES (?, ?)",
+            (origin, now + seconds),
+        )
+    return ahead
