@@ -17,6 +17,7 @@ import sqlite3
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -31,7 +32,7 @@ from ._codec import decode, encode, oversized
 from .base import HELD_MAX, OutcomeStore, StoreError, turn_discarded
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from scrapy.crawler import Crawler
     from typing_extensions import Self
@@ -368,28 +369,21 @@ class SQLiteStore(OutcomeStore):
     ) -> tuple[float, float]:
         """The wait (0.0: taken) and how far ahead a discarded turn was."""
         db = self._db()
-        # BEGIN IMMEDIATE takes the write lock before the read, so no other
-        # process takes the same turn between the SELECT and the write.  The
-        # processes share this host's clock.
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        # The write lock is taken before the read, so no other process takes
+        # the same turn between the SELECT and the write.  The processes
+        # share this host's clock.
+        with _immediate(db):
             now = time.time()
             row = db.execute(
                 "SELECT next_free FROM turns WHERE origin = ?", (origin,)
             ).fetchone()
             ahead = _ahead(row, now)
             if 0 < ahead <= limit:
-                db.execute("COMMIT")
                 return ahead, 0.0
             db.execute(
                 "INSERT OR REPLACE INTO turns (origin, next_free) VALUES (?, ?)",
                 (origin, now + interval),
             )
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
         self._writes += 1
         if self._writes % _PURGE_EVERY == 0:
             self._purge(db)
@@ -399,8 +393,7 @@ class SQLiteStore(OutcomeStore):
         """Pause ``origin`` (see :meth:`hold`); how far ahead a discarded
         turn was."""
         db = self._db()
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with _immediate(db):
             now = time.time()
             ahead = _push_turn(db, origin, seconds, now, limit)
             row = db.execute(
@@ -412,11 +405,6 @@ class SQLiteStore(OutcomeStore):
                     "INSERT OR REPLACE INTO holds (origin, ends_at) VALUES (?, ?)",
                     (origin, now + seconds),
                 )
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
         self._writes += 1
         return ahead if ahead > limit else 0.0
 
@@ -424,15 +412,8 @@ class SQLiteStore(OutcomeStore):
         """Move the turn of ``origin`` to at least ``seconds`` from now (see
         :meth:`extend`); how far ahead a discarded turn was."""
         db = self._db()
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            now = time.time()
-            ahead = _push_turn(db, origin, seconds, now, limit)
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+        with _immediate(db):
+            ahead = _push_turn(db, origin, seconds, time.time(), limit)
         self._writes += 1
         return ahead if ahead > limit else 0.0
 
@@ -501,3 +482,17 @@ def _push_turn(
             (origin, now + seconds),
         )
     return ahead
+
+
+@contextmanager
+def _immediate(db: sqlite3.Connection) -> Iterator[None]:
+    """One ``BEGIN IMMEDIATE`` transaction: the write lock is taken before
+    the first read, committed at the end, rolled back on any error."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
