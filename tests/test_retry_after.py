@@ -156,3 +156,36 @@ async def test_an_invalid_retry_after_is_counted_and_ignored(server: Server) -> 
     )
     assert len(crawler.spider.crawled) == 5  # type: ignore[union-attr]
     assert stats(crawler, "robots/retry_after/") == {"robots/retry_after/invalid": 1}
+
+
+@coroutine_test
+async def test_retry_after_on_robots_txt_pauses_the_origin_too(server: Server) -> None:
+    # robots.txt answers 429 with Retry-After: 1 once, then its rules: the
+    # site asked this crawler to wait, so robots.txt's retry (Scrapy's
+    # RetryMiddleware, which side requests pass through as well) and the
+    # pages wait too.
+    answered = []
+
+    def robots(handler: BaseHTTPRequestHandler) -> None:
+        first = not answered
+        answered.append(True)
+        body = b"" if first else b"User-agent: *\nDisallow: /private\n"
+        handler.send_response(429 if first else 200)
+        if first:
+            handler.send_header("Retry-After", "1")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    server.routes["/robots.txt"] = Route(handler=robots)
+    server.route("/page", "<html></html>")
+    crawler = await crawl([server.url("/page"), server.url("/private")], RETRY)
+    assert crawler.spider.crawled == [server.url("/page")]  # type: ignore[union-attr]
+    hits = sorted(server.hits, key=lambda hit: hit.time)
+    assert [hit.path for hit in hits] == ["/robots.txt", "/robots.txt", "/page"]
+    assert hits[1].time - hits[0].time >= 1 - TOLERANCE
+    assert stats(crawler, "robots/retry_after/") == {
+        "robots/retry_after/paused": 1,
+        "robots/retry_after/max_seconds": 1.0,
+    }
+    assert stats(crawler, "robots/fetch")["robots/fetch_count"] == 1
