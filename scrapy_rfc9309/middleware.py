@@ -55,6 +55,7 @@ from .parse import product_token
 from .parser import RobotParser
 from .politeness import (
     PACE_META,
+    TURN_META,
     Politeness,
     crawl_delay_scope,
     keeps_extends,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
     from typing_extensions import Self
 
 __all__ = ["META_KEY", "USAGE_META_KEY", "RobotsDisallowed", "RobotsMiddleware"]
@@ -306,6 +308,17 @@ class RobotsMiddleware:
                 outcome,
                 f"Content-Usage refuses {refusals} ({lines})",
             )
+
+    async def process_response(self, request: Request, response: Response) -> Response:
+        """Without PacingMiddleware (which does it first otherwise), space the
+        next turn of the origin from this answer's arrival too."""
+        if TURN_META in request.meta and "cached" not in response.flags:
+            await self.politeness.fetched(request)
+        return response
+
+    async def process_exception(self, request: Request, exception: Exception) -> None:
+        if TURN_META in request.meta:
+            await self.politeness.fetched(request)
 
     async def outcome_for(
         self, url: str, request: Request | None = None

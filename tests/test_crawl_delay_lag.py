@@ -79,6 +79,7 @@ def test_a_busy_worker_never_brings_requests_closer_than_the_delay(
 #: the delay, so that its answer comes back before the next turn.
 LATE = 0.2
 LATE_DELAY = 0.5
+PACING = "scrapy_rfc9309.politeness.PacingMiddleware"
 
 
 def _drop(handler: Any) -> None:
@@ -87,13 +88,17 @@ def _drop(handler: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    ("store", "answer"),
+    ("store", "answer", "pacing"),
     [
-        ("memory", "page"),
-        ("sqlite", "page"),
-        ("redis", "page"),
-        ("memory", "failure"),
-        ("redis", "failure"),
+        ("memory", "page", True),
+        ("sqlite", "page", True),
+        ("redis", "page", True),
+        ("memory", "failure", True),
+        ("redis", "failure", True),
+        # A project that takes PacingMiddleware out: RobotsMiddleware takes
+        # the turns, and counts them from the end of each fetch too.
+        ("memory", "page", False),
+        ("redis", "failure", False),
     ],
 )
 def test_a_request_sent_late_after_its_turn_keeps_the_next_one_a_delay_away(
@@ -103,6 +108,7 @@ def test_a_request_sent_late_after_its_turn_keeps_the_next_one_a_delay_away(
     request: pytest.FixtureRequest,
     store: str,
     answer: str,
+    pacing: bool,
 ) -> None:
     """Every other request of worker 0 reaches the wire LATE after its
     departure was stamped (a middleware after PacingMiddleware): the next
@@ -130,7 +136,8 @@ def test_a_request_sent_late_after_its_turn_keeps_the_next_one_a_delay_away(
                 **settings,
                 "FLEET_LATE": late,
                 "DOWNLOADER_MIDDLEWARES": {
-                    "tests.fleet_crawl.LateMiddleware": 2_000_000
+                    "tests.fleet_crawl.LateMiddleware": 2_000_000,
+                    **({} if pacing else {PACING: None}),
                 },
                 "USER_AGENT": f"TestBot/1.0 (worker {number})",
             },
