@@ -3,14 +3,14 @@
     python -m benchmarks.fleet [--origins 4] [--pages 12] [--delay 0.25]
                                [--workers 1,2,4] [--store redis|sqlite]
 
-Each run is a real fleet: worker processes of ``tests.redis_fleet`` (a
+Each run is a real fleet: worker processes of ``tests.support.redis_fleet`` (a
 ``RedisSpider`` on scrapy-redis's scheduler and dupefilter) sharing a private
 ``redis-server`` and the outcome store, over loopback origins whose pages
 link to each other.  For the origins with ``Crawl-delay: DELAY`` it prints,
 per fleet size: pages per second against the bound (origins / delay: what
 one polite crawler may take), the smallest gap between two requests to one
 origin, as the requests left the workers (the ``X-Sent-At`` stamp of
-``tests.redis_fleet.SentAt``, on the host's monotonic clock) and as the
+``tests.support.redis_fleet.SentAt``, on the host's monotonic clock) and as the
 servers received them, the mean gap as a multiple of the delay (1.00: the
 fleet runs at the bound), the turns taken per request and the other store
 calls (robots.txt outcomes and leases) per request.  Then a crawl of
@@ -42,10 +42,10 @@ from typing import Any
 
 import redis
 
-from tests.fleet_crawl import spawn
-from tests.redis_fleet import SENT_AT, SPIDER, START_URLS_KEY, STORE_METHODS
-from tests.redis_server import RedisServer
-from tests.server import Server
+from tests.support.fleet_crawl import spawn
+from tests.support.redis_fleet import SENT_AT, SPIDER, START_URLS_KEY, STORE_METHODS
+from tests.support.redis_server import RedisServer
+from tests.support.server import Server
 
 # Loopback hosts of their own (127.0.200.x), one per origin, so each origin
 # has its own downloader slot.
@@ -115,7 +115,7 @@ def crawl(
         client.close()
         procs = [
             spawn(
-                "tests.redis_fleet",
+                "tests.support.redis_fleet",
                 {
                     "redis_url": redis_server.url,
                     "prefix": prefix,

@@ -366,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     with ExitStack() as stack:
         if args.redis_url is None:
             sys.path.insert(0, str(ROOT))
-            from tests.redis_server import RedisServer
+            from tests.support.redis_server import RedisServer
 
             args.redis_url = stack.enter_context(RedisServer()).url
         if not args.entries:

@@ -40,7 +40,7 @@ reactorless=(
 alone=()
 # The tests share the cores (pytest-xdist): each worker starts its own
 # redis-server and servers on loopback addresses of its own
-# (tests/utils.py: loopback_hosts). One worker more than the cores, at least
+# (tests/support/utils.py: loopback_hosts). One worker more than the cores, at least
 # 3: the crawl tests spend much of their time waiting (Crawl-delays, fleets
 # of worker processes). TEST_WORKERS=1 runs them one at a time.
 cores=$(nproc 2>/dev/null || echo 2)

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from tests.crawl_helpers import Departures
-from tests.server import Route, Server
-from tests.utils import loopback_hosts
+from tests.support.crawl_helpers import Departures
+from tests.support.server import Route, Server
+from tests.support.utils import loopback_hosts
 
-pytest_plugins = ["tests.redis_server"]
+pytest_plugins = ["tests.support.redis_server"]
 
 # The conformance vectors (Google's and RFC 9309's; sources and licences in
 # the folder's README.md).

@@ -11,9 +11,9 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_rfc9309 import Addon, RobotsMiddleware
 from scrapy_rfc9309._defaults import DEFAULTS
-from tests.crawl_helpers import RecordingSpider, crawl, middleware, stats
-from tests.server import Server
-from tests.utils import coroutine_test
+from tests.support.crawl_helpers import RecordingSpider, crawl, middleware, stats
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 
 DIRECTIVES = "scrapy_rfc9309.spidermiddleware.DirectivesMiddleware"
 

@@ -12,9 +12,9 @@ import pytest
 from scrapy.http import Response
 
 from scrapy_rfc9309.directives import DirectiveSet
-from tests.server import Server
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 from tests.test_directives_crawl import HTML, PageSpider, crawl, meta, page
-from tests.utils import coroutine_test
 
 TRAINING = {"ROBOTS_PURPOSES": ["train-ai"]}
 DROPPED = "robots/directives/items_dropped"

@@ -35,10 +35,9 @@ from scrapy_rfc9309.urls import (
     robots_url,
 )
 from scrapy_rfc9309.usage import usage_explained, usage_preferences
-
-from .crawl_helpers import crawl
-from .server import Server
-from .utils import coroutine_test
+from tests.support.crawl_helpers import crawl
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 
 AGENT = "examplebot"
 # Four bytes in UTF-8 and in a str; twelve once percent-encoded.

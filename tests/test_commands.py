@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.server import Server
+from tests.support.server import Server
 
 ROBOTS = """\
 User-agent: *

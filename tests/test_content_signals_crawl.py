@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from scrapy import Request
 
-from tests.crawl_helpers import RecordingSpider, crawl
-from tests.crawl_helpers import stats as all_stats
-from tests.server import Server
-from tests.utils import coroutine_test
+from tests.support.crawl_helpers import RecordingSpider, crawl
+from tests.support.crawl_helpers import stats as all_stats
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 
 MakeServer = Callable[..., Server]
 # The crawl's agent (BASE_SETTINGS) is TestBot/1.0: its token is "testbot".

@@ -3,7 +3,7 @@
 Only lower bounds are checked: every gap between two requests leaving the
 origin's downloader slot, robots.txt's included, is at least the delay (less
 ``TIMER_GRANULARITY``); a slow machine makes gaps longer, never shorter.
-See ``tests.crawl_helpers.Departures`` for why the gaps are not measured at
+See ``tests.support.crawl_helpers.Departures`` for why the gaps are not measured at
 the server.
 """
 
@@ -18,7 +18,7 @@ from scrapy import Request
 from scrapy.http import Response
 
 from scrapy_rfc9309._compat import sleep
-from tests.crawl_helpers import (
+from tests.support.crawl_helpers import (
     TIMER_GRANULARITY,
     Departures,
     RecordingSpider,
@@ -26,8 +26,8 @@ from tests.crawl_helpers import (
     middleware,
     stats,
 )
-from tests.server import Server
-from tests.utils import coroutine_test
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 
 MakeServer = Callable[..., Server]
 DELAY = 0.3

@@ -25,10 +25,10 @@ from scrapy.crawler import Crawler
 from scrapy_rfc9309.middleware import RobotsMiddleware
 from scrapy_rfc9309.stores.redis import RedisStore
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
-from tests.crawl_helpers import RecordingSpider, make_crawler, stats
-from tests.redis_server import RedisServer
-from tests.server import Route, Server
-from tests.utils import coroutine_test
+from tests.support.crawl_helpers import RecordingSpider, make_crawler, stats
+from tests.support.redis_server import RedisServer
+from tests.support.server import Route, Server
+from tests.support.utils import coroutine_test
 
 HERE = __name__
 DELAY = 0.3

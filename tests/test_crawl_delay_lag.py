@@ -1,6 +1,6 @@
 """Spacing that survives a busy worker (issue 23 item 3).
 
-Two worker processes (``python -m tests.fleet_crawl``) share a store and
+Two worker processes (``python -m tests.support.fleet_crawl``) share a store and
 crawl one origin with a Crawl-delay; one burns CPU in every callback, so its
 event loop is busy when its requests should leave.  Everything is checked
 at the server: every gap between two requests is at least the delay,
@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.fleet_crawl import Worker, spawn
-from tests.redis_server import RedisServer
-from tests.server import Server
+from tests.support.fleet_crawl import Worker, spawn
+from tests.support.redis_server import RedisServer
+from tests.support.server import Server
 
 DELAY = 0.3
 TOLERANCE = 0.02
@@ -63,7 +63,9 @@ def test_a_busy_worker_never_brings_requests_closer_than_the_delay(
                 "USER_AGENT": f"TestBot/1.0 (worker {number})",
             },
         }
-        workers.append(spawn("tests.fleet_crawl", config, tmp_path, f"w{number}"))
+        workers.append(
+            spawn("tests.support.fleet_crawl", config, tmp_path, f"w{number}")
+        )
     stats = [worker.wait() for worker in workers]
     for each in stats:
         assert each["finish_reason"] == "finished"
@@ -136,13 +138,15 @@ def test_a_request_sent_late_after_its_turn_keeps_the_next_one_a_delay_away(
                 **settings,
                 "FLEET_LATE": late,
                 "DOWNLOADER_MIDDLEWARES": {
-                    "tests.fleet_crawl.LateMiddleware": 2_000_000,
+                    "tests.support.fleet_crawl.LateMiddleware": 2_000_000,
                     **({} if pacing else {PACING: None}),
                 },
                 "USER_AGENT": f"TestBot/1.0 (worker {number})",
             },
         }
-        workers.append(spawn("tests.fleet_crawl", config, tmp_path, f"w{number}"))
+        workers.append(
+            spawn("tests.support.fleet_crawl", config, tmp_path, f"w{number}")
+        )
     stats = [worker.wait() for worker in workers]
     for each in stats:
         assert each["finish_reason"] == "finished"

@@ -6,7 +6,7 @@ rotation, scrapy-zyte-api, a ``DOWNLOAD_SLOTS`` group) used to leave the
 origin with no delay at all.  Gaps are measured where the requests leave
 the downloader middlewares (:class:`Sent`, after PacingMiddleware), per
 origin, whatever the slot: the server, a thread of this process, can be
-starved on a loaded machine (see ``tests.crawl_helpers.Departures``); the
+starved on a loaded machine (see ``tests.support.crawl_helpers.Departures``); the
 server only counts.  ``tests/test_crawl_delay_lag.py`` measures gaps at a
 server in another process than the workers.
 """
@@ -24,9 +24,9 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 
 from scrapy_rfc9309.politeness import Politeness
-from tests.crawl_helpers import TIMER_GRANULARITY, crawl, stats
-from tests.server import Server
-from tests.utils import coroutine_test
+from tests.support.crawl_helpers import TIMER_GRANULARITY, crawl, stats
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 
 HERE = __name__
 DELAY = 0.3

@@ -17,9 +17,9 @@ from scrapy.utils.test import get_crawler
 from scrapy_rfc9309 import directives as directives_module
 from scrapy_rfc9309.directives import MAX_VALUE_LENGTH, DirectiveSet
 from scrapy_rfc9309.spidermiddleware import DirectivesMiddleware
-from tests.fault_server import FaultServer, raw
-from tests.server import Server
-from tests.utils import coroutine_test
+from tests.support.fault_server import FaultServer, raw
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 
 MIDDLEWARE = "scrapy_rfc9309.spidermiddleware.DirectivesMiddleware"
 SETTINGS: dict[str, Any] = {

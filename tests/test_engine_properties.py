@@ -30,7 +30,7 @@ from scrapy_rfc9309.urls import (
     normalize_pattern,
     request_path,
 )
-from tests.utils import read_document
+from tests.support.utils import read_document
 
 PROFILES = st.sampled_from(["rfc9309", "google"])
 # Reading and linting: every profile (the bounded ones answer for their

@@ -34,8 +34,8 @@ from scrapy_rfc9309._decode import MAX_MEMBERS
 from scrapy_rfc9309.middleware import META_KEY
 from scrapy_rfc9309.outcome import Outcome
 from scrapy_rfc9309.signals import robots_outcome
-from tests.crawl_helpers import httpx_downloads, make_crawler, stats
-from tests.fault_server import (
+from tests.support.crawl_helpers import httpx_downloads, make_crawler, stats
+from tests.support.fault_server import (
     Behaviour,
     Exchange,
     FaultServer,
@@ -48,8 +48,8 @@ from tests.fault_server import (
     stall_mid_body,
     stream,
 )
+from tests.support.utils import coroutine_test, loopback_hosts
 from tests.test_decode import CALLS_PER_STAGE, count_codec_calls
-from tests.utils import coroutine_test, loopback_hosts
 
 try:
     from compression import zstd  # type: ignore[import-not-found]

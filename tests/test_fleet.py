@@ -1,6 +1,6 @@
 """A scrapy-redis fleet that looks like one polite crawler.
 
-Three worker processes (``python -m tests.redis_fleet``: a ``RedisSpider``
+Three worker processes (``python -m tests.support.redis_fleet``: a ``RedisSpider``
 on scrapy-redis's scheduler and dupefilter, ``SCHEDULER_PERSIST = True``)
 crawl loopback origins whose pages all link to each other, with the outcome
 store in Redis or in one SQLite file they share.  Everything is checked at
@@ -32,10 +32,10 @@ from typing import Any
 import pytest
 import redis
 
-from tests.fleet_crawl import Worker, spawn
-from tests.redis_fleet import SPIDER, START_URLS_KEY, worker_of
-from tests.redis_server import RedisServer
-from tests.server import Server
+from tests.support.fleet_crawl import Worker, spawn
+from tests.support.redis_fleet import SPIDER, START_URLS_KEY, worker_of
+from tests.support.redis_server import RedisServer
+from tests.support.server import Server
 
 TOLERANCE = 0.02
 WORKERS = 3
@@ -100,7 +100,9 @@ def fleet(
                 # asyncio one: both kinds in one fleet.
                 "reactorless": number == 1,
             }
-            workers.append(spawn("tests.redis_fleet", config, tmp_path, f"w{number}"))
+            workers.append(
+                spawn("tests.support.redis_fleet", config, tmp_path, f"w{number}")
+            )
         return [worker.wait(timeout=90) for worker in workers]
 
     yield run
@@ -183,7 +185,10 @@ def test_a_worker_killed_waiting_for_its_turn_leaves_no_lasting_turn(
     }
     urls = [server.url(path) for path in ("/", "/p1", *PAGES[1:])]
     worker = spawn(
-        "tests.fleet_crawl", {"urls": urls, "settings": settings}, tmp_path, "doomed"
+        "tests.support.fleet_crawl",
+        {"urls": urls, "settings": settings},
+        tmp_path,
+        "doomed",
     )
     try:
         assert second_page.wait(60), worker.log()

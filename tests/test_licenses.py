@@ -17,10 +17,10 @@ from scrapy_rfc9309 import Document, is_allowed, parse
 from scrapy_rfc9309.licenses import link_licenses, robots_licenses
 from scrapy_rfc9309.outcome import Lifetimes, parsed
 from scrapy_rfc9309.stores.memory import new_entry
-from tests.crawl_helpers import RecordingSpider, crawl, make_crawler, stats
-from tests.server import Server
+from tests.support.crawl_helpers import RecordingSpider, crawl, make_crawler, stats
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 from tests.test_commands import scrapy
-from tests.utils import coroutine_test
 
 G = "https://licensing.example/global.xml"
 STAR = "https://licensing.example/star.xml"

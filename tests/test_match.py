@@ -14,7 +14,7 @@ from scrapy_rfc9309.match import (
     is_allowed,
 )
 from scrapy_rfc9309.parse import Document, Group, Rule, parse
-from tests.utils import read_document
+from tests.support.utils import read_document
 
 PROFILES = ["rfc9309", "google"]
 

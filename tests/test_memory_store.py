@@ -22,9 +22,9 @@ from scrapy_rfc9309.stores import memory
 from scrapy_rfc9309.stores.base import OutcomeStore
 from scrapy_rfc9309.stores.memory import Entry, MemoryStore, entry_size, new_entry
 from scrapy_rfc9309.usage import matched_usage, usage_explained, usage_preferences
-from tests.crawl_helpers import crawl, middleware
-from tests.server import Server
-from tests.utils import coroutine_test
+from tests.support.crawl_helpers import crawl, middleware
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 
 LIFETIMES = Lifetimes(cache=100, unreachable=10, grace=1000)
 DOC = parse(

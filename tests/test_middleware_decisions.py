@@ -18,9 +18,15 @@ from scrapy_rfc9309.fetch import _is_public
 from scrapy_rfc9309.middleware import RobotsDisallowed, RobotsMiddleware
 from scrapy_rfc9309.outcome import Lifetimes, parsed, unavailable
 from scrapy_rfc9309.parse import parse
-from tests.crawl_helpers import RecordingSpider, crawl, make_crawler, middleware, stats
-from tests.server import Server
-from tests.utils import coroutine_test
+from tests.support.crawl_helpers import (
+    RecordingSpider,
+    crawl,
+    make_crawler,
+    middleware,
+    stats,
+)
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 
 MakeServer = Callable[..., Server]
 AGENTS = (

@@ -13,9 +13,9 @@ from scrapy import Request
 
 from scrapy_rfc9309.middleware import RobotsMiddleware
 from scrapy_rfc9309.parse import Rule
-from tests.crawl_helpers import RecordingSpider, crawl, middleware, stats
-from tests.server import Server
-from tests.utils import FakeClock, coroutine_test
+from tests.support.crawl_helpers import RecordingSpider, crawl, middleware, stats
+from tests.support.server import Server
+from tests.support.utils import FakeClock, coroutine_test
 
 MakeServer = Callable[..., Server]
 LIMIT = 512_000

@@ -17,10 +17,10 @@ from scrapy_rfc9309.outcome import Lifetimes, Outcome
 from scrapy_rfc9309.stores._codec import pack, unpack
 from scrapy_rfc9309.stores.redis import RedisStore
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
-from tests.crawl_helpers import crawl, make_crawler, stats
-from tests.redis_server import RedisServer
-from tests.server import Server
-from tests.utils import coroutine_test
+from tests.support.crawl_helpers import crawl, make_crawler, stats
+from tests.support.redis_server import RedisServer
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 
 RULES = "User-agent: *\nDisallow: /private\n"
 

@@ -14,9 +14,9 @@ import pytest
 from scrapy import Request
 from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
 
-from tests.crawl_helpers import RecordingSpider, crawl, stats
-from tests.server import Server
-from tests.utils import coroutine_test
+from tests.support.crawl_helpers import RecordingSpider, crawl, stats
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 
 MakeServer = Callable[..., Server]
 DISALLOW_ALL = "User-agent: *\nDisallow: /\n"

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from tests.crawl_helpers import crawl, make_crawler, stats
-from tests.server import Server
+from tests.support.crawl_helpers import crawl, make_crawler, stats
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 from tests.test_profiles import OVERSIZE
-from tests.utils import coroutine_test
 
 
 def _settings(profile: str, agent: str) -> dict[str, Any]:

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.crawl_helpers import crawl, httpx_downloads, stats
-from tests.server import Server
-from tests.utils import coroutine_test
+from tests.support.crawl_helpers import crawl, httpx_downloads, stats
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 
 MakeServer = Callable[..., Server]
 RULES = "User-agent: *\nDisallow: /private\n"

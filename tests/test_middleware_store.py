@@ -13,9 +13,9 @@ from scrapy_rfc9309 import signals as robots_signals
 from scrapy_rfc9309.outcome import Lifetimes, Outcome, parsed, unreachable
 from scrapy_rfc9309.parse import parse
 from scrapy_rfc9309.stores.base import OutcomeStore, StoreError
-from tests.crawl_helpers import crawl, make_crawler, stats
-from tests.server import Server
-from tests.utils import coroutine_test
+from tests.support.crawl_helpers import crawl, make_crawler, stats
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 
 HERE = __name__
 ROBOTS = (

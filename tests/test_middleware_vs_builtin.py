@@ -20,9 +20,14 @@ from typing import Any, ClassVar
 import pytest
 from scrapy import Request, signals
 
-from tests.crawl_helpers import TIMER_GRANULARITY, Departures, RecordingSpider, crawl
-from tests.server import Route, Server
-from tests.utils import coroutine_test
+from tests.support.crawl_helpers import (
+    TIMER_GRANULARITY,
+    Departures,
+    RecordingSpider,
+    crawl,
+)
+from tests.support.server import Route, Server
+from tests.support.utils import coroutine_test
 
 MakeServer = Callable[..., Server]
 BUILTIN = {"ADDONS": {}, "ROBOTSTXT_OBEY": True}

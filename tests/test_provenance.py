@@ -31,13 +31,13 @@ from scrapy.http import Response
 
 from scrapy_rfc9309 import ProvenanceMiddleware
 from scrapy_rfc9309.provenance import iso_time
-from tests.crawl_helpers import RecordingSpider, crawl, make_crawler, middleware
-from tests.fleet_crawl import spawn
-from tests.redis_fleet import SPIDER, START_URLS_KEY, worker_of
-from tests.redis_server import RedisServer
-from tests.server import Server
+from tests.support.crawl_helpers import RecordingSpider, crawl, make_crawler, middleware
+from tests.support.fleet_crawl import spawn
+from tests.support.redis_fleet import SPIDER, START_URLS_KEY, worker_of
+from tests.support.redis_server import RedisServer
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 from tests.test_docs import ROOT, blocks
-from tests.utils import coroutine_test
 
 ROBOTS = "User-agent: *\nDisallow: /private\nAllow: /public\n"
 #: A robots.txt saying something of every kind a record names.
@@ -478,7 +478,7 @@ def test_each_worker_of_a_fleet_reports_and_together_they_account_for_every_drop
     }
     workers = [
         spawn(
-            "tests.redis_fleet",
+            "tests.support.redis_fleet",
             {
                 "redis_url": redis_server.url,
                 "prefix": redis_prefix,

@@ -17,9 +17,9 @@ from scrapy_rfc9309._settings import SettingError
 from scrapy_rfc9309.stores.base import StoreError
 from scrapy_rfc9309.stores.redis import RedisStore, redis_url
 from scrapy_rfc9309.stores.sqlite import sqlite_path
-from tests.crawl_helpers import crawl, stats
-from tests.server import Server
-from tests.utils import coroutine_test
+from tests.support.crawl_helpers import crawl, stats
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 
 SECRET = "s3cr3t-pw"
 USER = "robots-user"

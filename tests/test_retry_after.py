@@ -15,9 +15,9 @@ from scrapy import Request
 from scrapy.http import Response
 
 from scrapy_rfc9309.politeness import retry_after
-from tests.crawl_helpers import RecordingSpider, crawl, stats
-from tests.server import Route, Server
-from tests.utils import coroutine_test
+from tests.support.crawl_helpers import RecordingSpider, crawl, stats
+from tests.support.server import Route, Server
+from tests.support.utils import coroutine_test
 
 TOLERANCE = 0.02
 NOW = 1_700_000_000.0

@@ -1,7 +1,7 @@
 """Retry-After across a scrapy-redis fleet (issue 23 item 2): one worker gets
 the ``429``, and the whole fleet backs off.
 
-Three worker processes (``python -m tests.redis_fleet``, one of them without
+Three worker processes (``python -m tests.support.redis_fleet``, one of them without
 a Twisted reactor) share scrapy-redis's queue and the outcome store (Redis,
 or one SQLite file).  The origin's index links :data:`PAGES` pages, so that
 every worker has requests to it in hand all through the crawl; the
@@ -31,10 +31,10 @@ import pytest
 import redis
 
 from scrapy_rfc9309.politeness import PAUSES_EVERY
-from tests.fleet_crawl import Worker, spawn
-from tests.redis_fleet import SPIDER, START_URLS_KEY, worker_of
-from tests.redis_server import RedisServer
-from tests.server import Route, Server
+from tests.support.fleet_crawl import Worker, spawn
+from tests.support.redis_fleet import SPIDER, START_URLS_KEY, worker_of
+from tests.support.redis_server import RedisServer
+from tests.support.server import Route, Server
 
 WORKERS = 3
 PAUSE = 2.0
@@ -109,7 +109,9 @@ def fleet(
                 "warmup": warmup,
                 "reactorless": number == 1,
             }
-            workers.append(spawn("tests.redis_fleet", config, tmp_path, f"w{number}"))
+            workers.append(
+                spawn("tests.support.redis_fleet", config, tmp_path, f"w{number}")
+            )
         return [worker.wait(timeout=90) for worker in workers]
 
     yield run

@@ -5,7 +5,7 @@ the pauses another worker held in the store, and the pause a retry carries.
 The "other worker" is the store written to directly, or a request's meta as
 RetryMiddleware copies it into the retry.  Arrivals are measured at the
 server, from a moment taken before the pause began, from below only.  Store
-calls are counted by :mod:`tests.redis_fleet`'s counting stores.
+calls are counted by :mod:`tests.support.redis_fleet`'s counting stores.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from scrapy_rfc9309.stores import StoreError
 from scrapy_rfc9309.stores.redis import RedisStore
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
 from scrapy_rfc9309.urls import robots_url
-from tests.crawl_helpers import RecordingSpider, crawl, stats
-from tests.redis_fleet import CountingSQLiteStore
-from tests.redis_server import RedisServer
-from tests.server import Server
-from tests.utils import coroutine_test
+from tests.support.crawl_helpers import RecordingSpider, crawl, stats
+from tests.support.redis_fleet import CountingSQLiteStore
+from tests.support.redis_server import RedisServer
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 
 #: Longer than ROBOTS_CRAWL_DELAY_MAX + LAG_MAX in the tests with a
 #: Crawl-delay: a pause is not a poisoned turn.
@@ -43,12 +43,12 @@ def shared(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
     """The settings of a shared store that counts its calls."""
     if request.param == "sqlite":
         return {
-            "ROBOTS_STORE": "tests.redis_fleet.CountingSQLiteStore",
+            "ROBOTS_STORE": "tests.support.redis_fleet.CountingSQLiteStore",
             "ROBOTS_STORE_URL": str(tmp_path / "robots.sqlite3"),
         }
     redis_server: RedisServer = request.getfixturevalue("redis_server")
     return {
-        "ROBOTS_STORE": "tests.redis_fleet.CountingRedisStore",
+        "ROBOTS_STORE": "tests.support.redis_fleet.CountingRedisStore",
         "ROBOTS_STORE_URL": redis_server.url,
         "ROBOTS_STORE_PREFIX": request.getfixturevalue("redis_prefix"),
     }

@@ -23,7 +23,7 @@ from scrapy.utils.test import get_reactor_settings
 import scrapy_rfc9309.fetch as fetch_module
 from scrapy_rfc9309 import DirectivesMiddleware, RobotParser
 from scrapy_rfc9309.sitemaps import SitemapsMiddleware
-from tests.crawl_helpers import (
+from tests.support.crawl_helpers import (
     BASE_SETTINGS,
     RecordingSpider,
     crawl,
@@ -31,8 +31,8 @@ from tests.crawl_helpers import (
     middleware,
     stats,
 )
-from tests.server import Server
-from tests.utils import coroutine_test
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 
 RULES = "User-agent: *\nDisallow: /private\nCrawl-delay: 7\n"
 OBEY_LOG = "ROBOTSTXT_OBEY = False"

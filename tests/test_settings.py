@@ -47,9 +47,9 @@ from scrapy_rfc9309._settings import (
     text,
 )
 from scrapy_rfc9309.sitemaps import SitemapsMiddleware
-from tests.crawl_helpers import BASE_SETTINGS, RecordingSpider, crawl
-from tests.server import Server
-from tests.utils import coroutine_test
+from tests.support.crawl_helpers import BASE_SETTINGS, RecordingSpider, crawl
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 
 FLAG = "True or False (or 1/0, 'true'/'false' as text)"
 PURPOSES = (

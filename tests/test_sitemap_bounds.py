@@ -30,10 +30,10 @@ from scrapy.utils.test import get_crawler
 from scrapy_rfc9309 import _sitemap_read
 from scrapy_rfc9309._sitemap_read import SitemapReader, gunzip_chunks
 from scrapy_rfc9309.sitemaps import DEPTH_KEY
-from tests.crawl_helpers import BASE_SETTINGS, RecordingSpider, crawl, stats
-from tests.server import Server
+from tests.support.crawl_helpers import BASE_SETTINGS, RecordingSpider, crawl, stats
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 from tests.test_sitemaps import GZIP, XML, sitemapindex, urlset
-from tests.utils import coroutine_test
 
 MakeServer = Callable[..., Server]
 SITEMAPS = {"ROBOTS_SITEMAPS": True}

@@ -21,9 +21,9 @@ from scrapy.utils.asyncio import call_later
 from scrapy.utils.test import get_crawler
 
 from scrapy_rfc9309.sitemaps import DEPTH_KEY, _site
-from tests.crawl_helpers import BASE_SETTINGS, RecordingSpider, crawl, stats
-from tests.server import Route, Server
-from tests.utils import coroutine_test
+from tests.support.crawl_helpers import BASE_SETTINGS, RecordingSpider, crawl, stats
+from tests.support.server import Route, Server
+from tests.support.utils import coroutine_test
 
 MakeServer = Callable[..., Server]
 SITEMAPS = {"ROBOTS_SITEMAPS": True}

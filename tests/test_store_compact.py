@@ -31,10 +31,10 @@ from scrapy_rfc9309.stores._codec import (
     legacy_encode,
     pack,
 )
-from tests.crawl_helpers import crawl, make_crawler, stats
-from tests.redis_server import RedisServer
-from tests.server import Server
-from tests.utils import coroutine_test, stored_outcome
+from tests.support.crawl_helpers import crawl, make_crawler, stats
+from tests.support.redis_server import RedisServer
+from tests.support.server import Server
+from tests.support.utils import coroutine_test, stored_outcome
 
 # -- the codec -----------------------------------------------------------------
 

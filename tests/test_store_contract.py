@@ -14,8 +14,8 @@ from scrapy_rfc9309.stores.contract import CHECKS, check_store, checks_for
 from scrapy_rfc9309.stores.memory import MemoryStore
 from scrapy_rfc9309.stores.redis import RedisStore
 from scrapy_rfc9309.stores.sqlite import FILE_NAME, SQLiteStore
-from tests.redis_server import RedisServer
-from tests.utils import coroutine_test
+from tests.support.redis_server import RedisServer
+from tests.support.utils import coroutine_test
 
 KINDS: dict[str, type[OutcomeStore]] = {
     "memory": MemoryStore,

@@ -2,7 +2,7 @@
 SQLite file, a crawl resumed in its JOBDIR, a worker killed while it holds a
 lease, and Redis lost in the middle of a crawl.
 
-Each worker is ``python -m tests.fleet_crawl`` (a real Scrapy crawl with the
+Each worker is ``python -m tests.support.fleet_crawl`` (a real Scrapy crawl with the
 add-on); robots.txt fetches are counted at the servers.
 """
 
@@ -21,10 +21,10 @@ import pytest
 import redis
 from scrapy.utils.test import get_crawler
 
-from tests.fleet_crawl import FleetSpider, Worker, spawn
-from tests.redis_server import RedisServer
-from tests.server import Route, Server
-from tests.utils import coroutine_test
+from tests.support.fleet_crawl import FleetSpider, Worker, spawn
+from tests.support.redis_server import RedisServer
+from tests.support.server import Route, Server
+from tests.support.utils import coroutine_test
 
 ROBOTS = b"User-agent: *\nDisallow: /private\n"
 ORIGINS = 20
@@ -34,7 +34,8 @@ PAGES = ("/a", "/b", "/private")
 
 @pytest.fixture
 def start_worker(tmp_path: Path) -> Any:
-    """Start ``python -m tests.fleet_crawl``; workers left running are killed."""
+    """Start ``python -m tests.support.fleet_crawl``; workers left running are
+    killed."""
     workers: list[Worker] = []
 
     def start(
@@ -50,7 +51,9 @@ def start_worker(tmp_path: Path) -> Any:
             "reactorless": reactorless,
             "clock_offset": clock_offset,
         }
-        worker = spawn("tests.fleet_crawl", config, tmp_path, f"worker-{len(workers)}")
+        worker = spawn(
+            "tests.support.fleet_crawl", config, tmp_path, f"worker-{len(workers)}"
+        )
         workers.append(worker)
         return worker
 

@@ -26,8 +26,8 @@ from scrapy_rfc9309.stores.base import DISCARDED_TURNS, OutcomeStore
 from scrapy_rfc9309.stores.memory import MemoryStore
 from scrapy_rfc9309.stores.redis import RedisStore
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
-from tests.redis_server import RedisServer
-from tests.utils import STORE_ORIGIN, coroutine_test
+from tests.support.redis_server import RedisServer
+from tests.support.utils import STORE_ORIGIN, coroutine_test
 
 ORIGIN = STORE_ORIGIN
 OTHER = "http://other.example/robots.txt"

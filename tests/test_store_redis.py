@@ -16,8 +16,8 @@ from scrapy_rfc9309.outcome import FORMAT
 from scrapy_rfc9309.stores import StoreError
 from scrapy_rfc9309.stores._codec import encode
 from scrapy_rfc9309.stores.redis import DEFAULT_PREFIX, RedisStore, redis_url
-from tests.redis_server import RedisServer
-from tests.utils import STORE_ORIGIN, coroutine_test, stored_outcome
+from tests.support.redis_server import RedisServer
+from tests.support.utils import STORE_ORIGIN, coroutine_test, stored_outcome
 
 ORIGIN = STORE_ORIGIN
 outcome = stored_outcome

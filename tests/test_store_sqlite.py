@@ -23,7 +23,7 @@ from scrapy_rfc9309.outcome import (
 from scrapy_rfc9309.stores import StoreError
 from scrapy_rfc9309.stores._codec import encode
 from scrapy_rfc9309.stores.sqlite import FILE_NAME, SQLiteStore, sqlite_path
-from tests.utils import STORE_ORIGIN, FakeClock, coroutine_test, stored_outcome
+from tests.support.utils import STORE_ORIGIN, FakeClock, coroutine_test, stored_outcome
 
 ORIGIN = STORE_ORIGIN
 outcome = stored_outcome

@@ -20,11 +20,11 @@ from scrapy.http import Response
 from scrapy_rfc9309.stores.redis import RedisStore
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
 from scrapy_rfc9309.tdmmiddleware import TdmItemsMiddleware, TdmMiddleware, is_tdm
-from tests.crawl_helpers import RecordingSpider, crawl, make_crawler, stats
-from tests.fleet_crawl import Worker, spawn
-from tests.server import Route, Server
+from tests.support.crawl_helpers import RecordingSpider, crawl, make_crawler, stats
+from tests.support.fleet_crawl import Worker, spawn
+from tests.support.server import Route, Server
+from tests.support.utils import coroutine_test
 from tests.test_commands import scrapy
-from tests.utils import coroutine_test
 
 TDM = "/.well-known/tdmrep.json"
 TRAIN = {"ROBOTS_PURPOSES": ["train-ai"]}
@@ -314,7 +314,7 @@ def test_sqlite_fleet_fetches_the_file_once(
     }
     workers: list[Worker] = [
         spawn(
-            "tests.fleet_crawl",
+            "tests.support.fleet_crawl",
             {"urls": urls, "settings": settings, "reactorless": bool(i)},
             tmp_path,
             f"worker-{i}",
@@ -493,7 +493,7 @@ def test_two_workers_sharing_redis_fetch_the_file_once(
     }
     workers = [
         spawn(
-            "tests.fleet_crawl",
+            "tests.support.fleet_crawl",
             {"urls": urls, "settings": settings, "reactorless": bool(i)},
             tmp_path,
             f"worker-{i}",

@@ -32,7 +32,7 @@ from scrapy_rfc9309.usage import (
     purposes_from_content_signals,
     refused,
 )
-from tests.utils import read_document
+from tests.support.utils import read_document
 
 VECTORS: dict[str, Any] = json.loads(
     (Path(__file__).parent / "data" / "aipref.json").read_text("utf-8")

@@ -16,9 +16,9 @@ from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
 from scrapy_rfc9309.middleware import RobotsDisallowed
-from tests.crawl_helpers import make_crawler, stats
-from tests.server import Server
-from tests.utils import coroutine_test
+from tests.support.crawl_helpers import make_crawler, stats
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 
 ROBOTS = """\
 User-agent: *

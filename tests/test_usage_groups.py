@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scrapy_rfc9309 import is_allowed, parse, usage_preferences
 from scrapy_rfc9309.lint import lint
 from scrapy_rfc9309.profiles import RULES
-from tests.utils import read_document
+from tests.support.utils import read_document
 
 # The issue's text.
 ISSUE = "User-agent: *\nContent-Usage: train-ai=n\n\nUser-agent: examplebot\nAllow: /\n"

@@ -18,10 +18,9 @@ from scrapy_rfc9309._usage_table import UsageTable
 from scrapy_rfc9309.match import Matcher, compile
 from scrapy_rfc9309.parse import PROFILES, UsageRule, parse
 from scrapy_rfc9309.usage import deciding_rules, matched_usage, usage_explained
-
-from .crawl_helpers import crawl
-from .server import Server
-from .utils import coroutine_test
+from tests.support.crawl_helpers import crawl
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
 
 AGENT = "examplebot"
 

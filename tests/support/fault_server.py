@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tests.server import LoopbackServer
+from tests.support.server import LoopbackServer
 
 __all__ = [
     "Behaviour",

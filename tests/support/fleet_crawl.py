@@ -1,8 +1,9 @@
 """One worker of a crawl fleet, run as its own OS process by the store tests.
 
-    python -m tests.fleet_crawl CONFIG_JSON
+    python -m tests.support.fleet_crawl CONFIG_JSON
 
-:func:`spawn` starts a worker of this module or of another (``tests.redis_fleet``).
+:func:`spawn` starts a worker of this module or of another
+(``tests.support.redis_fleet``).
 
 ``CONFIG_JSON`` holds ``urls`` (the pages to crawl), ``settings`` (added to
 the add-on's), ``stats`` (a file to write the final stats to, as JSON) and
@@ -32,7 +33,7 @@ from scrapy.http import Response
 from scrapy_rfc9309.middleware import RobotsMiddleware
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 WORKER_TIMEOUT = 120
 
 

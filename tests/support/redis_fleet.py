@@ -1,6 +1,6 @@
 """One scrapy-redis worker of a crawl fleet, run as its own OS process.
 
-    python -m tests.redis_fleet CONFIG_JSON
+    python -m tests.support.redis_fleet CONFIG_JSON
 
 The worker is a ``RedisSpider`` on scrapy-redis's scheduler and dupefilter
 (``SCHEDULER_PERSIST = True``), all its keys under ``prefix`` on the Redis at
@@ -48,7 +48,7 @@ from scrapy_redis.spiders import RedisSpider
 
 from scrapy_rfc9309.stores.redis import RedisStore
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
-from tests.fleet_crawl import run_worker, settings_for
+from tests.support.fleet_crawl import run_worker, settings_for
 
 SPIDER = "redisfleet"
 #: The scrapy-redis keys of a fleet, under its prefix.
