@@ -525,9 +525,11 @@ def test_each_worker_of_a_fleet_reports_and_together_they_account_for_every_drop
     }
     bodies = {server.url("/robots.txt"): ROBOTS for server in sites}
     bodies[refusing.url("/robots.txt")] = "User-agent: *\nContent-Signal: ai-train=no\n"
-    # Some origin in two files or more: a worker that read its outcome from
-    # the store, not from the site, reports the same hash.
-    assert len(lines) > len(bodies), lines
+    # Each file names the hash of the body the site served, whichever worker
+    # fetched it. (Whether some origin lands in two files depends on how the
+    # shared queue hands out the pages, so it is not asserted: that the
+    # store gives the hash back as it was put is the store contract's
+    # round_trips check, scrapy_rfc9309.stores.contract.)
     for line in lines:
         assert {outcome["sha256"] for outcome in line["outcomes"]} == {
             sha256(bodies[line["robots_txt"]])
