@@ -115,31 +115,27 @@ async def release_store(
 
 def keeps_turns(store: OutcomeStore | None) -> bool:
     """Whether ``store`` is shared and keeps Crawl-delay turns."""
-    return (
-        store is not None
-        and store.shared
-        and type(store).reserve is not OutcomeStore.reserve
-    )
+    return store is not None and store.shared and _implements(store, "reserve")
 
 
 def keeps_pauses(store: OutcomeStore | None) -> bool:
     """Whether ``store`` is shared and keeps the fleet's Retry-After pauses
     (:meth:`~scrapy_rfc9309.stores.base.OutcomeStore.hold` and ``held``)."""
-    return (
-        store is not None
-        and keeps_turns(store)
-        and type(store).hold is not OutcomeStore.hold
-        and type(store).held is not OutcomeStore.held
-    )
+    return keeps_turns(store) and _implements(store, "hold", "held")
 
 
 def keeps_extends(store: OutcomeStore | None) -> bool:
     """Whether ``store`` is shared, keeps turns and moves them to the end
     of each fetch (:meth:`~scrapy_rfc9309.stores.base.OutcomeStore.extend`)."""
-    return (
-        store is not None
-        and keeps_turns(store)
-        and type(store).extend is not OutcomeStore.extend
+    return keeps_turns(store) and _implements(store, "extend")
+
+
+def _implements(store: OutcomeStore | None, *methods: str) -> bool:
+    """Whether the class of ``store`` has its own ``methods`` (the base
+    class's optional ones raise ``NotImplementedError``)."""
+    return all(
+        getattr(type(store), name) is not getattr(OutcomeStore, name)
+        for name in methods
     )
 
 

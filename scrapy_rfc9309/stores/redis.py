@@ -341,39 +341,40 @@ class RedisStore(OutcomeStore):
     async def reserve(
         self, origin: str, interval: float, limit: float | None = None
     ) -> float:
-        step = max(1, math.ceil(interval * 1_000_000))
-        most = step if limit is None else max(step, math.ceil(limit * 1_000_000))
         wait, discarded = await self._call(
-            self._reserve_script(keys=[self._key("turn", origin)], args=[step, most])
+            self._reserve_script(
+                keys=[self._key("turn", origin)], args=_micros(interval, limit)
+            )
         )
-        if int(discarded):
-            turn_discarded(self._crawler, origin, int(discarded) / 1_000_000)
+        self._discarded(origin, discarded)
         return int(wait) / 1_000_000
 
     async def hold(
         self, origin: str, seconds: float, limit: float | None = None
     ) -> None:
-        step = max(1, math.ceil(seconds * 1_000_000))
-        most = step if limit is None else max(step, math.ceil(limit * 1_000_000))
         discarded = await self._call(
             self._hold_script(
                 keys=[self._key("turn", origin), self._holds_key],
-                args=[step, most, origin],
+                args=[*_micros(seconds, limit), origin],
             )
         )
-        if int(discarded):
-            turn_discarded(self._crawler, origin, int(discarded) / 1_000_000)
+        self._discarded(origin, discarded)
 
     async def extend(
         self, origin: str, seconds: float, limit: float | None = None
     ) -> None:
-        step = max(1, math.ceil(seconds * 1_000_000))
-        most = step if limit is None else max(step, math.ceil(limit * 1_000_000))
         discarded = await self._call(
-            self._extend_script(keys=[self._key("turn", origin)], args=[step, most])
+            self._extend_script(
+                keys=[self._key("turn", origin)], args=_micros(seconds, limit)
+            )
         )
-        if int(discarded):
-            turn_discarded(self._crawler, origin, int(discarded) / 1_000_000)
+        self._discarded(origin, discarded)
+
+    def _discarded(self, origin: str, micros: int | bytes) -> None:
+        """Count and log a stored turn a script found ``micros`` ahead (0:
+        none)."""
+        if int(micros):
+            turn_discarded(self._crawler, origin, int(micros) / 1_000_000)
 
     async def held(self, limit: float | None = None) -> dict[str, float]:
         most = _NO_LIMIT if limit is None else math.ceil(limit * 1_000_000)
@@ -396,6 +397,14 @@ class RedisStore(OutcomeStore):
             raise StoreError(
                 f"Redis store {masked(self.url)}: {redacted(str(exc), self.url)}"
             ) from exc
+
+
+def _micros(seconds: float, limit: float | None) -> list[int]:
+    """A turn script's first arguments: ``seconds`` (at least 1 us) and how
+    far ahead a stored turn is trusted (``limit``, at least that), in
+    microseconds."""
+    step = max(1, math.ceil(seconds * 1_000_000))
+    return [step, step if limit is None else max(step, math.ceil(limit * 1_000_000))]
 
 
 def _pairs(flat: list[bytes | str]) -> list[tuple[str, float]]:
