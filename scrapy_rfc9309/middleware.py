@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, NoReturn, get_args
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
@@ -28,6 +28,7 @@ from twisted.internet.defer import Deferred
 from scrapy_rfc9309._compat import sleep
 
 from . import signals as robots_signals
+from ._coordination import GuardedStore
 from ._settings import (
     SettingError,
     choice,
@@ -38,7 +39,6 @@ from ._settings import (
     robots_user_agent,
     seconds,
 )
-from ._store import crawl_store, release_store
 from .fetch import META_KEY, Refused, RobotsFetcher
 from .match import Cause, Decision, Matcher
 from .outcome import (
@@ -57,21 +57,17 @@ from .politeness import (
     PACE_META,
     TURN_META,
     Politeness,
-    crawl_delay_scope,
-    keeps_extends,
-    keeps_pauses,
-    reserve_turn,
 )
 from .profiles import selector_for
 from .provenance import EVIDENCE_KEY, ledger_for
-from .stores.base import OutcomeStore, StoreError
-from .stores.memory import Entry, MemoryStore
+from .stores.base import OutcomeStore
+from .stores.memory import Entry
 from .stringify import rule_line, usage_line
 from .urls import origin_robots_url, robots_url
 from .usage import matched_usage, refused
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Callable
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -81,7 +77,6 @@ __all__ = ["META_KEY", "USAGE_META_KEY", "RobotsDisallowed", "RobotsMiddleware"]
 
 logger = logging.getLogger(__name__)
 
-_T = TypeVar("_T")
 
 REFUSED = ("allow", "disallow")
 #: The causes of a dropped request (``robots/forbidden/<cause>``).
@@ -166,25 +161,17 @@ class RobotsMiddleware:
         self.lease_wait = timeout * 2
 
         self.stats = crawler.stats
-        # Shared with TdmMiddleware: one connection for the crawl.
-        self._crawl_store = store = crawl_store(crawler)
-        if isinstance(store, MemoryStore):
-            self.memory, self.store = store, None
-        else:
-            self.memory = MemoryStore.from_crawler(crawler)
-            self.store = store
-        self.memory.clock = self._now
+        #: The crawl's store (shared with TdmMiddleware: one connection for
+        #: the crawl) and the memory store, every call of the former guarded.
+        self.stores = GuardedStore.for_crawl(crawler, self._now)
+        self.memory = self.stores.memory
 
         # Origin -> the waiters of its robots.txt fetch in flight.
         self._pending: dict[str, list[Deferred[Entry]]] = {}
         #: The crawl's evidence (ROBOTS_PROVENANCE, ROBOTS_REPORT), if kept.
         self.ledger = ledger_for(crawler)
-        fleet = crawl_delay_scope(settings, self.store) == "fleet"
         self.politeness = Politeness(
-            crawler,
-            self._reserve if fleet else None,
-            self._store_call if fleet and keeps_pauses(self.store) else None,
-            self._store_call if fleet and keeps_extends(self.store) else None,
+            crawler, self.stores if self.stores.fleet else None
         )
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -195,6 +182,12 @@ class RobotsMiddleware:
 
     def _now(self) -> float:
         return self.clock()
+
+    @property
+    def store(self) -> OutcomeStore | None:
+        """The configured store while it works; ``None`` with the memory
+        store configured or once it failed."""
+        return self.stores.store
 
     # -- deciding -------------------------------------------------------------
 
@@ -415,7 +408,7 @@ class RobotsMiddleware:
         previous = None if known is None else known.restored()
         leased = False
         if self.store is not None:
-            stored = await self._store_call(lambda store: store.get(origin), None)
+            stored = await self.stores.get(origin)
             if stored is not None:
                 if stored.expires_at > now:
                     return await self._from_store(origin, stored, request)
@@ -423,10 +416,8 @@ class RobotsMiddleware:
                 # only this crawl's agent: the 30-day rule keeps the former.
                 if previous is None or stored.fetched_at >= previous.fetched_at:
                     previous = stored
-            if self.store is not None and self.store.shared:
-                leased = await self._store_call(
-                    lambda store: store.acquire(origin, self.lease_ttl), False
-                )
+            if self.stores.shared:
+                leased = await self.stores.acquire(origin, self.lease_ttl)
                 if not leased:
                     waited = await self._wait_for_holder(origin)
                     if isinstance(waited, Outcome):
@@ -435,13 +426,9 @@ class RobotsMiddleware:
                 if leased:
                     # Another process may have put its outcome and let the
                     # lease go between the lookup above and the acquire.
-                    stored = await self._store_call(
-                        lambda store: store.get(origin), None
-                    )
+                    stored = await self.stores.get(origin)
                     if stored is not None and stored.expires_at > self.clock():
-                        await self._store_call(
-                            lambda store: store.release(origin), None
-                        )
+                        await self.stores.release(origin)
                         return await self._from_store(origin, stored, request)
         try:
             try:
@@ -454,10 +441,10 @@ class RobotsMiddleware:
                 )
             entry = await self._obtained(origin, outcome, request)
             await self._robots_turn(origin, entry)
-            await self._store_call(lambda store: store.put(origin, outcome), None)
+            await self.stores.put(origin, outcome)
         finally:
             if leased:
-                await self._store_call(lambda store: store.release(origin), None)
+                await self.stores.release(origin)
         return entry
 
     async def _from_store(
@@ -499,12 +486,10 @@ class RobotsMiddleware:
         while time.monotonic() < deadline and self.store is not None:
             await sleep(interval)
             interval = min(interval * 2, 1.0)
-            stored = await self._store_call(lambda store: store.get(origin), None)
+            stored = await self.stores.get(origin)
             if stored is not None and stored.expires_at > self.clock():
                 return stored
-            if await self._store_call(
-                lambda store: store.acquire(origin, self.lease_ttl), False
-            ):
+            if await self.stores.acquire(origin, self.lease_ttl):
                 return True
         return False
 
@@ -592,76 +577,13 @@ class RobotsMiddleware:
             f" {delayed} origin{'s' * (delayed != 1)} under a Crawl-delay"
         )
 
-    # -- the store ------------------------------------------------------------
-
-    async def _store_call(
-        self, call: Callable[[OutcomeStore], Awaitable[_T]], default: _T
-    ) -> _T:
-        """``call`` the configured store; on failure, go on with memory alone."""
-        store = self.store
-        if store is None:
-            return default
-        try:
-            return await call(store)
-        except Exception as exc:
-            self.stats.inc_value("robots/store/errors")
-            if self.store is store:
-                self.store = None
-                logger.warning(
-                    "The robots.txt store %(store)s failed (%(error)s); going on"
-                    " with the memory store alone for the rest of the crawl%(delay)s",
-                    {
-                        "store": type(store).__name__,
-                        "error": exc,
-                        "delay": ", Crawl-delays kept per process"
-                        if self.politeness.fleet
-                        else "",
-                    },
-                    exc_info=not isinstance(exc, StoreError),
-                    extra={"spider": self.crawler.spider},
-                )
-            return default
-
-    async def _reserve(self, origin: str, delay: float) -> float | None:
-        """The next Crawl-delay turn of ``origin`` in the shared store: the
-        seconds to wait for it, ``None`` when the store is gone."""
-        return await self._store_call(
-            lambda store: reserve_turn(
-                store, origin, delay, self.politeness.turn_limit
-            ),
-            None,
-        )
-
     async def _spider_closed(self) -> None:
         logger.info(
             "%(summary)s",
             {"summary": self._summary()},
             extra={"spider": self.crawler.spider},
         )
-        shared = self._crawl_store
-        # Given back to the crawl (TdmMiddleware may still hold it); a store
-        # that failed during the crawl is left alone.
-        await self._close(
-            release_store(
-                self.crawler,
-                shared,
-                failed=shared is not self.memory and self.store is None,
-            ),
-            shared,
-        )
-        if self.memory is not shared:
-            await self._close(self.memory.close(), self.memory)
-
-    async def _close(self, closing: Awaitable[None], store: OutcomeStore) -> None:
-        try:
-            await closing
-        except Exception as exc:
-            self.stats.inc_value("robots/store/errors")
-            logger.warning(
-                "Closing the robots.txt store %(store)s failed: %(error)s",
-                {"store": type(store).__name__, "error": exc},
-                extra={"spider": self.crawler.spider},
-            )
+        await self.stores.close()
 
 
 async def _send_robots_parsed(
