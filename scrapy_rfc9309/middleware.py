@@ -21,14 +21,9 @@ from typing import TYPE_CHECKING, Any, NoReturn, get_args
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
-from twisted.internet.defer import Deferred
 
-from scrapy_rfc9309._compat import sleep
-
-from . import signals as robots_signals
-from ._coordination import GuardedStore
+from ._coordination import GuardedStore, Outcomes
 from ._settings import (
     SettingError,
     choice,
@@ -39,7 +34,7 @@ from ._settings import (
     robots_user_agent,
     seconds,
 )
-from .fetch import META_KEY, Refused, RobotsFetcher
+from .fetch import META_KEY, RobotsFetcher
 from .match import Cause, Decision, Matcher
 from .outcome import (
     PARSED,
@@ -48,11 +43,8 @@ from .outcome import (
     Lifetimes,
     Outcome,
     explain_compiled,
-    unavailable,
-    unreachable,
 )
 from .parse import product_token
-from .parser import RobotParser
 from .politeness import (
     PACE_META,
     TURN_META,
@@ -76,7 +68,6 @@ if TYPE_CHECKING:
 __all__ = ["META_KEY", "USAGE_META_KEY", "RobotsDisallowed", "RobotsMiddleware"]
 
 logger = logging.getLogger(__name__)
-
 
 REFUSED = ("allow", "disallow")
 #: The causes of a dropped request (``robots/forbidden/<cause>``).
@@ -165,13 +156,22 @@ class RobotsMiddleware:
         #: the crawl) and the memory store, every call of the former guarded.
         self.stores = GuardedStore.for_crawl(crawler, self._now)
         self.memory = self.stores.memory
-
-        # Origin -> the waiters of its robots.txt fetch in flight.
-        self._pending: dict[str, list[Deferred[Entry]]] = {}
         #: The crawl's evidence (ROBOTS_PROVENANCE, ROBOTS_REPORT), if kept.
         self.ledger = ledger_for(crawler)
         self.politeness = Politeness(
             crawler, self.stores if self.stores.fleet else None
+        )
+        #: The outcome of each origin, its robots.txt fetched once.
+        self.outcomes = Outcomes(
+            crawler,
+            self.fetcher,
+            self.stores,
+            lifetimes=self.lifetimes,
+            refused_allows=self.refused_allows,
+            lease_ttl=self.lease_ttl,
+            lease_wait=self.lease_wait,
+            clock=self._now,
+            on_fetch=self._robots_turn,
         )
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -216,7 +216,7 @@ class RobotsMiddleware:
         entry = self.memory.entry(origin)
         now = self.clock()
         if entry is None or entry.outcome.expires_at <= now:
-            entry = await self._obtain(origin, request)
+            entry = await self.outcomes.obtain(origin, request)
             now = self.clock()
         outcome = entry.outcome
         if entry.licenses:
@@ -328,7 +328,7 @@ class RobotsMiddleware:
             return None
         entry = self.memory.entry(origin)
         if entry is None or entry.outcome.expires_at <= self.clock():
-            entry = await self._obtain(origin, request or Request(url))
+            entry = await self.outcomes.obtain(origin, request or Request(url))
         return entry.restored()
 
     def _forbid(
@@ -360,108 +360,6 @@ class RobotsMiddleware:
 
     # -- obtaining outcomes ---------------------------------------------------
 
-    async def _obtain(self, origin: str, request: Request) -> Entry:
-        """The fresh entry of ``origin``, fetching robots.txt once for all
-        the requests that need it meanwhile."""
-        # Each waiter gets its own Deferred: a Deferred awaited by several
-        # coroutines gives its result to the first one only.
-        waiter: Deferred[Entry] = Deferred()
-        waiters = self._pending.get(origin)
-        if waiters is None:
-            self._pending[origin] = [waiter]
-            # Its own task, so that one request being cancelled does not
-            # cancel the fetch the others wait for.
-            deferred_from_coro(self._refresh(origin, request))
-        else:
-            waiters.append(waiter)
-        return await maybe_deferred_to_future(waiter)
-
-    async def _refresh(self, origin: str, request: Request) -> None:
-        entry: Entry | None = None
-        try:
-            entry = await self._fresh_entry(origin, request)
-        except Exception:
-            logger.error(
-                "Error obtaining %(origin)s; judging it unreachable",
-                {"origin": origin},
-                exc_info=True,
-                extra={"spider": self.crawler.spider},
-            )
-            outcome = unreachable(
-                now=self.clock(), lifetimes=self.lifetimes, detail="internal error"
-            )
-            entry = self.memory.store(origin, outcome)
-        finally:
-            for waiter in self._pending.pop(origin, ()):
-                if waiter.called:  # its request was cancelled
-                    continue
-                if entry is None:
-                    waiter.errback(
-                        IgnoreRequest(f"The fetch of {origin} was cancelled")
-                    )
-                else:
-                    waiter.callback(entry)
-
-    async def _fresh_entry(self, origin: str, request: Request) -> Entry:
-        now = self.clock()
-        known = self.memory.entry(origin)
-        previous = None if known is None else known.restored()
-        leased = False
-        if self.store is not None:
-            stored = await self.stores.get(origin)
-            if stored is not None:
-                if stored.expires_at > now:
-                    return await self._from_store(origin, stored, request)
-                # The stored outcome holds whole documents, the memory one
-                # only this crawl's agent: the 30-day rule keeps the former.
-                if previous is None or stored.fetched_at >= previous.fetched_at:
-                    previous = stored
-            if self.stores.shared:
-                leased = await self.stores.acquire(origin, self.lease_ttl)
-                if not leased:
-                    waited = await self._wait_for_holder(origin)
-                    if isinstance(waited, Outcome):
-                        return await self._from_store(origin, waited, request)
-                    leased = waited
-                if leased:
-                    # Another process may have put its outcome and let the
-                    # lease go between the lookup above and the acquire.
-                    stored = await self.stores.get(origin)
-                    if stored is not None and stored.expires_at > self.clock():
-                        await self.stores.release(origin)
-                        return await self._from_store(origin, stored, request)
-        try:
-            try:
-                outcome = await self.fetcher.fetch(origin, previous)
-            except Refused as refused:
-                # This process's own components refused it: kept in memory,
-                # never shared, as another worker's may let it through.
-                return await self._obtained(
-                    origin, self._refused(refused, previous), request
-                )
-            entry = await self._obtained(origin, outcome, request)
-            await self._robots_turn(origin, entry)
-            await self.stores.put(origin, outcome)
-        finally:
-            if leased:
-                await self.stores.release(origin)
-        return entry
-
-    async def _from_store(
-        self, origin: str, outcome: Outcome, request: Request
-    ) -> Entry:
-        """The entry of a fresh ``outcome`` found in the store.
-
-        With ``ROBOTS_SSRF_GUARD`` on, an origin the guard refuses stays
-        refused, whatever another process or an earlier run without the
-        guard stored for it.
-        """
-        if not outcome.guard_refused:
-            refusal = await self.fetcher.guard_refusal(origin)
-            if refusal is not None:
-                outcome = self.fetcher.guard_refused(outcome, refusal)
-        return await self._obtained(origin, outcome, request)
-
     async def _robots_turn(self, origin: str, entry: Entry) -> None:
         """In the fleet scope, count the robots.txt just fetched as a turn of
         its origin, before other workers can read the outcome (put next),
@@ -474,85 +372,6 @@ class RobotsMiddleware:
         delay = self._kept_delay(matcher.crawl_delay)
         if delay:
             await self.politeness.turn_taken(origin, delay)
-
-    async def _wait_for_holder(self, origin: str) -> Outcome | bool:
-        """Poll the shared store while another process fetches ``origin``.
-
-        The fresh outcome it put, or whether the lease was taken over (its
-        holder gave up or died), or ``False`` when the wait ran out.
-        """
-        deadline = time.monotonic() + self.lease_wait
-        interval = 0.05
-        while time.monotonic() < deadline and self.store is not None:
-            await sleep(interval)
-            interval = min(interval * 2, 1.0)
-            stored = await self.stores.get(origin)
-            if stored is not None and stored.expires_at > self.clock():
-                return stored
-            if await self.stores.acquire(origin, self.lease_ttl):
-                return True
-        return False
-
-    def _refused(self, refused: Refused, previous: Outcome | None) -> Outcome:
-        """The outcome of a robots.txt request another component refused."""
-        self.stats.inc_value("robots/refused")
-        detail = f"refused by another component: {refused.reason}".rstrip(": ")
-        if self.refused_allows:
-            # As Scrapy's RobotsTxtMiddleware: a crawl replayed from the HTTP
-            # cache (HTTPCACHE_IGNORE_MISSING) or filtered by the project is
-            # not a site that failed to answer.
-            return unavailable(
-                now=self.clock(), lifetimes=self.lifetimes, detail=detail
-            )
-        return unreachable(
-            now=self.clock(), lifetimes=self.lifetimes, previous=previous, detail=detail
-        )
-
-    async def _obtained(self, origin: str, outcome: Outcome, request: Request) -> Entry:
-        entry = self.memory.store(origin, outcome)
-        self.stats.inc_value(f"robots/outcome/{outcome.kind}")
-        if outcome.kind != PARSED:
-            self._log_outcome(origin, outcome)
-        self.crawler.signals.send_catch_log(
-            signal=robots_signals.robots_outcome,
-            origin=origin,
-            outcome=outcome,
-            request=request,
-        )
-        if outcome.http_status is not None:
-            # A robots.txt came back (any status), as when Scrapy's own
-            # middleware sends it; network failures and refusals do not.
-            await _send_robots_parsed(
-                self.crawler, RobotParser(outcome, clock=self._now), request
-            )
-        return entry
-
-    def _log_outcome(self, origin: str, outcome: Outcome) -> None:
-        level = logging.INFO
-        if outcome.kind == UNAVAILABLE:
-            effect = "every URL allowed"
-        elif outcome.guard_refused:
-            level = logging.WARNING
-            effect = "every URL disallowed (ROBOTS_SSRF_GUARD)"
-        elif outcome.disallows_all(self.clock()):
-            # A whole site not crawled: seen under LOG_LEVEL = "WARNING".
-            level = logging.WARNING
-            effect = "every URL disallowed for now"
-        elif outcome.fallback is not None:
-            effect = "unreachable for too long, judged by its last robots.txt"
-        else:
-            effect = "unreachable for too long, every URL allowed"
-        logger.log(
-            level,
-            "robots.txt %(origin)s is %(kind)s (%(detail)s): %(effect)s",
-            {
-                "origin": origin,
-                "kind": outcome.kind,
-                "detail": outcome.detail,
-                "effect": effect,
-            },
-            extra={"spider": self.crawler.spider},
-        )
 
     def _summary(self) -> str:
         """The crawl's robots.txt work in one line (logged at spider close)."""
@@ -584,20 +403,3 @@ class RobotsMiddleware:
             extra={"spider": self.crawler.spider},
         )
         await self.stores.close()
-
-
-async def _send_robots_parsed(
-    crawler: Crawler, parser: RobotParser, request: Request
-) -> None:
-    """Send Scrapy's ``robots_parsed`` as Scrapy's own middleware does,
-    awaiting its async handlers, on Scrapy versions that have it."""
-    signal = getattr(signals, "robots_parsed", None)
-    if signal is None:
-        return
-    send_async = getattr(crawler.signals, "send_catch_log_async", None)
-    if send_async is None:
-        crawler.signals.send_catch_log(
-            signal=signal, robotparser=parser, request=request
-        )
-    else:
-        await send_async(signal=signal, robotparser=parser, request=request)
