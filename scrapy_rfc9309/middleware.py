@@ -238,17 +238,7 @@ class RobotsMiddleware:
         if matcher is None or outcome.disallows_all(now):
             return
         if self.purposes:
-            content_signals = matcher.content_signals
-            refusals = [p for p in self.purposes if content_signals.get(p) is False]
-            if refusals:
-                self._forbid(
-                    request,
-                    origin,
-                    Decision(False, "content_signal", None),
-                    "content_signal",
-                    outcome,
-                    ", ".join(f"Content-Signal {p}=no" for p in refusals),
-                )
+            self._check_signals(request, origin, matcher, outcome)
         if self.usage_purposes:
             self._check_usage(request, origin, matcher, outcome)
         delay = matcher.crawl_delay
@@ -278,6 +268,23 @@ class RobotsMiddleware:
         if delay > self.crawl_delay_max:
             return None if self.skip_over_max else self.crawl_delay_max
         return delay
+
+    def _check_signals(
+        self, request: Request, origin: str, matcher: Matcher, outcome: Outcome
+    ) -> None:
+        """Drop ``request`` if its origin's Content-Signal refuses a purpose
+        of the crawl."""
+        content_signals = matcher.content_signals
+        refusals = [p for p in self.purposes if content_signals.get(p) is False]
+        if refusals:
+            self._forbid(
+                request,
+                origin,
+                Decision(False, "content_signal", None),
+                "content_signal",
+                outcome,
+                ", ".join(f"Content-Signal {p}=no" for p in refusals),
+            )
 
     def _check_usage(
         self, request: Request, origin: str, matcher: Matcher, outcome: Outcome
