@@ -23,11 +23,10 @@ from weakref import WeakKeyDictionary
 
 from itemadapter import ItemAdapter
 from scrapy import Request, signals
-from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from twisted.internet.defer import Deferred
+from scrapy.exceptions import NotConfigured
 
 from ._compat import sleep
+from ._coordination import SingleFlight
 from ._settings import (
     SettingError,
     choice,
@@ -229,7 +228,7 @@ class TdmMiddleware:
             None if isinstance(store, MemoryStore) else store
         )
         self._entries: OrderedDict[str, TdmEntry] = OrderedDict()
-        self._pending: dict[str, list[Deferred[TdmEntry]]] = {}
+        self._flight: SingleFlight[TdmEntry] = SingleFlight()
         self.lease_ttl = self.lease_wait = self.timeout * 2
         #: The crawl's evidence (ROBOTS_REPORT counts the requests dropped).
         self.ledger = ledger_for(crawler)
@@ -293,17 +292,9 @@ class TdmMiddleware:
         if entry is not None and entry.expires_at > self.clock():
             self._entries.move_to_end(tdm_url)
             return entry
-        waiter: Deferred[TdmEntry] = Deferred()
-        waiters = self._pending.get(tdm_url)
-        if waiters is None:
-            self._pending[tdm_url] = [waiter]
-            deferred_from_coro(self._refresh(tdm_url))
-        else:
-            waiters.append(waiter)
-        return await maybe_deferred_to_future(waiter)
+        return await self._flight.run(tdm_url, lambda: self._refresh(tdm_url))
 
-    async def _refresh(self, tdm_url: str) -> None:
-        entry: TdmEntry | None = None
+    async def _refresh(self, tdm_url: str) -> TdmEntry:
         try:
             entry = await self._fresh(tdm_url)
         except Exception:
@@ -317,18 +308,8 @@ class TdmMiddleware:
             entry = TdmEntry(
                 None, "unreachable", "internal error", now, now + self.timeout
             )
-        finally:
-            if entry is not None:
-                self._keep(tdm_url, entry)
-            for waiter in self._pending.pop(tdm_url, ()):
-                if waiter.called:
-                    continue
-                if entry is None:
-                    waiter.errback(
-                        IgnoreRequest(f"The fetch of {tdm_url} was cancelled")
-                    )
-                else:
-                    waiter.callback(entry)
+        self._keep(tdm_url, entry)
+        return entry
 
     def _keep(self, tdm_url: str, entry: TdmEntry) -> None:
         """Keep ``entry``, least recently used files dropped first to stay
