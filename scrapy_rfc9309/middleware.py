@@ -365,7 +365,7 @@ class RobotsMiddleware:
         )
         raise RobotsDisallowed(decision, origin, cause, why)
 
-    # -- obtaining outcomes ---------------------------------------------------
+    # -- around the outcomes --------------------------------------------------
 
     async def _robots_turn(self, origin: str, entry: Entry) -> None:
         """In the fleet scope, count the robots.txt just fetched as a turn of

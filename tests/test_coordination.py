@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from scrapy import Request
 
-from scrapy_rfc9309._coordination import GuardedStore, SingleFlight
+from scrapy_rfc9309._coordination import GuardedStore, Leases, SingleFlight
 from scrapy_rfc9309.middleware import RobotsDisallowed, RobotsMiddleware
 from scrapy_rfc9309.outcome import Lifetimes, Outcome, parsed
 from scrapy_rfc9309.parse import parse
@@ -239,3 +239,69 @@ async def test_two_processes_sharing_a_store_fetch_an_origin_once(
         with pytest.raises(RobotsDisallowed):
             await middleware.process_request(Request("http://example.com/private"))
         await middleware.stores.close()
+
+
+class LeaseStore(FlakyStore):
+    """A shared store whose ``acquire`` answers as scripted (then ``True``),
+    holding ``outcome`` from the ``put_after``-th ``get`` on; records the
+    lease calls."""
+
+    def __init__(self, acquired: list[bool], put_after: int | None = None) -> None:
+        super().__init__(works=1_000)
+        self.acquired = acquired
+        self.put_after = put_after
+        self.gets = 0
+        self.leases: list[str] = []
+        self.outcome = stored_outcome()
+
+    async def get(self, origin: str) -> Outcome | None:
+        self.gets += 1
+        if self.put_after is not None and self.gets >= self.put_after:
+            return self.outcome
+        return None
+
+    async def acquire(self, origin: str, ttl: float) -> bool:
+        self.leases.append("acquire")
+        return self.acquired.pop(0) if self.acquired else True
+
+    async def release(self, origin: str) -> None:
+        self.leases.append("release")
+
+
+async def _take(store: LeaseStore) -> Outcome | bool:
+    guarded = GuardedStore(make_crawler(), store, FakeClock())
+    leases = Leases(guarded, ttl=10.0, wait=HANG)
+    return await leases.take(STORE_ORIGIN, lambda: guarded.get(STORE_ORIGIN))
+
+
+@coroutine_test
+async def test_a_process_waiting_for_the_holder_takes_what_it_put() -> None:
+    store = LeaseStore(acquired=[False, False, False], put_after=2)
+    assert await _take(store) is store.outcome
+    # Polled (a lookup, then the lease) until the holder put its outcome:
+    # no fetch, no lease to give back.
+    assert store.leases == ["acquire", "acquire"]
+
+
+@coroutine_test
+async def test_a_lease_its_holder_gave_up_is_taken_over() -> None:
+    store = LeaseStore(acquired=[False, False, True])
+    assert await _take(store) is True
+    assert store.leases == ["acquire", "acquire", "acquire"]
+    # Looked up once more after taking it over, before fetching.
+    assert store.gets == 3
+
+
+@coroutine_test
+async def test_an_outcome_put_just_before_the_lease_is_taken_is_used() -> None:
+    store = LeaseStore(acquired=[True], put_after=1)
+    assert await _take(store) is store.outcome
+    assert store.leases == ["acquire", "release"]
+
+
+@coroutine_test
+async def test_no_lease_without_a_shared_store() -> None:
+    store = LeaseStore(acquired=[True])
+    store.shared = False
+    assert await _take(store) is False
+    assert store.leases == []
