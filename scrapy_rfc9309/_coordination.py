@@ -1,5 +1,6 @@
 """Coordinating the stores: what :class:`~scrapy_rfc9309.RobotsMiddleware`
-asks, so that it only decides.
+asks, so that it only decides (:class:`SingleFlight` serves
+:class:`~scrapy_rfc9309.tdmmiddleware.TdmMiddleware` too).
 
 - :class:`GuardedStore` is the crawl's ``ROBOTS_STORE`` beside the memory
   store: a call of the configured store that fails counts
