@@ -1,9 +1,10 @@
 """Coordinating the stores: what :class:`~scrapy_rfc9309.RobotsMiddleware`
-asks, so that it only decides (:class:`SingleFlight` serves
+asks, so that it only decides (and
 :class:`~scrapy_rfc9309.tdmmiddleware.TdmMiddleware` too).
 
 - :class:`GuardedStore` is the crawl's ``ROBOTS_STORE`` beside the memory
-  store: a call of the configured store that fails counts
+  store (:class:`StoreGuard` without the memory store, for TdmMiddleware's
+  records): a call of the configured store that fails counts
   ``robots/store/errors``, warns once, and the rest of the crawl goes on with
   the memory store alone (each call then answers as a store that keeps
   nothing would).
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
     from .outcome import Lifetimes
     from .stores.memory import Entry
 
-__all__ = ["GuardedStore", "Leases", "Outcomes", "SingleFlight"]
+__all__ = ["GuardedStore", "Leases", "Outcomes", "SingleFlight", "StoreGuard"]
 
 # The messages of the middleware's work, under its name as they always were.
 logger = logging.getLogger("scrapy_rfc9309.middleware")
@@ -63,32 +64,141 @@ _T = TypeVar("_T")
 _V = TypeVar("_V")
 
 
-class GuardedStore:
-    """The crawl's store (:func:`~scrapy_rfc9309._store.crawl_store`) and
-    the memory store, with every call of the former guarded.
+class StoreGuard:
+    """The crawl's store (:func:`~scrapy_rfc9309._store.crawl_store`),
+    every call of it guarded.
 
-    ``memory`` is always there; ``store`` is the configured store while it
-    works, ``None`` with the memory store configured or once it failed.
-    ``fleet`` is whether Crawl-delays are kept across the fleet
-    (``ROBOTS_CRAWL_DELAY_SCOPE``), which the warning of a failure says
-    they no longer are.
+    A call that fails counts ``robots/store/errors`` and warns once (the
+    warning ends with ``without``: what the component does without the
+    store; ``log`` is the component's logger), and the store is left alone
+    for the rest of the crawl: each
+    call then answers as a store that keeps nothing would.  ``store`` is
+    the configured store while it works, ``None`` with the memory store
+    configured, once it failed, or (without a failure) once it said it
+    keeps no records (``NotImplementedError``).
+    """
+
+    def __init__(
+        self,
+        crawler: Crawler,
+        shared: OutcomeStore,
+        without: str,
+        log: logging.Logger = logger,
+    ) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.without = without
+        # The component's logger: its messages are under its name.
+        self.log = log
+        # What crawl_store gave: handed back at close.
+        self._shared = shared
+        self.store: OutcomeStore | None = (
+            None if isinstance(shared, MemoryStore) else shared
+        )
+        #: Whether the configured store failed during the crawl.
+        self.failed = False
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes use the store too (until it fails)."""
+        return self.store is not None and self.store.shared
+
+    async def acquire(self, key: str, ttl: float) -> bool:
+        """Whether this process took the lease of ``key`` (``False`` without
+        a store)."""
+        return await self._call(lambda store: store.acquire(key, ttl), False)
+
+    async def release(self, key: str) -> None:
+        await self._call(lambda store: store.release(key), None)
+
+    async def get_record(self, key: str) -> str | None:
+        return await self._call(lambda store: store.get_record(key), None, True)
+
+    async def put_record(self, key: str, value: str, retain_until: float) -> None:
+        await self._call(
+            lambda store: store.put_record(key, value, retain_until), None, True
+        )
+
+    async def _call(
+        self,
+        call: Callable[[OutcomeStore], Awaitable[_T]],
+        default: _T,
+        optional: bool = False,
+    ) -> _T:
+        """``call`` the configured store; on failure (or, for an
+        ``optional`` method, without it), go on without the store."""
+        store = self.store
+        if store is None:
+            return default
+        try:
+            return await call(store)
+        except Exception as exc:
+            if optional and isinstance(exc, NotImplementedError):
+                self.store = None
+                return default
+            self.stats.inc_value("robots/store/errors")
+            if self.store is store:
+                self.store = None
+                self.failed = True
+                self.log.warning(
+                    "The robots.txt store %(store)s failed (%(error)s); %(without)s",
+                    {
+                        "store": type(store).__name__,
+                        "error": exc,
+                        "without": self.without,
+                    },
+                    exc_info=not isinstance(exc, StoreError),
+                    extra={"spider": self.crawler.spider},
+                )
+            return default
+
+    async def close(self) -> None:
+        """Give the crawl's store back (the other component may still hold
+        it; a store that failed during the crawl is left alone); a failure
+        to close is counted and logged."""
+        self.store = None
+        shared = self._shared
+        await self._closing(
+            release_store(self.crawler, shared, failed=self.failed), shared
+        )
+
+    async def _closing(self, closing: Awaitable[None], store: OutcomeStore) -> None:
+        try:
+            await closing
+        except Exception as exc:
+            self.stats.inc_value("robots/store/errors")
+            self.log.warning(
+                "Closing the robots.txt store %(store)s failed: %(error)s",
+                {"store": type(store).__name__, "error": exc},
+                extra={"spider": self.crawler.spider},
+            )
+
+
+class GuardedStore(StoreGuard):
+    """The crawl's store, guarded (see :class:`StoreGuard`), beside the
+    memory store: RobotsMiddleware's outcomes and the fleet's turns.
+
+    ``memory`` is always there.  ``fleet`` is whether Crawl-delays are
+    kept across the fleet (``ROBOTS_CRAWL_DELAY_SCOPE``), which the warning
+    of a failure says they no longer are.
     """
 
     def __init__(
         self, crawler: Crawler, shared: OutcomeStore, clock: Callable[[], float]
     ) -> None:
-        self.crawler = crawler
-        self.stats = crawler.stats
-        # What crawl_store gave: handed back at close.
-        self._shared = shared
-        self.store: OutcomeStore | None
+        super().__init__(
+            crawler,
+            shared,
+            "going on with the memory store alone for the rest of the crawl",
+        )
         if isinstance(shared, MemoryStore):
-            self.memory, self.store = shared, None
+            self.memory = shared
         else:
             self.memory = MemoryStore.from_crawler(crawler)
-            self.store = shared
         self.memory.clock = clock
         self.fleet = crawl_delay_scope(crawler.settings, self.store) == "fleet"
+        if self.fleet:
+            self.without += ", Crawl-delays kept per process"
         #: Whether the store keeps the fleet's Retry-After pauses, and
         #: moves turns to the end of each fetch (its optional methods).
         self.keeps_pauses = self.fleet and keeps_pauses(self.store)
@@ -99,31 +209,11 @@ class GuardedStore:
         """The crawl's store (built by the first component that asks)."""
         return cls(crawler, crawl_store(crawler), clock)
 
-    @property
-    def shared(self) -> bool:
-        """Whether other processes use the store too (until it fails)."""
-        return self.store is not None and self.store.shared
-
-    @property
-    def failed(self) -> bool:
-        """Whether the configured store failed during the crawl."""
-        return self.store is None and self._shared is not self.memory
-
-    # -- the store's methods, each guarded ------------------------------------
-
     async def get(self, origin: str) -> Outcome | None:
         return await self._call(lambda store: store.get(origin), None)
 
     async def put(self, origin: str, outcome: Outcome) -> None:
         await self._call(lambda store: store.put(origin, outcome), None)
-
-    async def acquire(self, key: str, ttl: float) -> bool:
-        """Whether this process took the lease of ``key`` (``False`` without
-        a store)."""
-        return await self._call(lambda store: store.acquire(key, ttl), False)
-
-    async def release(self, key: str) -> None:
-        await self._call(lambda store: store.release(key), None)
 
     async def reserve(self, origin: str, interval: float, limit: float) -> float | None:
         """The seconds to wait for the next Crawl-delay turn of ``origin``,
@@ -142,63 +232,12 @@ class GuardedStore:
     async def extend(self, origin: str, delay: float, limit: float) -> None:
         await self._call(lambda store: store.extend(origin, delay, limit), None)
 
-    async def get_record(self, key: str) -> str | None:
-        return await self._call(lambda store: store.get_record(key), None)
-
-    async def put_record(self, key: str, value: str, retain_until: float) -> None:
-        await self._call(lambda store: store.put_record(key, value, retain_until), None)
-
-    async def _call(
-        self, call: Callable[[OutcomeStore], Awaitable[_T]], default: _T
-    ) -> _T:
-        """``call`` the configured store; on failure, go on with memory alone."""
-        store = self.store
-        if store is None:
-            return default
-        try:
-            return await call(store)
-        except Exception as exc:
-            self.stats.inc_value("robots/store/errors")
-            if self.store is store:
-                self.store = None
-                logger.warning(
-                    "The robots.txt store %(store)s failed (%(error)s); going on"
-                    " with the memory store alone for the rest of the crawl%(delay)s",
-                    {
-                        "store": type(store).__name__,
-                        "error": exc,
-                        "delay": ", Crawl-delays kept per process"
-                        if self.fleet
-                        else "",
-                    },
-                    exc_info=not isinstance(exc, StoreError),
-                    extra={"spider": self.crawler.spider},
-                )
-            return default
-
-    # -- closing --------------------------------------------------------------
-
     async def close(self) -> None:
-        """Give the crawl's store back (TdmMiddleware may still hold it; a
-        store that failed during the crawl is left alone), close the memory
-        store; a failure to close is counted and logged."""
-        shared = self._shared
-        await self._closing(
-            release_store(self.crawler, shared, failed=self.failed), shared
-        )
-        if self.memory is not shared:
+        """Give the crawl's store back (see :meth:`StoreGuard.close`), close
+        the memory store."""
+        await super().close()
+        if self.memory is not self._shared:
             await self._closing(self.memory.close(), self.memory)
-
-    async def _closing(self, closing: Awaitable[None], store: OutcomeStore) -> None:
-        try:
-            await closing
-        except Exception as exc:
-            self.stats.inc_value("robots/store/errors")
-            logger.warning(
-                "Closing the robots.txt store %(store)s failed: %(error)s",
-                {"store": type(store).__name__, "error": exc},
-                extra={"spider": self.crawler.spider},
-            )
 
 
 class SingleFlight(Generic[_V]):
@@ -253,7 +292,7 @@ class Leases:
     redirects and retries included) fetches, the others poll the store for
     what it puts, for at most ``wait`` seconds."""
 
-    def __init__(self, stores: GuardedStore, ttl: float, wait: float) -> None:
+    def __init__(self, stores: StoreGuard, ttl: float, wait: float) -> None:
         self.stores = stores
         self.ttl = ttl
         self.wait = wait
@@ -266,7 +305,7 @@ class Leases:
 
         The value ``look`` found (there is nothing to fetch), ``True`` when
         this process holds the lease (it fetches, puts, then releases it
-        with :meth:`GuardedStore.release`), or ``False`` when it fetches
+        with :meth:`StoreGuard.release`), or ``False`` when it fetches
         without one: the store is not shared, or the wait ran out.
         """
         stores = self.stores

@@ -25,8 +25,7 @@ from itemadapter import ItemAdapter
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
-from ._compat import sleep
-from ._coordination import SingleFlight
+from ._coordination import Leases, SingleFlight, StoreGuard
 from ._settings import (
     SettingError,
     choice,
@@ -36,7 +35,7 @@ from ._settings import (
     refusals_logged,
     seconds,
 )
-from ._store import crawl_store, release_store
+from ._store import crawl_store
 from .directives import _is_html
 from .fetch import RobotsFetcher
 from .match import Decision
@@ -44,7 +43,6 @@ from .middleware import RobotsDisallowed
 from .outcome import Lifetimes, lifetime, max_age
 from .provenance import ledger_for
 from .spidermiddleware import annotate
-from .stores.memory import MemoryStore
 from .tdmrep import (
     FILE_PATH,
     POLICY,
@@ -60,7 +58,7 @@ from .tdmrep import (
 from .urls import http_url, robots_url
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Callable
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -222,14 +220,16 @@ class TdmMiddleware:
         self.size = 0
         self._sizes: dict[str, int] = {}
         # RobotsMiddleware's: one connection for the crawl.
-        self._crawl_store = store = crawl_store(crawler)
-        self._store_failed = False
-        self.store: OutcomeStore | None = (
-            None if isinstance(store, MemoryStore) else store
+        self.stores = StoreGuard(
+            crawler,
+            crawl_store(crawler),
+            "TDMRep files are kept in memory alone for the rest of the crawl",
+            logger,
         )
         self._entries: OrderedDict[str, TdmEntry] = OrderedDict()
         self._flight: SingleFlight[TdmEntry] = SingleFlight()
         self.lease_ttl = self.lease_wait = self.timeout * 2
+        self.leases = Leases(self.stores, self.lease_ttl, self.lease_wait)
         #: The crawl's evidence (ROBOTS_REPORT counts the requests dropped).
         self.ledger = ledger_for(crawler)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
@@ -241,6 +241,12 @@ class TdmMiddleware:
 
     def _now(self) -> float:
         return self.clock()
+
+    @property
+    def store(self) -> OutcomeStore | None:
+        """The configured store while it works and keeps records; ``None``
+        with the memory store configured or once it failed."""
+        return self.stores.store
 
     async def process_request(self, request: Request) -> None:
         meta = request.meta
@@ -329,56 +335,29 @@ class TdmMiddleware:
 
     async def _fresh(self, tdm_url: str) -> TdmEntry:
         previous = self._entries.get(tdm_url)
-        leased = False
-        if self.store is not None:
+        leased: TdmEntry | bool = False
+        if self.stores.store is not None:
             stored = await self._stored(tdm_url)
             if stored is not None:
                 return stored
-            if self.store is not None and self.store.shared:
-                leased = await self._store_call(
-                    lambda store: store.acquire(tdm_url, self.lease_ttl), False
-                )
-                if not leased:
-                    waited = await self._wait_for_holder(tdm_url)
-                    if isinstance(waited, TdmEntry):
-                        return waited
-                    leased = waited
+            leased = await self.leases.take(tdm_url, lambda: self._stored(tdm_url))
+            if isinstance(leased, TdmEntry):
+                return leased
         try:
             entry = await self._download(tdm_url, previous)
             self.stats.inc_value(f"robots/tdm/file/{entry.kind}")
-            await self._store_call(
-                lambda store: store.put_record(
-                    tdm_url, entry.encode(), entry.expires_at
-                ),
-                None,
-            )
+            await self.stores.put_record(tdm_url, entry.encode(), entry.expires_at)
         finally:
             if leased:
-                await self._store_call(lambda store: store.release(tdm_url), None)
+                await self.stores.release(tdm_url)
         return entry
 
     async def _stored(self, tdm_url: str) -> TdmEntry | None:
-        text = await self._store_call(lambda store: store.get_record(tdm_url), None)
+        text = await self.stores.get_record(tdm_url)
         entry = TdmEntry.decode(text, tdm_url)
         if entry is None or entry.expires_at <= self.clock():
             return None
         return entry
-
-    async def _wait_for_holder(self, tdm_url: str) -> TdmEntry | bool:
-        """Poll the shared store while another process fetches the file."""
-        deadline = time.monotonic() + self.lease_wait
-        interval = 0.05
-        while time.monotonic() < deadline and self.store is not None:
-            await sleep(interval)
-            interval = min(interval * 2, 1.0)
-            stored = await self._stored(tdm_url)
-            if stored is not None:
-                return stored
-            if await self._store_call(
-                lambda store: store.acquire(tdm_url, self.lease_ttl), False
-            ):
-                return True
-        return False
 
     async def _get(self, tdm_url: str) -> tuple[Response, BoundedDecoder] | str:
         """The file's response, redirects followed here hop by hop (each
@@ -480,42 +459,8 @@ class TdmMiddleware:
             kept, "unreachable", detail, fetched_at, now + self.lifetimes.unreachable
         )
 
-    async def _store_call(
-        self, call: Callable[[OutcomeStore], Awaitable[Any]], default: Any
-    ) -> Any:
-        """``call`` the shared store; without records or on failure, go on
-        with memory alone."""
-        store = self.store
-        if store is None:
-            return default
-        try:
-            return await call(store)
-        except NotImplementedError:
-            self.store = None
-        except Exception as exc:
-            self.stats.inc_value("robots/store/errors")
-            self.store = None
-            self._store_failed = True
-            logger.warning(
-                "The robots.txt store %(store)s failed (%(error)s); TDMRep files"
-                " are kept in memory alone for the rest of the crawl",
-                {"store": type(store).__name__, "error": exc},
-                extra={"spider": self.crawler.spider},
-            )
-        return default
-
     async def _spider_closed(self) -> None:
-        self.store = None
-        shared = self._crawl_store
-        try:
-            # A store that failed during the crawl is left alone.
-            await release_store(self.crawler, shared, failed=self._store_failed)
-        except Exception as exc:
-            logger.warning(
-                "Closing the robots.txt store %(store)s failed: %(error)s",
-                {"store": type(shared).__name__, "error": exc},
-                extra={"spider": self.crawler.spider},
-            )
+        await self.stores.close()
 
 
 def response_state(response: Response) -> TdmState:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from scrapy import Request
 
-from scrapy_rfc9309._coordination import GuardedStore, Leases, SingleFlight
+from scrapy_rfc9309._coordination import GuardedStore, Leases, SingleFlight, StoreGuard
 from scrapy_rfc9309.middleware import RobotsDisallowed, RobotsMiddleware
 from scrapy_rfc9309.outcome import Lifetimes, Outcome, parsed
 from scrapy_rfc9309.parse import parse
@@ -305,3 +305,57 @@ async def test_no_lease_without_a_shared_store() -> None:
     store.shared = False
     assert await _take(store) is False
     assert store.leases == []
+
+
+TDM_WITHOUT = "TDMRep files are kept in memory alone for the rest of the crawl"
+
+
+@coroutine_test
+async def test_a_store_without_records_is_left_alone_silently(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """TdmMiddleware's guard: a store that keeps no records (the base
+    class's NotImplementedError) is no failure: not counted, no warning,
+    and it is closed at the end as any store."""
+    crawler = make_crawler()
+    store = FlakyStore(works=1_000)
+    guard = StoreGuard(crawler, store, TDM_WITHOUT)
+    with caplog.at_level(logging.WARNING):
+        assert await guard.get_record("key") is None
+        await guard.put_record("key", "value", 0.0)
+    assert guard.store is None
+    assert not guard.failed
+    assert store.calls == 0
+    assert "robots/store/errors" not in stats(crawler)
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+    await guard.close()
+    assert store.closed
+
+
+class RecordStore(FlakyStore):
+    async def get_record(self, key: str) -> str | None:
+        self._call()
+        return None
+
+
+@coroutine_test
+async def test_a_records_store_failing_warns_once_with_what_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    crawler = make_crawler()
+    store = RecordStore(works=1)
+    guard = StoreGuard(crawler, store, TDM_WITHOUT)
+    with caplog.at_level(logging.WARNING):
+        assert await guard.get_record("key") is None
+        assert await guard.get_record("key") is None
+        assert await guard.acquire("key", 10.0) is False
+        assert await guard.get_record("key") is None
+    assert store.calls == 2
+    assert guard.failed
+    assert stats(crawler)["robots/store/errors"] == 1
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        f"The robots.txt store RecordStore failed (connection lost); {TDM_WITHOUT}"
+    ]
+    await guard.close()
+    assert not store.closed
