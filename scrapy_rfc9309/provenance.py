@@ -31,14 +31,8 @@ from weakref import WeakKeyDictionary
 from scrapy import signals
 
 from . import signals as robots_signals
-from ._settings import (
-    SettingError,
-    crawl_purposes,
-    flag,
-    robots_profile,
-    robots_user_agent,
-    setting,
-)
+from ._config import RobotsConfig
+from ._settings import SettingError
 from .match import compile
 from .outcome import UNREACHABLE
 from .stringify import rule_line, signal_text, usage_line
@@ -171,7 +165,7 @@ _PATH_ACCEPTED = (
 def report_path(crawler: Crawler) -> Path | None:
     """``ROBOTS_REPORT``, placeholders replaced, checked writable now rather
     than found unwritable when the crawl ends."""
-    value = setting(crawler.settings, "ROBOTS_REPORT")
+    value = RobotsConfig.for_crawler(crawler).report
     if value is None or value == "":
         return None
 
@@ -229,15 +223,15 @@ class Ledger:
     (:func:`ledger_for`)."""
 
     def __init__(self, crawler: Crawler) -> None:
-        settings = crawler.settings
+        config = RobotsConfig.for_crawler(crawler)
         self.crawler = crawler
         #: ``ROBOTS_PROVENANCE``: items get a record.
-        self.provenance = flag(settings, "ROBOTS_PROVENANCE")
+        self.provenance = config.provenance
         #: ``ROBOTS_REPORT``: where the report goes (``None``: no report).
         self.path = report_path(crawler)
-        self.user_agent = robots_user_agent(settings, crawler.spider)
-        self.profile = robots_profile(settings)
-        self.purposes = list(crawl_purposes(settings)[1])
+        self.user_agent = config.user_agent
+        self.profile = config.profile
+        self.purposes = list(config.usage_purposes)
         self._origins: dict[str, _Origin] = {}
         if self.path is not None:
             crawler.signals.connect(self._outcome, signal=robots_signals.robots_outcome)
@@ -396,9 +390,8 @@ def ledger_for(crawler: Crawler) -> Ledger | None:
     ``ROBOTS_REPORT`` asks for evidence."""
     ledger = _ledgers.get(crawler)
     if ledger is None:
-        if not flag(crawler.settings, "ROBOTS_PROVENANCE") and (
-            setting(crawler.settings, "ROBOTS_REPORT") in (None, "")
-        ):
+        config = RobotsConfig.for_crawler(crawler)
+        if not config.provenance and config.report in (None, ""):
             return None
         ledger = _ledgers[crawler] = Ledger(crawler)
     return ledger
