@@ -66,7 +66,6 @@ import time
 from collections import OrderedDict, deque
 from time import monotonic
 from typing import TYPE_CHECKING, Protocol, TypeVar
-from weakref import WeakKeyDictionary
 
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
@@ -153,9 +152,11 @@ PAUSE_META = "_robots_retry_after"
 #: its answer (or failure) comes back (:meth:`Politeness.fetched`).
 TURN_META = "_robots_turn"
 
-#: Each crawler's Politeness (its RobotsMiddleware's), for PacingMiddleware,
-#: built after it.
-_BY_CRAWLER: WeakKeyDictionary[Crawler, Politeness] = WeakKeyDictionary()
+# Where each crawler's Politeness (its RobotsMiddleware's) is kept for
+# PacingMiddleware, built after it: on the crawler, as a WeakKeyDictionary
+# value referring to its key (Politeness.crawler) would keep every crawl
+# alive.
+_ATTRIBUTE = "_scrapy_rfc9309_politeness"
 
 
 def origin_of(request: Request) -> str | None:
@@ -282,7 +283,7 @@ class Politeness:
         #: Whether :class:`PacingMiddleware` holds the turns, last in the
         #: downloader middleware chain (else RobotsMiddleware does).
         self.paced_later = False
-        _BY_CRAWLER[crawler] = self
+        setattr(crawler, _ATTRIBUTE, self)
 
     @property
     def fleet(self) -> bool:
@@ -601,7 +602,7 @@ class PacingMiddleware:
     until its origin may receive it (see the module)."""
 
     def __init__(self, crawler: Crawler) -> None:
-        politeness = _BY_CRAWLER.get(crawler)
+        politeness: Politeness | None = getattr(crawler, _ATTRIBUTE, None)
         if politeness is None:
             raise NotConfigured(
                 "PacingMiddleware needs scrapy_rfc9309.RobotsMiddleware"

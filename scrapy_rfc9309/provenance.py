@@ -26,7 +26,6 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
 
 from scrapy import signals
 
@@ -381,17 +380,20 @@ def _by_cause(counts: Counter[tuple[str, str]]) -> dict[str, int]:
     return dict(sorted(causes.items()))
 
 
-# One per crawl, whichever of its components asks first.
-_ledgers: WeakKeyDictionary[Crawler, Ledger] = WeakKeyDictionary()
+# One per crawl, whichever of its components asks first; kept on the
+# crawler, as a WeakKeyDictionary value referring to its key
+# (Ledger.crawler) would keep every crawl alive.
+_ATTRIBUTE = "_scrapy_rfc9309_ledger"
 
 
 def ledger_for(crawler: Crawler) -> Ledger | None:
     """The crawl's ledger; ``None`` when neither ``ROBOTS_PROVENANCE`` nor
     ``ROBOTS_REPORT`` asks for evidence."""
-    ledger = _ledgers.get(crawler)
+    ledger: Ledger | None = getattr(crawler, _ATTRIBUTE, None)
     if ledger is None:
         config = RobotsConfig.for_crawler(crawler)
         if not config.provenance and config.report in (None, ""):
             return None
-        ledger = _ledgers[crawler] = Ledger(crawler)
+        ledger = Ledger(crawler)
+        setattr(crawler, _ATTRIBUTE, ledger)
     return ledger

@@ -8,7 +8,9 @@ every component on, and which modules asked for the config.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import sys
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +164,21 @@ def test_a_crawl_that_turned_the_package_off_is_not_refused_for_the_rest() -> No
     crawler.spider = crawler._create_spider()
     with pytest.raises(NotConfigured):
         RobotsMiddleware.from_crawler(crawler)
+
+
+@pytest.mark.parametrize("settings", [{}, {"ROBOTS_PROVENANCE": True}])
+@coroutine_test
+async def test_a_crawl_done_is_collected(
+    server: Server, settings: dict[str, Any]
+) -> None:
+    """What the package keeps per crawl (its config, the Politeness that
+    PacingMiddleware finds, the ledger) is kept on the crawler: a registry
+    whose values refer to their crawler would keep every crawl, and its
+    robots.txt memory, alive for the life of the process."""
+    crawler = await crawl([server.url("/page")], settings)
+    assert crawler.spider is not None
+    assert crawler.spider.crawled == [server.url("/page")]
+    crawled = weakref.ref(crawler)
+    del crawler
+    gc.collect()
+    assert crawled() is None
