@@ -153,7 +153,7 @@ class RobotsMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         ensure_enabled(crawler)
         self.crawler = crawler
-        #: The crawl's settings, shared with its other components.
+        # The crawl's settings (RobotsConfig), shared with its other components.
         self.config = config = RobotsConfig.for_crawler(crawler)
         self.fetcher = RobotsFetcher(
             crawler, lifetimes=config.lifetimes, clock=self._now
