@@ -7,8 +7,10 @@ every component on, and which modules asked for the config.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import gc
+import re
 import sys
 import weakref
 from pathlib import Path
@@ -16,15 +18,17 @@ from typing import Any
 
 import pytest
 from scrapy.exceptions import NotConfigured
-from scrapy.settings import BaseSettings
+from scrapy.settings import BaseSettings, Settings
 from scrapy.spiders import Spider
 
+import scrapy_rfc9309
 from scrapy_rfc9309._config import RobotsConfig
 from scrapy_rfc9309._settings import SettingError
 from scrapy_rfc9309.middleware import RobotsMiddleware
 from tests.support.crawl_helpers import crawl, make_crawler, middleware
 from tests.support.server import Server
 from tests.support.utils import coroutine_test
+from tests.test_settings import BAD
 
 #: Every component a crawl can have on at once.
 EVERYTHING = {
@@ -182,3 +186,61 @@ async def test_a_crawl_done_is_collected(
     del crawler
     gc.collect()
     assert crawled() is None
+
+
+#: Checked where only they can be: ``ROBOTS_ENABLED`` before the config is
+#: read (``ensure_enabled``), the report's folder when the ledger is made
+#: (``report_path``), the store's class and URL by the store.
+ELSEWHERE = {"ROBOTS_ENABLED", "ROBOTS_REPORT", "ROBOTS_STORE", "ROBOTS_STORE_URL"}
+
+
+@pytest.mark.parametrize("name", sorted(set(BAD) - ELSEWHERE))
+def test_the_config_refuses_every_bad_value(name: str) -> None:
+    """With nothing else set: whether its component is on or not."""
+    value, message = BAD[name]
+    with pytest.raises(SettingError, match=f"^{re.escape(message)}"):
+        RobotsConfig.from_settings(Settings({name: value}))
+
+
+#: The readers of scrapy_rfc9309/_settings.py.
+_READERS = {
+    "choice",
+    "crawl_purposes",
+    "flag",
+    "positive_int",
+    "purposes",
+    "robots_profile",
+    "robots_user_agent",
+    "seconds",
+    "setting",
+    "text",
+}
+#: Who may call them besides the config: the command, on its options before
+#: any crawl; RobotParser, which also serves Scrapy's own RobotsTxtMiddleware
+#: (crawls that set nothing else of the package); the Redis store, on the
+#: URL settings it shares with scrapy-redis.
+_MAY_READ = {
+    "_settings.py",
+    "_config.py",
+    "commands.py",
+    "parser.py",
+    "stores/redis.py",
+}
+
+
+def test_components_read_the_config_not_the_settings() -> None:
+    package = Path(scrapy_rfc9309.__file__).parent
+    reading = {}
+    for path in sorted(package.rglob("*.py")):
+        name = path.relative_to(package).as_posix()
+        if name in _MAY_READ:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        calls = {
+            node.func.id
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        }
+        if calls & _READERS:
+            reading[name] = sorted(calls & _READERS)
+    assert reading == {}
