@@ -249,7 +249,8 @@ async def _check(crawler: Crawler, urls: list[str]) -> _Checked:
         await _check_one(middleware, url, request)
         for url, request in zip(urls, requests, strict=True)
     ]
-    return _Checked(middleware.user_agent, middleware.fetcher.profile, rows)
+    config = middleware.config
+    return _Checked(config.user_agent, config.profile, rows)
 
 
 async def _check_one(middleware: RobotsMiddleware, url: str, request: Request) -> _Row:
@@ -258,7 +259,7 @@ async def _check_one(middleware: RobotsMiddleware, url: str, request: Request) -
     outcome = await middleware.outcome_for(request.url, request)
     if outcome is None:
         return _Row(url, True, _NO_ROBOTS_TXT, None, None)
-    agent = middleware.user_agent
+    agent = middleware.config.user_agent
     now = middleware.clock()
     # The middleware's own verdict, so the crawl's policies (Content-Signal
     # purposes, a Crawl-delay over the cap set to skip) count as they would.

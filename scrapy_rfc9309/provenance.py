@@ -26,19 +26,12 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
 
 from scrapy import signals
 
 from . import signals as robots_signals
-from ._settings import (
-    SettingError,
-    crawl_purposes,
-    flag,
-    robots_profile,
-    robots_user_agent,
-    setting,
-)
+from ._config import RobotsConfig
+from ._settings import SettingError
 from .match import compile
 from .outcome import UNREACHABLE
 from .stringify import rule_line, signal_text, usage_line
@@ -171,7 +164,7 @@ _PATH_ACCEPTED = (
 def report_path(crawler: Crawler) -> Path | None:
     """``ROBOTS_REPORT``, placeholders replaced, checked writable now rather
     than found unwritable when the crawl ends."""
-    value = setting(crawler.settings, "ROBOTS_REPORT")
+    value = RobotsConfig.for_crawler(crawler).report
     if value is None or value == "":
         return None
 
@@ -229,15 +222,15 @@ class Ledger:
     (:func:`ledger_for`)."""
 
     def __init__(self, crawler: Crawler) -> None:
-        settings = crawler.settings
+        config = RobotsConfig.for_crawler(crawler)
         self.crawler = crawler
         #: ``ROBOTS_PROVENANCE``: items get a record.
-        self.provenance = flag(settings, "ROBOTS_PROVENANCE")
+        self.provenance = config.provenance
         #: ``ROBOTS_REPORT``: where the report goes (``None``: no report).
         self.path = report_path(crawler)
-        self.user_agent = robots_user_agent(settings, crawler.spider)
-        self.profile = robots_profile(settings)
-        self.purposes = list(crawl_purposes(settings)[1])
+        self.user_agent = config.user_agent
+        self.profile = config.profile
+        self.purposes = list(config.usage_purposes)
         self._origins: dict[str, _Origin] = {}
         if self.path is not None:
             crawler.signals.connect(self._outcome, signal=robots_signals.robots_outcome)
@@ -387,18 +380,20 @@ def _by_cause(counts: Counter[tuple[str, str]]) -> dict[str, int]:
     return dict(sorted(causes.items()))
 
 
-# One per crawl, whichever of its components asks first.
-_ledgers: WeakKeyDictionary[Crawler, Ledger] = WeakKeyDictionary()
+# One per crawl, whichever of its components asks first; kept on the
+# crawler, as a WeakKeyDictionary value referring to its key
+# (Ledger.crawler) would keep every crawl alive.
+_ATTRIBUTE = "_scrapy_rfc9309_ledger"
 
 
 def ledger_for(crawler: Crawler) -> Ledger | None:
     """The crawl's ledger; ``None`` when neither ``ROBOTS_PROVENANCE`` nor
     ``ROBOTS_REPORT`` asks for evidence."""
-    ledger = _ledgers.get(crawler)
+    ledger: Ledger | None = getattr(crawler, _ATTRIBUTE, None)
     if ledger is None:
-        if not flag(crawler.settings, "ROBOTS_PROVENANCE") and (
-            setting(crawler.settings, "ROBOTS_REPORT") in (None, "")
-        ):
+        config = RobotsConfig.for_crawler(crawler)
+        if not config.provenance and config.report in (None, ""):
             return None
-        ledger = _ledgers[crawler] = Ledger(crawler)
+        ledger = Ledger(crawler)
+        setattr(crawler, _ATTRIBUTE, ledger)
     return ledger

@@ -31,9 +31,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "ROBOTS_STORE='redis' needs redis-py: pip install scrapy-rfc9309[redis]"
     ) from exc
 
+from .._config import RobotsConfig
 from .._defaults import DEFAULTS
 from .._redact import ambiguous, masked, redacted
-from .._settings import SettingError, positive_int, text
+from .._settings import SettingError, text
 from ._codec import decode, encode, oversized
 from .base import HELD_MAX, OutcomeStore, StoreError, turn_discarded
 
@@ -260,13 +261,11 @@ class RedisStore(OutcomeStore):
                 "the Redis store needs an asyncio event loop: the asyncio "
                 "reactor (Scrapy's default TWISTED_REACTOR) or reactor-less mode"
             )
-        settings = crawler.settings
+        config = RobotsConfig.for_crawler(crawler)
         return cls(
-            redis_url(settings),
-            prefix=text(settings, "ROBOTS_STORE_PREFIX") or "",
-            max_entry_bytes=positive_int(
-                settings, "ROBOTS_STORE_MAX_ENTRY_BYTES", minimum=1
-            ),
+            redis_url(crawler.settings),
+            prefix=config.store_prefix or "",
+            max_entry_bytes=config.store_max_entry_bytes,
             crawler=crawler,
         )
 
