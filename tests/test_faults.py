@@ -15,7 +15,6 @@ import gzip
 import itertools
 import socket
 import tracemalloc
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -48,7 +47,7 @@ from tests.support.fault_server import (
     stall_mid_body,
     stream,
 )
-from tests.support.utils import coroutine_test, loopback_hosts
+from tests.support.utils import coroutine_test, loopback_hosts, raw_deflate
 from tests.test_decode import CALLS_PER_STAGE, count_codec_calls
 
 try:
@@ -138,14 +137,9 @@ _HTML_ERROR_PAGE = (
 _EARLY_LATE = b"User-agent: *\nDisallow: /p/early\n"
 
 
-def _raw_deflate(data: bytes) -> bytes:
-    compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
-    return compressor.compress(data) + compressor.flush()
-
-
 _ENCODERS: dict[str, Callable[[bytes], bytes]] = {
     "gzip": gzip.compress,
-    "deflate": _raw_deflate,
+    "deflate": raw_deflate,
     "br": brotli.compress,
     "zstd": zstd.compress,
 }

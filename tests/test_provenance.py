@@ -31,7 +31,13 @@ from scrapy.http import Response
 
 from scrapy_rfc9309 import ProvenanceMiddleware
 from scrapy_rfc9309.provenance import iso_time
-from tests.support.crawl_helpers import RecordingSpider, crawl, make_crawler, middleware
+from tests.support.crawl_helpers import (
+    RecordingSpider,
+    crawl,
+    crawl_items,
+    make_crawler,
+    middleware,
+)
 from tests.support.fleet_crawl import spawn
 from tests.support.redis_fleet import SPIDER, START_URLS_KEY, worker_of
 from tests.support.redis_server import RedisServer
@@ -84,7 +90,7 @@ async def test_the_body_hash_is_taken_once_when_fetched(
     assert hashes == [sha256(ROBOTS), sha256(ROBOTS), sha256(long.encode()[:600])]
 
 
-class ItemSpider(RecordingSpider):
+class LinkingSpider(RecordingSpider):
     """Yields one item per page, and requests the page's ``links`` (URL ->
     ``(url, dont_obey)`` pairs) with the page's meta passed on, as spiders
     often do; ``dont_obey`` adds ``dont_obey_robotstxt``."""
@@ -112,19 +118,13 @@ class ItemSpider(RecordingSpider):
 async def collect(
     urls: list[str],
     settings: dict[str, Any] | None = None,
-    spidercls: type[ItemSpider] = ItemSpider,
+    spidercls: type[LinkingSpider] = LinkingSpider,
     **kwargs: Any,
 ) -> tuple[Crawler, dict[str, dict[str, Any]]]:
     """Crawl ``urls``: the crawler and the items the engine got, by URL."""
     crawler = make_crawler(settings, spidercls)
-    items: dict[str, dict[str, Any]] = {}
-
-    def scraped(item: dict[str, Any]) -> None:
-        items[item["url"]] = item
-
-    crawler.signals.connect(scraped, signal=signals.item_scraped)
-    await crawler.crawl_async(urls=urls, **kwargs)
-    return crawler, items
+    items = await crawl_items(crawler, urls=urls, **kwargs)
+    return crawler, {item["url"]: item for item in items}
 
 
 @coroutine_test
@@ -371,7 +371,7 @@ async def test_a_report_that_cannot_be_written_is_one_error_line(
     folder = tmp_path / "reports"
     folder.mkdir()
     path = folder / "report.jsonl"
-    crawler = make_crawler({"ROBOTS_REPORT": str(path)}, ItemSpider)
+    crawler = make_crawler({"ROBOTS_REPORT": str(path)}, LinkingSpider)
 
     def spoil() -> None:
         # Mid-crawl, after the path was checked at start-up.
@@ -538,7 +538,7 @@ def test_each_worker_of_a_fleet_reports_and_together_they_account_for_every_drop
         assert server.count("/robots.txt") == 1
 
 
-class ExampleSpider(ItemSpider):
+class ExampleSpider(LinkingSpider):
     name = "example"
 
 

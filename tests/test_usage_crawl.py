@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 import scrapy
-from scrapy import Request, signals
+from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
 from scrapy_rfc9309.middleware import RobotsDisallowed
-from tests.support.crawl_helpers import make_crawler, stats
+from tests.support.crawl_helpers import crawl_items, make_crawler, stats
 from tests.support.server import Server
 from tests.support.utils import coroutine_test
 
@@ -99,16 +99,11 @@ async def _crawl(
 ) -> tuple[Crawler, list[str]]:
     _site(server)
     crawler = make_crawler(settings, PageSpider)
-    items: list[str] = []
-
-    def scraped(item: dict[str, Any]) -> None:
-        items.append(item["path"])
+    items = await crawl_items(crawler, urls=[server.url(path) for path in paths])
+    for item in items:
         if "robots_usage" in item:
             crawler.spider.annotated[item["path"]] = item["robots_usage"]
-
-    crawler.signals.connect(scraped, signal=signals.item_scraped)
-    await crawler.crawl_async(urls=[server.url(path) for path in paths])
-    return crawler, sorted(items)
+    return crawler, sorted(item["path"] for item in items)
 
 
 def _usage(train_ai: bool | None, search: bool | None = None) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import zlib
 from collections.abc import Callable, Coroutine, Iterator
 from functools import wraps
 from typing import Any
@@ -77,3 +78,10 @@ def read_document(document: Document) -> Document:
     return Document(
         document.groups, document.sitemaps, document.records, document.profile
     )
+
+
+def raw_deflate(data: bytes) -> bytes:
+    """``data`` as raw deflate (no zlib header): what some servers send as
+    ``Content-Encoding: deflate``."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush()
