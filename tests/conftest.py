@@ -3,13 +3,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.support.crawl_helpers import Departures
+from tests.support.redis_fleet import Fleet
 from tests.support.server import Route, Server
 from tests.support.utils import loopback_hosts
+
+if TYPE_CHECKING:
+    from tests.support.redis_server import RedisServer
 
 pytest_plugins = ["tests.support.redis_server"]
 
@@ -43,6 +47,17 @@ def make_server() -> Iterator[Callable[..., Server]]:
     yield factory
     for server in servers:
         server.close()
+
+
+@pytest.fixture
+def redis_fleet(
+    tmp_path: Path, redis_server: RedisServer, redis_prefix: str
+) -> Iterator[Fleet]:
+    """scrapy-redis workers of this test's own (see Fleet); those still
+    running are killed at the end."""
+    fleet = Fleet(redis_server.url, redis_prefix, tmp_path)
+    yield fleet
+    fleet.kill()
 
 
 @pytest.fixture

@@ -253,7 +253,7 @@ def test_at_most_max_codings_are_undone() -> None:
 HOSTILE = Path(__file__).parent / "data" / "hostile"
 
 
-class _Counting:
+class _CodecSpy:
     """A codec object that counts the calls made to it."""
 
     def __init__(self, inner: Any, calls: list[int]) -> None:
@@ -279,7 +279,7 @@ def count_codec_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         SimpleNamespace(
             MAX_WBITS=zlib.MAX_WBITS,
             error=zlib.error,
-            decompressobj=lambda wbits: _Counting(zlib.decompressobj(wbits), calls),
+            decompressobj=lambda wbits: _CodecSpy(zlib.decompressobj(wbits), calls),
         ),
     )
     monkeypatch.setattr(
@@ -287,7 +287,7 @@ def count_codec_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         "_ZSTD",
         SimpleNamespace(
             DecompressionParameter=zstd.DecompressionParameter,
-            ZstdDecompressor=lambda **kw: _Counting(zstd.ZstdDecompressor(**kw), calls),
+            ZstdDecompressor=lambda **kw: _CodecSpy(zstd.ZstdDecompressor(**kw), calls),
         ),
     )
     return calls

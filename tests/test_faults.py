@@ -72,7 +72,7 @@ MEMORY_BOUND = 24 * MiB
 _hosts = loopback_hosts(9)
 
 
-class _Counting:
+class _StatsMiddleware:
     """A test-only downloader middleware that keeps counts in the stats."""
 
     def __init__(self, crawler: Crawler) -> None:
@@ -84,7 +84,7 @@ class _Counting:
         return cls(crawler)
 
 
-class Counter(_Counting):
+class Counter(_StatsMiddleware):
     """Just before RobotsMiddleware: counts the requests entering it, the
     spider's and robots.txt hops apart."""
 
@@ -93,7 +93,7 @@ class Counter(_Counting):
         self.stats.inc_value("test/robots_hops" if hop else "test/requests_in")
 
 
-class Dropper(_Counting):
+class Dropper(_StatsMiddleware):
     """After RobotsMiddleware: drops the requests of ``/p/dropped``, as
     another middleware of a project might."""
 

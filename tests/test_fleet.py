@@ -18,12 +18,11 @@ goes to a warm-up server (see ``FleetRedisSpider``).
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from itertools import pairwise
 from pathlib import Path
@@ -32,8 +31,8 @@ from typing import Any
 import pytest
 import redis
 
-from tests.support.fleet_crawl import Worker, spawn
-from tests.support.redis_fleet import SPIDER, START_URLS_KEY, worker_of
+from tests.support.fleet_crawl import spawn
+from tests.support.redis_fleet import Fleet, worker_of
 from tests.support.redis_server import RedisServer
 from tests.support.server import Server
 
@@ -74,42 +73,6 @@ def effective_delay(crawl_delay: float | None) -> float:
     return 0.0 if crawl_delay is None else min(crawl_delay, DELAY_MAX)
 
 
-@pytest.fixture
-def fleet(
-    tmp_path: Path, redis_server: RedisServer, redis_prefix: str
-) -> Iterator[Callable[..., list[dict[str, Any]]]]:
-    """Run a fleet of workers over ``start_urls``; their final stats."""
-    workers: list[Worker] = []
-
-    def run(
-        start_urls: list[str], store: str, settings: dict[str, Any], warmup: str
-    ) -> list[dict[str, Any]]:
-        client = redis.Redis.from_url(redis_server.url)
-        key = redis_prefix + START_URLS_KEY % {"name": SPIDER}
-        client.rpush(key, *(json.dumps({"url": url}) for url in start_urls))
-        client.close()
-        for number in range(WORKERS):
-            config = {
-                "redis_url": redis_server.url,
-                "prefix": redis_prefix,
-                "worker": number,
-                "store": store,
-                "settings": settings,
-                "warmup": warmup,
-                # One worker without a Twisted reactor, the others with the
-                # asyncio one: both kinds in one fleet.
-                "reactorless": number == 1,
-            }
-            workers.append(
-                spawn("tests.support.redis_fleet", config, tmp_path, f"w{number}")
-            )
-        return [worker.wait(timeout=90) for worker in workers]
-
-    yield run
-    for worker in workers:
-        worker.kill()
-
-
 def gaps(server: Server) -> list[float]:
     """The gaps between the requests the server saw, robots.txt included."""
     times = sorted(server.times())
@@ -118,22 +81,13 @@ def gaps(server: Server) -> list[float]:
 
 @pytest.mark.parametrize("store", ["redis", "sqlite"])
 def test_a_fleet_keeps_each_crawl_delay_across_its_workers(
-    make_server: MakeServer,
-    fleet: Callable[..., list[dict[str, Any]]],
-    redis_server: RedisServer,
-    redis_prefix: str,
-    tmp_path: Path,
-    store: str,
+    make_server: MakeServer, redis_fleet: Fleet, store: str
 ) -> None:
     sites = [site(make_server, crawl_delay) for crawl_delay in CRAWL_DELAYS]
     warmup = make_server()
     settings: dict[str, Any] = {"ROBOTS_CRAWL_DELAY_MAX": DELAY_MAX}
-    if store == "redis":
-        settings.update(ROBOTS_STORE_URL=redis_server.url)
-        settings.update(ROBOTS_STORE_PREFIX=redis_prefix + "robots:")
-    else:
-        settings.update(ROBOTS_STORE_URL=str(tmp_path / "robots.sqlite3"))
-    stats = fleet([s.url("/") for s in sites], store, settings, warmup.url("/"))
+    start_urls = [s.url("/") for s in sites]
+    stats = redis_fleet.run(start_urls, store, settings, warmup.url("/"), WORKERS)
 
     for s in stats:
         assert s["finish_reason"] == "finished"

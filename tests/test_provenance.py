@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
@@ -38,9 +37,7 @@ from tests.support.crawl_helpers import (
     make_crawler,
     middleware,
 )
-from tests.support.fleet_crawl import spawn
-from tests.support.redis_fleet import SPIDER, START_URLS_KEY, worker_of
-from tests.support.redis_server import RedisServer
+from tests.support.redis_fleet import Fleet, worker_of
 from tests.support.server import Server
 from tests.support.utils import coroutine_test
 from tests.test_docs import ROOT, blocks
@@ -443,10 +440,7 @@ class Gate:
 
 
 def test_each_worker_of_a_fleet_reports_and_together_they_account_for_every_drop(
-    make_server: Callable[..., Server],
-    redis_server: RedisServer,
-    redis_prefix: str,
-    tmp_path: Path,
+    make_server: Callable[..., Server], redis_fleet: Fleet, tmp_path: Path
 ) -> None:
     # Two workers at least: the one that takes the refusing site's start
     # URL may find nothing left and close.
@@ -464,40 +458,15 @@ def test_each_worker_of_a_fleet_reports_and_together_they_account_for_every_drop
     refusing = make_server()
     refusing.route("/robots.txt", "User-agent: *\nContent-Signal: ai-train=no\n")
     start_urls = [server.url("/") for server in (*sites, refusing)]
-    client = redis.Redis.from_url(redis_server.url)
-    key = redis_prefix + START_URLS_KEY % {"name": SPIDER}
-    client.rpush(key, *(json.dumps({"url": url}) for url in start_urls))
-    client.close()
     reports = tmp_path / "reports"
     reports.mkdir()
     settings = {
-        "ROBOTS_STORE_URL": redis_server.url,
-        "ROBOTS_STORE_PREFIX": redis_prefix + "robots:",
         "ROBOTS_PURPOSES": ["train-ai"],
         "ROBOTS_REPORT": str(reports / "report-%(pid)s.jsonl"),
     }
-    workers = [
-        spawn(
-            "tests.support.redis_fleet",
-            {
-                "redis_url": redis_server.url,
-                "prefix": redis_prefix,
-                "worker": number,
-                "store": "redis",
-                "settings": settings,
-                # One worker without a Twisted reactor.
-                "reactorless": number == 1,
-            },
-            tmp_path,
-            f"w{number}",
-        )
-        for number in range(WORKERS)
-    ]
-    try:
-        stats = [worker.wait(timeout=90) for worker in workers]
-    finally:
-        for worker in workers:
-            worker.kill()
+    # One worker without a Twisted reactor.
+    workers = redis_fleet.start(start_urls, "redis", settings, workers=WORKERS)
+    stats = [worker.wait(timeout=90) for worker in workers]
     for worker_stats in stats:
         assert worker_stats["finish_reason"] == "finished"
         assert worker_stats.get("log_count/ERROR", 0) == 0

@@ -7,13 +7,19 @@ import os
 import zlib
 from collections.abc import Callable, Coroutine, Iterator
 from functools import wraps
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.reactor import is_reactor_installed
 
 from scrapy_rfc9309.parse import Document
 from scrapy_rfc9309.stores.contract import SAMPLE_SHA256, sample_outcome
+
+if TYPE_CHECKING:
+    import pytest
+
+    from tests.support.redis_server import RedisServer
 
 
 def coroutine_test(
@@ -58,6 +64,25 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def store_settings(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> dict[str, Any]:
+    """The settings of a store of ``kind`` (``memory``, ``sqlite`` or
+    ``redis``), the same for every crawl of a test: a SQLite file or a
+    Redis key prefix of the test's own."""
+    if kind == "memory":
+        return {}
+    if kind == "sqlite":
+        path = str(tmp_path / "robots.sqlite3")
+        return {"ROBOTS_STORE": "sqlite", "ROBOTS_STORE_URL": path}
+    server: RedisServer = request.getfixturevalue("redis_server")
+    return {
+        "ROBOTS_STORE": "redis",
+        "ROBOTS_STORE_URL": server.url,
+        "ROBOTS_STORE_PREFIX": request.getfixturevalue("redis_prefix"),
+    }
 
 
 #: The origin the store tests keep outcomes under.
