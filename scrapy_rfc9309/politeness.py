@@ -81,7 +81,7 @@ from ._settings import choice, flag, positive_int, seconds, setting
 from ._slots import Slots
 from ._store import keeps_extends, keeps_pauses, keeps_turns, reserve_turn
 from .stores.base import OutcomeStore
-from .urls import origin_robots_url
+from .urls import _origin_robots_url
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -163,7 +163,7 @@ _BY_CRAWLER: WeakKeyDictionary[Crawler, Politeness] = WeakKeyDictionary()
 def origin_of(request: Request) -> str | None:
     """The origin (its robots.txt URL) of ``request``; ``None`` without one."""
     parts = urlparse_cached(request)
-    return origin_robots_url(parts.scheme, parts.netloc)
+    return _origin_robots_url(parts.scheme, parts.netloc)
 
 
 def crawl_delay_scope(settings: BaseSettings, store: OutcomeStore | None) -> str:
