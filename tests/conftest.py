@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.support.crawl_helpers import Departures
+from tests.support.fleet_crawl import Worker, spawn
 from tests.support.redis_fleet import Fleet
 from tests.support.server import Route, Server
 from tests.support.utils import loopback_hosts
@@ -47,6 +48,34 @@ def make_server() -> Iterator[Callable[..., Server]]:
     yield factory
     for server in servers:
         server.close()
+
+
+@pytest.fixture
+def start_worker(tmp_path: Path) -> Iterator[Callable[..., Worker]]:
+    """Start ``python -m tests.support.fleet_crawl`` workers, crawling
+    ``urls`` with ``settings``; those left running are killed at the end."""
+    workers: list[Worker] = []
+
+    def start(
+        urls: list[str],
+        settings: dict[str, Any],
+        *,
+        reactorless: bool = False,
+        clock_offset: float = 0.0,
+    ) -> Worker:
+        config = {
+            "urls": urls,
+            "settings": settings,
+            "reactorless": reactorless,
+            "clock_offset": clock_offset,
+        }
+        name = f"worker-{len(workers)}"
+        workers.append(spawn("tests.support.fleet_crawl", config, tmp_path, name))
+        return workers[-1]
+
+    yield start
+    for worker in workers:
+        worker.kill()
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from scrapy_rfc9309.stores.sqlite import SQLiteStore
 from tests.support.crawl_helpers import RecordingSpider, make_crawler, stats
 from tests.support.redis_server import RedisServer
 from tests.support.server import Route, Server
-from tests.support.utils import coroutine_test
+from tests.support.utils import coroutine_test, store_settings
 
 HERE = __name__
 DELAY = 0.3
@@ -121,18 +121,9 @@ def shared(
 ) -> Callable[[], dict[str, Any]]:
     """The settings of a shared store, one SQLite file or one Redis prefix
     for the test; each call gives them to one more worker."""
-    if request.param == "sqlite":
-        settings = {
-            "ROBOTS_STORE": f"{HERE}.RecordingSQLiteStore",
-            "ROBOTS_STORE_URL": str(tmp_path / "robots.sqlite3"),
-        }
-    else:
-        redis_server: RedisServer = request.getfixturevalue("redis_server")
-        settings = {
-            "ROBOTS_STORE": f"{HERE}.RecordingRedisStore",
-            "ROBOTS_STORE_URL": redis_server.url,
-            "ROBOTS_STORE_PREFIX": request.getfixturevalue("redis_prefix"),
-        }
+    settings = store_settings(request.param, request, tmp_path)
+    recording = "SQLite" if request.param == "sqlite" else "Redis"
+    settings["ROBOTS_STORE"] = f"{HERE}.Recording{recording}Store"
     return lambda: dict(settings)
 
 

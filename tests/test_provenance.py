@@ -39,7 +39,7 @@ from tests.support.crawl_helpers import (
 )
 from tests.support.redis_fleet import Fleet, worker_of
 from tests.support.server import Server
-from tests.support.utils import coroutine_test
+from tests.support.utils import coroutine_test, store_settings
 from tests.test_docs import ROOT, blocks
 
 ROBOTS = "User-agent: *\nDisallow: /private\nAllow: /public\n"
@@ -236,13 +236,7 @@ async def test_the_hash_comes_back_from_the_store(
     server: Server, store: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     server.route("/robots.txt", RICH)
-    settings: dict[str, Any] = {"ROBOTS_STORE": store, "ROBOTS_PROVENANCE": True}
-    if store == "sqlite":
-        settings["ROBOTS_STORE_URL"] = str(tmp_path / "robots.sqlite3")
-    else:
-        redis = request.getfixturevalue("redis_server")
-        settings["ROBOTS_STORE_URL"] = redis.url
-        settings["ROBOTS_STORE_PREFIX"] = request.getfixturevalue("redis_prefix")
+    settings = {**store_settings(store, request, tmp_path), "ROBOTS_PROVENANCE": True}
     records = []
     for _ in range(2):
         crawler, items = await collect([server.url("/public")], settings)

@@ -26,9 +26,9 @@ from tests.support.crawl_helpers import (
     make_crawler,
     stats,
 )
-from tests.support.fleet_crawl import Worker, spawn
+from tests.support.fleet_crawl import Worker
 from tests.support.server import Route, Server
-from tests.support.utils import coroutine_test
+from tests.support.utils import coroutine_test, store_settings
 from tests.test_commands import scrapy
 
 TDM = "/.well-known/tdmrep.json"
@@ -285,9 +285,8 @@ async def test_file_over_the_byte_limit(make_server: Callable[..., Server]) -> N
     assert crawler.spider.crawled == [server.url("/p1/a")]  # type: ignore[union-attr]
 
 
-def test_sqlite_fleet_fetches_the_file_once(
-    make_server: Callable[..., Server], tmp_path: Path
-) -> None:
+def _reserving_sites(make_server: Callable[..., Server]) -> list[Server]:
+    """Three origins whose slow TDMRep file reserves ``/r/``."""
     servers = []
     for _ in range(3):
         server = make_server()
@@ -295,26 +294,23 @@ def test_sqlite_fleet_fetches_the_file_once(
             TDM, json.dumps([{"location": "/r/", "tdm-reservation": 1}]), delay=1.0
         )
         servers.append(server)
+    return servers
+
+
+def test_sqlite_fleet_fetches_the_file_once(
+    make_server: Callable[..., Server],
+    start_worker: Callable[..., Worker],
+    tmp_path: Path,
+) -> None:
+    servers = _reserving_sites(make_server)
     urls = [s.url(p) for s in servers for p in ("/a", "/r/b")]
     settings = {
         **TRAIN,
         "ROBOTS_STORE": "sqlite",
         "ROBOTS_STORE_URL": str(tmp_path / "r.db"),
     }
-    workers: list[Worker] = [
-        spawn(
-            "tests.support.fleet_crawl",
-            {"urls": urls, "settings": settings, "reactorless": bool(i)},
-            tmp_path,
-            f"worker-{i}",
-        )
-        for i in range(2)
-    ]
-    try:
-        results = [worker.wait() for worker in workers]
-    finally:
-        for worker in workers:
-            worker.kill()
+    workers = [start_worker(urls, settings, reactorless=bool(i)) for i in range(2)]
+    results = [worker.wait() for worker in workers]
     assert [s.count(TDM) for s in servers] == [1, 1, 1]
     assert sum(r.get("robots/tdm/fetch_count", 0) for r in results) == 3
     for result in results:
@@ -386,13 +382,7 @@ async def test_stored_file_serves_the_next_crawl(
     from the store: one fetch for both; the record expires with its lifetime."""
     server = make_server()
     server.route(TDM, json.dumps([{"location": "/r/", "tdm-reservation": 1}]))
-    if store == "redis":
-        redis_server = request.getfixturevalue("redis_server")
-        prefix = request.getfixturevalue("redis_prefix")
-        where = {"ROBOTS_STORE_URL": redis_server.url, "ROBOTS_STORE_PREFIX": prefix}
-    else:
-        where = {"ROBOTS_STORE_URL": str(tmp_path / "r.db")}
-    settings = {**TRAIN, "ROBOTS_STORE": store, **where}
+    settings = {**TRAIN, **store_settings(store, request, tmp_path)}
     # A lifetime of 0: fetched, and not kept.
     await crawl([server.url("/a")], {**settings, "ROBOTS_CACHE_LIFETIME": 0})
     for _ in range(2):
@@ -456,17 +446,11 @@ async def test_dont_obey_robotstxt_skips_tdmrep(server: Server) -> None:
 
 def test_two_workers_sharing_redis_fetch_the_file_once(
     make_server: Callable[..., Server],
-    tmp_path: Path,
+    start_worker: Callable[..., Worker],
     redis_server: Any,
     redis_prefix: str,
 ) -> None:
-    servers = []
-    for _ in range(3):
-        server = make_server()
-        server.route(
-            TDM, json.dumps([{"location": "/r/", "tdm-reservation": 1}]), delay=1.0
-        )
-        servers.append(server)
+    servers = _reserving_sites(make_server)
     urls = [s.url(p) for s in servers for p in ("/a", "/r/b")]
     settings = {
         **TRAIN,
@@ -474,20 +458,8 @@ def test_two_workers_sharing_redis_fetch_the_file_once(
         "ROBOTS_STORE_URL": redis_server.url,
         "ROBOTS_STORE_PREFIX": redis_prefix,
     }
-    workers = [
-        spawn(
-            "tests.support.fleet_crawl",
-            {"urls": urls, "settings": settings, "reactorless": bool(i)},
-            tmp_path,
-            f"worker-{i}",
-        )
-        for i in range(2)
-    ]
-    try:
-        results = [worker.wait() for worker in workers]
-    finally:
-        for worker in workers:
-            worker.kill()
+    workers = [start_worker(urls, settings, reactorless=bool(i)) for i in range(2)]
+    results = [worker.wait() for worker in workers]
     assert [s.count(TDM) for s in servers] == [1, 1, 1]
     for result in results:
         assert result["robots/forbidden/tdm_reservation"] == 3
