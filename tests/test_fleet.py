@@ -25,13 +25,12 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from itertools import pairwise
-from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
 
-from tests.support.fleet_crawl import spawn
+from tests.support.fleet_crawl import Worker
 from tests.support.redis_fleet import Fleet, worker_of
 from tests.support.redis_server import RedisServer
 from tests.support.server import Server
@@ -124,9 +123,9 @@ def test_a_fleet_keeps_each_crawl_delay_across_its_workers(
 
 def test_a_worker_killed_waiting_for_its_turn_leaves_no_lasting_turn(
     make_server: MakeServer,
+    start_worker: Callable[..., Worker],
     redis_server: RedisServer,
     redis_prefix: str,
-    tmp_path: Path,
 ) -> None:
     delay = 1.0
     second_page = threading.Event()
@@ -138,12 +137,7 @@ def test_a_worker_killed_waiting_for_its_turn_leaves_no_lasting_turn(
         "ROBOTS_STORE_PREFIX": redis_prefix,
     }
     urls = [server.url(path) for path in ("/", "/p1", *PAGES[1:])]
-    worker = spawn(
-        "tests.support.fleet_crawl",
-        {"urls": urls, "settings": settings},
-        tmp_path,
-        "doomed",
-    )
+    worker = start_worker(urls, settings)
     try:
         assert second_page.wait(60), worker.log()
         # Killed with its next request waiting for its turn.
