@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable
-from itertools import pairwise
 from typing import Any
 
 from scrapy import Request
@@ -48,12 +47,6 @@ def _assert_spaced(
 #: How much shorter a gap measured at the server (a thread of this
 #: process) may be: the trip from the slot to the server varies a little.
 TOLERANCE = 0.02
-
-
-def _server_gaps(server: Server) -> list[float]:
-    """The gaps between the requests ``server`` saw, robots.txt included."""
-    times = sorted(server.times())
-    return [later - earlier for earlier, later in pairwise(times)]
 
 
 def _slot(crawler: Any, server: Server) -> Any:
@@ -232,8 +225,8 @@ async def test_origins_sharing_a_slot_keep_their_own_delays(
     assert crawler.engine is not None
     assert list(crawler.engine.downloader.slots) == [slow.host]
     assert _slot(crawler, slow).delay == 0
-    assert min(_server_gaps(slow)) >= 1.0 - TOLERANCE
-    assert min(_server_gaps(fast)) >= 0.1 - TOLERANCE
+    assert min(slow.gaps()) >= 1.0 - TOLERANCE
+    assert min(fast.gaps()) >= 0.1 - TOLERANCE
     # Every page of the fast origin came before the slow one's second page,
     # a second after its first: the slot never held them a second apart.
     last_fast = max(fast.times())

@@ -10,7 +10,6 @@ whichever worker sent them, and the workers counted their late departures.
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +56,7 @@ def test_a_busy_worker_never_brings_requests_closer_than_the_delay(
         assert "robots/store/errors" not in each
     assert server.count("/robots.txt") == 1
     assert len(server.hits) == 1 + 2 * PAGES
-    times = sorted(server.times())
-    gaps = [later - earlier for earlier, later in pairwise(times)]
+    gaps = server.gaps()
     assert min(gaps) >= DELAY - TOLERANCE, gaps
 
 
@@ -132,6 +130,5 @@ def test_a_request_sent_late_after_its_turn_keeps_the_next_one_a_delay_away(
     if answer == "failure":
         assert stats[0]["downloader/exception_count"] == PAGES
     assert len(server.hits) == 1 + len(lates) * PAGES
-    times = sorted(server.times())
-    gaps = [later - earlier for earlier, later in pairwise(times)]
+    gaps = server.gaps()
     assert min(gaps) >= LATE_DELAY - TOLERANCE, gaps

@@ -24,7 +24,6 @@ import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
-from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -72,12 +71,6 @@ def effective_delay(crawl_delay: float | None) -> float:
     return 0.0 if crawl_delay is None else min(crawl_delay, DELAY_MAX)
 
 
-def gaps(server: Server) -> list[float]:
-    """The gaps between the requests the server saw, robots.txt included."""
-    times = sorted(server.times())
-    return [later - earlier for earlier, later in pairwise(times)]
-
-
 @pytest.mark.parametrize("store", ["redis", "sqlite"])
 def test_a_fleet_keeps_each_crawl_delay_across_its_workers(
     make_server: MakeServer, redis_fleet: Fleet, store: str
@@ -104,7 +97,7 @@ def test_a_fleet_keeps_each_crawl_delay_across_its_workers(
             per_worker[worker_of(hit.headers["User-Agent"])] += 1
         delay = effective_delay(crawl_delay)
         if delay:
-            assert min(gaps(server)) >= delay - TOLERANCE, (crawl_delay, gaps(server))
+            assert min(server.gaps()) >= delay - TOLERANCE, (crawl_delay, server.gaps())
     # The work was shared: every worker fetched pages.
     assert all(per_worker), per_worker
     assert sum(s.get("robots/fetch_count", 0) for s in stats) == len(sites)
