@@ -260,11 +260,11 @@ class TdmMiddleware:
         if state.reservation == 1 and self.drop and rule is not None:
             self.stats.inc_value("robots/forbidden")
             self.stats.inc_value("robots/forbidden/tdm_reservation")
+            # One text for the refusal: the report's and the exception's.
+            why = f"TDMRep {url} {rule.describe()}"
             origin = robots_url(request.url)
             if self.ledger is not None and origin is not None:
-                self.ledger.dropped(
-                    origin, "tdm_reservation", f"{url} {rule.describe()}"
-                )
+                self.ledger.dropped(origin, "tdm_reservation", why)
             logger.debug(
                 "Forbidden by TDMRep: %(request)s (%(file)s %(rule)s)",
                 {"request": request, "file": url, "rule": rule.describe()},
@@ -274,7 +274,7 @@ class TdmMiddleware:
                 Decision(False, "tdm_reservation", None),
                 url,
                 "tdm_reservation",
-                f"TDMRep {url} {rule.describe()}",
+                why,
             )
 
     async def state_for(self, url: str, tdm_url: str | None = None) -> TdmState:

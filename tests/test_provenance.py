@@ -344,7 +344,7 @@ async def test_the_report_counts_the_items_each_component_dropped(
     assert line["requests_dropped"] == {"rule": 1, "tdm_reservation": 1}
     assert line["dropped_because"][1] == {
         "cause": "tdm_reservation",
-        "why": f"{site.url('/.well-known/tdmrep.json')} rule 1:"
+        "why": f"TDMRep {site.url('/.well-known/tdmrep.json')} rule 1:"
         ' "location": "/public/reserved", "tdm-reservation": 1',
         "requests": 1,
     }
