@@ -56,8 +56,8 @@ from .politeness import (
 from .provenance import EVIDENCE_KEY, ledger_for
 from .stores.base import OutcomeStore, StoreError
 from .stores.memory import Entry, MemoryStore
-from .stringify import rule_line, usage_line
-from .urls import origin_robots_url, robots_url
+from .stringify import _rule_line, _usage_line
+from .urls import _origin_robots_url, robots_url
 from .usage import matched_usage, refused
 
 if TYPE_CHECKING:
@@ -212,7 +212,7 @@ class RobotsMiddleware:
         if meta.get("dont_obey_robotstxt"):
             return
         parts = urlparse_cached(request)
-        origin = origin_robots_url(parts.scheme, parts.netloc)
+        origin = _origin_robots_url(parts.scheme, parts.netloc)
         if origin is None:
             # data:, file:, ftp:, s3: ... have no robots.txt to ask.
             return
@@ -297,7 +297,9 @@ class RobotsMiddleware:
                 for purpose in purposes
                 if refused(preferences, [purpose]) is not None
             )
-            lines = "; ".join(f"line {rule.line}: {usage_line(rule)}" for rule in rules)
+            lines = "; ".join(
+                f"line {rule.line}: {_usage_line(rule)}" for rule in rules
+            )
             self._forbid(
                 request,
                 origin,
@@ -349,7 +351,7 @@ class RobotsMiddleware:
         self.stats.inc_value(f"robots/forbidden/{cause}")
         rule = decision.rule
         if rule is not None:
-            why = f"line {rule.line}: {rule_line(rule)}"
+            why = f"line {rule.line}: {_rule_line(rule)}"
         elif not why:
             why = (
                 f"{outcome.kind}, {outcome.detail}" if outcome.detail else outcome.kind

@@ -40,9 +40,9 @@ from .provenance import ledger_for
 from .spidermiddleware import annotate
 from .stores.memory import MemoryStore
 from .tdmrep import (
+    _POLICY,
+    _RESERVATION,
     FILE_PATH,
-    POLICY,
-    RESERVATION,
     TdmFile,
     TdmState,
     from_file,
@@ -529,7 +529,7 @@ def response_state(response: Response) -> TdmState:
         (
             "header",
             header_values(
-                headers.getlist(RESERVATION), headers.getlist(POLICY), response.url
+                headers.getlist(_RESERVATION), headers.getlist(_POLICY), response.url
             ),
         )
     ]
