@@ -31,6 +31,7 @@ from twisted.internet.defer import Deferred
 from scrapy_rfc9309._compat import sleep
 
 from . import signals as robots_signals
+from ._config import RobotsConfig
 from ._store import (
     crawl_store,
     keeps_extends,
@@ -196,7 +197,8 @@ class GuardedStore(StoreGuard):
         else:
             self.memory = MemoryStore.from_crawler(crawler)
         self.memory.clock = clock
-        self.fleet = crawl_delay_scope(crawler.settings, self.store) == "fleet"
+        config = RobotsConfig.for_crawler(crawler)
+        self.fleet = crawl_delay_scope(config, self.store) == "fleet"
         if self.fleet:
             self.without += ", Crawl-delays kept per process"
         #: Whether the store keeps the fleet's Retry-After pauses, and

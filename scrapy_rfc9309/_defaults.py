@@ -1,7 +1,8 @@
 """Every setting of the package with its default, declared once.
 
-The add-on writes these at ``"addon"`` priority; components read settings
-through :func:`setting` so that enabling a middleware by hand (without the
+The add-on writes these at ``"addon"`` priority; the crawl's
+:class:`~scrapy_rfc9309._config.RobotsConfig` reads settings through
+``_settings.setting`` so that enabling a middleware by hand (without the
 add-on) sees the same defaults.
 """
 
@@ -66,6 +67,6 @@ DEFAULTS: dict[str, Any] = {
     "ROBOTS_UNREACHABLE_LIFETIME": Lifetimes.unreachable,
     "ROBOTS_USAGE": "drop",
     # ROBOTS_USER_AGENT has no fixed default: it falls back to
-    # ROBOTSTXT_USER_AGENT, then USER_AGENT (see middleware.agent_for).
+    # ROBOTSTXT_USER_AGENT, then USER_AGENT (see _settings.robots_user_agent).
     "ROBOTS_USER_AGENT": None,
 }

@@ -18,7 +18,8 @@ from weakref import WeakKeyDictionary
 
 from scrapy.utils.misc import build_from_crawler, load_object
 
-from ._settings import SettingError, setting
+from ._config import RobotsConfig
+from ._settings import SettingError
 from .stores import STORES
 from .stores.base import OutcomeStore, StoreError
 from .stores.memory import MemoryStore
@@ -44,7 +45,7 @@ logger = logging.getLogger(__name__)
 def build_store(crawler: Crawler) -> OutcomeStore:
     """A new store of the class ``ROBOTS_STORE`` names (the memory store
     when the configured one cannot be set up)."""
-    name = str(setting(crawler.settings, "ROBOTS_STORE")).strip()
+    name = RobotsConfig.for_crawler(crawler).store
     path = STORES.get(name.lower(), name)
     try:
         cls = load_object(path)

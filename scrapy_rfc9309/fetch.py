@@ -28,8 +28,8 @@ from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.asyncio import run_in_thread
 
+from ._config import RobotsConfig
 from ._decode import ACCEPT_ENCODING, BoundedDecoder, codings, decode
-from ._settings import flag, positive_int, robots_profile
 from ._ssrf import is_public as _is_public
 from .outcome import (
     Answer,
@@ -128,14 +128,14 @@ class RobotsFetcher:
     def __init__(
         self, crawler: Crawler, *, lifetimes: Lifetimes, clock: Callable[[], float]
     ) -> None:
-        settings = crawler.settings
+        config = RobotsConfig.for_crawler(crawler)
         self.crawler = crawler
         self.lifetimes = lifetimes
         self.clock = clock
-        self.profile = robots_profile(settings)
-        self.max_bytes = positive_int(settings, "ROBOTS_MAX_BYTES", minimum=1)
-        self.max_redirects = positive_int(settings, "ROBOTS_MAX_REDIRECTS", minimum=0)
-        self.ssrf_guard = flag(settings, "ROBOTS_SSRF_GUARD")
+        self.profile = config.profile
+        self.max_bytes = config.max_bytes
+        self.max_redirects = config.max_redirects
+        self.ssrf_guard = config.ssrf_guard
         self.stats = crawler.stats
         self._robots_in_flight = 0
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 from scrapy import Request
 
-from .licenses import META_KEY, link_licenses
+from .licenses import link_licenses
 from .spidermiddleware import annotate
 
 if TYPE_CHECKING:
@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 __all__ = ["LicensesMiddleware"]
 
-FIELD = META_KEY
+#: The meta key and item field.
+META_KEY = FIELD = "robots_licenses"
 
 
 class LicensesMiddleware:

@@ -19,12 +19,10 @@ if TYPE_CHECKING:
 
 __all__ = ["link_licenses", "robots_licenses"]
 
-#: The meta key and item field.
-META_KEY = FIELD = "robots_licenses"
 #: RSL's media type: a ``rel="license"`` link of another type is an
 #: ordinary licence link (Creative Commons, ...), recorded all the same.
-RSL_TYPE = "application/rsl+xml"
-LICENSE = "license"
+_RSL_TYPE = "application/rsl+xml"
+_LICENSE = "license"
 
 # One link of a Link header (RFC 8288): <target> and its parameters.
 _LINK = re.compile(r"<([^>]*)>((?:\s*;\s*[^;,\"]*(?:\"(?:[^\"\\]|\\.)*\")?)*)")
@@ -33,7 +31,7 @@ _PARAM = re.compile(
 )
 
 
-def is_absolute(url: str) -> bool:
+def _is_absolute(url: str) -> bool:
     """Whether ``url`` is an absolute URL with a host (what RSL requires)."""
     try:
         parts = urlsplit(url)
@@ -57,7 +55,7 @@ def license_records(
     found = [
         record
         for record in records
-        if record.name == LICENSE and is_absolute(record.value.strip())
+        if record.name == _LICENSE and _is_absolute(record.value.strip())
     ]
     if not found:
         return ()
@@ -77,7 +75,7 @@ def license_records(
 def robots_licenses(document: Document, user_agent: str) -> tuple[str, ...]:
     """The licence URLs of ``document`` for ``user_agent``, in file order,
     each once; values that are no absolute URL are left out."""
-    if not any(record.name == LICENSE for record in document.records):
+    if not any(record.name == _LICENSE for record in document.records):
         return ()
     try:
         records = document.for_agent(user_agent).records
@@ -85,8 +83,8 @@ def robots_licenses(document: Document, user_agent: str) -> tuple[str, ...]:
         # An agent the profile does not answer for (the memory store asks
         # for "*" when it keeps whole outcomes): no group is its.
         return ()
-    urls = (record.value.strip() for record in records if record.name == LICENSE)
-    return tuple(dict.fromkeys(url for url in urls if is_absolute(url)))
+    urls = (record.value.strip() for record in records if record.name == _LICENSE)
+    return tuple(dict.fromkeys(url for url in urls if _is_absolute(url)))
 
 
 def link_licenses(
@@ -102,17 +100,17 @@ def link_licenses(
             params: dict[str, str] = {}
             for name, raw in _PARAM.findall(match[2]):
                 params.setdefault(name.lower(), raw.strip('"'))
-            if LICENSE not in params.get("rel", "").lower().split():
+            if _LICENSE not in params.get("rel", "").lower().split():
                 continue
             target = match[1].strip()
             url = urljoin(base, target) if base and target else target
-            if not is_absolute(url):
+            if not _is_absolute(url):
                 continue
             found.append(
                 {
                     "url": url,
                     "source": "link",
-                    "rsl": params.get("type", "").strip().lower() == RSL_TYPE,
+                    "rsl": params.get("type", "").strip().lower() == _RSL_TYPE,
                 }
             )
     return found

@@ -17,23 +17,15 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, NoReturn, get_args
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, get_args, overload
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.httpobj import urlparse_cached
 
+from ._config import RobotsConfig
 from ._coordination import GuardedStore, Outcomes
-from ._settings import (
-    SettingError,
-    choice,
-    crawl_purposes,
-    ensure_enabled,
-    flag,
-    refusals_logged,
-    robots_user_agent,
-    seconds,
-)
+from ._settings import ensure_enabled, refusals_logged
 from .fetch import META_KEY, RobotsFetcher
 from .match import Cause, Decision, Matcher
 from .outcome import (
@@ -44,18 +36,16 @@ from .outcome import (
     Outcome,
     explain_compiled,
 )
-from .parse import product_token
 from .politeness import (
     PACE_META,
     TURN_META,
     Politeness,
 )
-from .profiles import selector_for
 from .provenance import EVIDENCE_KEY, ledger_for
 from .stores.base import OutcomeStore
 from .stores.memory import Entry
-from .stringify import rule_line, usage_line
-from .urls import origin_robots_url, robots_url
+from .stringify import _rule_line, _usage_line
+from .urls import _origin_robots_url, robots_url
 from .usage import matched_usage, refused
 
 if TYPE_CHECKING:
@@ -69,7 +59,8 @@ __all__ = ["META_KEY", "USAGE_META_KEY", "RobotsDisallowed", "RobotsMiddleware"]
 
 logger = logging.getLogger(__name__)
 
-REFUSED = ("allow", "disallow")
+_T = TypeVar("_T")
+
 #: The causes of a dropped request (``robots/forbidden/<cause>``).
 CAUSES: tuple[Cause, ...] = get_args(Cause)
 #: Request (and so response) meta key of the usage preferences that apply
@@ -107,6 +98,23 @@ class RobotsDisallowed(IgnoreRequest):
         return (type(self), (self.decision, self.origin, self.cause, self.why))
 
 
+class _Configured(Generic[_T]):
+    """A read-only attribute of the middleware: a field of its config."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    @overload
+    def __get__(self, middleware: None, owner: type) -> Self: ...
+    @overload
+    def __get__(self, middleware: RobotsMiddleware, owner: type) -> _T: ...
+    def __get__(self, middleware: RobotsMiddleware | None, owner: type) -> Any:
+        return self if middleware is None else getattr(middleware.config, self.field)
+
+    def __set__(self, middleware: RobotsMiddleware, value: _T) -> None:
+        raise AttributeError(f"{self.field} is read from the crawl's config")
+
+
 class RobotsMiddleware:
     """Downloader middleware obeying RFC 9309 robots.txt (see the README).
 
@@ -116,40 +124,30 @@ class RobotsMiddleware:
 
     clock: Callable[[], float] = staticmethod(time.time)
 
+    # The settings read into attributes before the config object held them.
+    user_agent = _Configured[str]("user_agent")
+    lifetimes = _Configured[Lifetimes]("lifetimes")
+    crawl_delay_enabled = _Configured[bool]("crawl_delay")
+    crawl_delay_max = _Configured[float]("crawl_delay_max")
+    skip_over_max = _Configured[bool]("crawl_delay_skip")
+    #: Whether a robots.txt request another component refused
+    #: (``IgnoreRequest``) allows the origin (``ROBOTS_REFUSED``).
+    refused_allows = _Configured[bool]("refused_allows")
+    #: The purposes this crawl is for: Content-Signal keys, and aipref
+    #: categories (``ROBOTS_PURPOSES``, ``ROBOTS_CONTENT_SIGNALS``).
+    purposes = _Configured[tuple[str, ...]]("purposes")
+    usage_purposes = _Configured[tuple[str, ...]]("usage_purposes")
+
     def __init__(self, crawler: Crawler) -> None:
-        settings = crawler.settings
         ensure_enabled(crawler)
         self.crawler = crawler
-        self.user_agent = robots_user_agent(settings, crawler.spider)
-        self.lifetimes = Lifetimes(
-            cache=seconds(settings, "ROBOTS_CACHE_LIFETIME"),
-            unreachable=seconds(settings, "ROBOTS_UNREACHABLE_LIFETIME"),
-            grace=seconds(settings, "ROBOTS_UNREACHABLE_GRACE"),
+        # The crawl's settings (RobotsConfig), shared with its other components.
+        self.config = config = RobotsConfig.for_crawler(crawler)
+        self.fetcher = RobotsFetcher(
+            crawler, lifetimes=config.lifetimes, clock=self._now
         )
-        self.fetcher = RobotsFetcher(crawler, lifetimes=self.lifetimes, clock=self._now)
-        try:
-            selector_for(self.fetcher.profile, product_token(self.user_agent))
-        except ValueError as exc:
-            # A bounded profile answering for another agent would answer
-            # under the wrong semantics.
-            raise SettingError(
-                f"ROBOTS_USER_AGENT {self.user_agent!r} does not suit"
-                f" ROBOTS_PROFILE {self.fetcher.profile!r}: {exc}"
-            ) from None
-        self.crawl_delay_enabled = flag(settings, "ROBOTS_CRAWL_DELAY")
-        self.crawl_delay_max = seconds(settings, "ROBOTS_CRAWL_DELAY_MAX")
-        over_max = choice(settings, "ROBOTS_CRAWL_DELAY_OVER_MAX", ("clamp", "skip"))
-        self.skip_over_max = over_max == "skip"
-        #: Whether a robots.txt request another component refused
-        #: (``IgnoreRequest``) allows the origin (``ROBOTS_REFUSED``).
-        self.refused_allows = choice(settings, "ROBOTS_REFUSED", REFUSED) == "allow"
-        #: The purposes this crawl is for: Content-Signal keys, and aipref
-        #: categories (``ROBOTS_PURPOSES``, ``ROBOTS_CONTENT_SIGNALS``).
-        self.purposes, self.usage_purposes = crawl_purposes(settings)
         # A lease is held for one fetch: redirects and retries included.
-        timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) or 180.0
-        self.lease_ttl = timeout * 2
-        self.lease_wait = timeout * 2
+        self.lease_ttl = self.lease_wait = config.download_timeout * 2
 
         self.stats = crawler.stats
         #: The crawl's store (shared with TdmMiddleware: one connection for
@@ -166,8 +164,8 @@ class RobotsMiddleware:
             crawler,
             self.fetcher,
             self.stores,
-            lifetimes=self.lifetimes,
-            refused_allows=self.refused_allows,
+            lifetimes=config.lifetimes,
+            refused_allows=config.refused_allows,
             lease_ttl=self.lease_ttl,
             lease_wait=self.lease_wait,
             clock=self._now,
@@ -195,8 +193,8 @@ class RobotsMiddleware:
         """Drop ``request`` (:class:`RobotsDisallowed`) unless robots.txt allows it."""
         # The per-request path, written for speed: with the origin's outcome
         # in memory and fresh, this is a dict lookup and a matcher call.
-        meta = request.meta
-        if self.usage_purposes:
+        meta, config = request.meta, self.config
+        if config.usage_purposes:
             # Spiders pass meta on: a page's preferences are not its links'.
             meta.pop(USAGE_META_KEY, None)
         # Nor its licences.
@@ -209,7 +207,7 @@ class RobotsMiddleware:
         if meta.get("dont_obey_robotstxt"):
             return
         parts = urlparse_cached(request)
-        origin = origin_robots_url(parts.scheme, parts.netloc)
+        origin = _origin_robots_url(parts.scheme, parts.netloc)
         if origin is None:
             # data:, file:, ftp:, s3: ... have no robots.txt to ask.
             return
@@ -237,12 +235,12 @@ class RobotsMiddleware:
         matcher = entry.matcher
         if matcher is None or outcome.disallows_all(now):
             return
-        if self.purposes:
+        if config.purposes:
             self._check_signals(request, origin, matcher, outcome)
-        if self.usage_purposes:
+        if config.usage_purposes:
             self._check_usage(request, origin, matcher, outcome)
         delay = matcher.crawl_delay
-        if delay and self.crawl_delay_enabled:
+        if delay and config.crawl_delay:
             kept = self._kept_delay(delay)
             if kept is None:
                 self._forbid(
@@ -252,7 +250,7 @@ class RobotsMiddleware:
                     "crawl_delay",
                     outcome,
                     f"Crawl-delay {delay:g} over ROBOTS_CRAWL_DELAY_MAX"
-                    f" {self.crawl_delay_max:g}",
+                    f" {config.crawl_delay_max:g}",
                 )
             if kept > 0:
                 politeness = self.politeness
@@ -265,8 +263,9 @@ class RobotsMiddleware:
     def _kept_delay(self, delay: float) -> float | None:
         """The delay kept for a Crawl-delay of ``delay``: clamped to
         ``ROBOTS_CRAWL_DELAY_MAX``, or ``None`` when the origin is skipped."""
-        if delay > self.crawl_delay_max:
-            return None if self.skip_over_max else self.crawl_delay_max
+        config = self.config
+        if delay > config.crawl_delay_max:
+            return None if config.crawl_delay_skip else config.crawl_delay_max
         return delay
 
     def _check_signals(
@@ -275,7 +274,8 @@ class RobotsMiddleware:
         """Drop ``request`` if its origin's Content-Signal refuses a purpose
         of the crawl."""
         content_signals = matcher.content_signals
-        refusals = [p for p in self.purposes if content_signals.get(p) is False]
+        purposes = self.config.purposes
+        refusals = [p for p in purposes if content_signals.get(p) is False]
         if refusals:
             self._forbid(
                 request,
@@ -293,13 +293,16 @@ class RobotsMiddleware:
         drop it if they refuse a purpose of the crawl."""
         preferences, rules = matched_usage(matcher, request.url)
         request.meta[USAGE_META_KEY] = preferences
-        if refused(preferences, self.usage_purposes) is not None:
+        purposes = self.config.usage_purposes
+        if refused(preferences, purposes) is not None:
             refusals = ", ".join(
                 purpose
-                for purpose in self.usage_purposes
+                for purpose in purposes
                 if refused(preferences, [purpose]) is not None
             )
-            lines = "; ".join(f"line {rule.line}: {usage_line(rule)}" for rule in rules)
+            lines = "; ".join(
+                f"line {rule.line}: {_usage_line(rule)}" for rule in rules
+            )
             self._forbid(
                 request,
                 origin,
@@ -351,7 +354,7 @@ class RobotsMiddleware:
         self.stats.inc_value(f"robots/forbidden/{cause}")
         rule = decision.rule
         if rule is not None:
-            why = f"line {rule.line}: {rule_line(rule)}"
+            why = f"line {rule.line}: {_rule_line(rule)}"
         elif not why:
             why = (
                 f"{outcome.kind}, {outcome.detail}" if outcome.detail else outcome.kind

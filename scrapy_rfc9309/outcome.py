@@ -16,12 +16,18 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .match import ROBOTS_TXT, Decision, compile
 from .parse import Document, parse
-from .profiles import RFC9309, RULES, effective_max_bytes, status_category
+from .profiles import (
+    RFC9309,
+    RULES,
+    OutcomeKind,
+    effective_max_bytes,
+    status_category,
+)
 
 if TYPE_CHECKING:
     from .match import Matcher
@@ -47,7 +53,6 @@ __all__ = [
     "unreachable",
 ]
 
-OutcomeKind = Literal["parsed", "unavailable", "unreachable"]
 PARSED: OutcomeKind = "parsed"
 UNAVAILABLE: OutcomeKind = "unavailable"
 UNREACHABLE: OutcomeKind = "unreachable"
@@ -265,7 +270,7 @@ def kind_of_status(status: int, profile: str = RFC9309) -> OutcomeKind:
 
 #: The largest ``max-age`` taken as given: RFC 9111 (1.2.2) reads any larger
 #: delta-seconds, however many digits it has, as 2**31.
-MAX_DELTA_SECONDS = 2**31
+_MAX_DELTA_SECONDS = 2**31
 
 
 def max_age(cache_control: str | None) -> float | None:
@@ -274,7 +279,7 @@ def max_age(cache_control: str | None) -> float | None:
     ``no-cache`` and ``no-store`` ask for none (0); the smallest of several
     directives wins; ``None`` when the header says nothing about it.  A
     ``max-age`` that is not a run of ASCII digits is ignored, a negative one
-    counts as 0 and one larger than :data:`MAX_DELTA_SECONDS` as that.
+    counts as 0 and one larger than :data:`_MAX_DELTA_SECONDS` as that.
     """
     if not cache_control:
         return None
@@ -297,8 +302,8 @@ def max_age(cache_control: str | None) -> float | None:
             digits = digits.lstrip("0") or "0"
             # More than ten digits is past the cap: never int() thousands of
             # digits (slow, refused past 4300, too large for a float).
-            seconds = int(digits) if len(digits) <= 10 else MAX_DELTA_SECONDS
-            ages.append(float(min(seconds, MAX_DELTA_SECONDS)))
+            seconds = int(digits) if len(digits) <= 10 else _MAX_DELTA_SECONDS
+            ages.append(float(min(seconds, _MAX_DELTA_SECONDS)))
     return min(ages) if ages else None
 
 

@@ -66,7 +66,6 @@ import time
 from collections import OrderedDict, deque
 from time import monotonic
 from typing import TYPE_CHECKING
-from weakref import WeakKeyDictionary
 
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
@@ -76,17 +75,16 @@ from twisted.internet.defer import Deferred
 
 from scrapy_rfc9309._compat import sleep
 
+from ._config import SCOPES, RobotsConfig
 from ._retryafter import RETRY_AFTER_STATUSES, retry_after
-from ._settings import choice, flag, positive_int, seconds, setting
 from ._slots import Slots
 from ._store import keeps_extends, keeps_pauses, keeps_turns, reserve_turn
 from .stores.base import OutcomeStore
-from .urls import origin_robots_url
+from .urls import _origin_robots_url
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.settings import BaseSettings
     from typing_extensions import Self
 
     from ._coordination import GuardedStore
@@ -109,7 +107,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SCOPES = ("fleet", "process")
 
 #: How late after its turn a request may leave; later, it takes another turn
 #: (a worker stalled by its machine, a store slow to answer).
@@ -141,29 +138,30 @@ PAUSE_META = "_robots_retry_after"
 #: its answer (or failure) comes back (:meth:`Politeness.fetched`).
 TURN_META = "_robots_turn"
 
-#: Each crawler's Politeness (its RobotsMiddleware's), for PacingMiddleware,
-#: built after it.
-_BY_CRAWLER: WeakKeyDictionary[Crawler, Politeness] = WeakKeyDictionary()
+# Where each crawler's Politeness (its RobotsMiddleware's) is kept for
+# PacingMiddleware, built after it: on the crawler, as a WeakKeyDictionary
+# value referring to its key (Politeness.crawler) would keep every crawl
+# alive.
+_ATTRIBUTE = "_scrapy_rfc9309_politeness"
 
 
 def origin_of(request: Request) -> str | None:
     """The origin (its robots.txt URL) of ``request``; ``None`` without one."""
     parts = urlparse_cached(request)
-    return origin_robots_url(parts.scheme, parts.netloc)
+    return _origin_robots_url(parts.scheme, parts.netloc)
 
 
-def crawl_delay_scope(settings: BaseSettings, store: OutcomeStore | None) -> str:
+def crawl_delay_scope(config: RobotsConfig, store: OutcomeStore | None) -> str:
     """``ROBOTS_CRAWL_DELAY_SCOPE``: ``fleet`` or ``process``.
 
     Unset, it is ``fleet`` with a store that keeps turns (``redis``,
     ``sqlite``), else ``process``.  ``fleet`` with a store that does not
     (``memory``) is kept per process, with a warning.
     """
-    value = setting(settings, "ROBOTS_CRAWL_DELAY_SCOPE")
+    scope = config.crawl_delay_scope
     shared = keeps_turns(store)
-    if value is None or value == "":
+    if scope is None:
         return "fleet" if shared else "process"
-    scope = choice(settings, "ROBOTS_CRAWL_DELAY_SCOPE", SCOPES)
     if scope == "fleet" and not shared:
         logger.warning(
             "ROBOTS_CRAWL_DELAY_SCOPE = 'fleet' needs a shared ROBOTS_STORE"
@@ -225,6 +223,7 @@ class Politeness:
     scope), across the fleet."""
 
     def __init__(self, crawler: Crawler, turns: GuardedStore | None = None) -> None:
+        config = RobotsConfig.for_crawler(crawler)
         self.crawler = crawler
         self.stats = crawler.stats
         # The shared store that keeps the turns (until it fails), and moves
@@ -235,9 +234,7 @@ class Politeness:
         #: dropped first: as many as the memory store keeps origins
         #: (``ROBOTS_MEMORY_MAX_ORIGINS``).  An origin dropped is spaced
         #: again from its next request on.
-        self.max_entries = positive_int(
-            crawler.settings, "ROBOTS_MEMORY_MAX_ORIGINS", minimum=1
-        )
+        self.max_entries = config.memory_max_origins
         # Origin under a Crawl-delay -> when (monotonic) this process may
         # send it the next request: its last departure plus its delay.
         self._free_at: OrderedDict[str, float] = OrderedDict()
@@ -247,17 +244,16 @@ class Politeness:
         # The event loop's latest lags (seconds a callback ran later than
         # asked): how late a request handed over now may reach the wire.
         self._lags: deque[float] = deque(maxlen=_LAGS)
-        settings = crawler.settings
         #: Whether a 429 or 503 with Retry-After pauses its origin
         #: (``ROBOTS_RETRY_AFTER``), and for at most how long.
-        self.retry_after = flag(settings, "ROBOTS_RETRY_AFTER")
-        self.retry_after_max = seconds(settings, "ROBOTS_RETRY_AFTER_MAX")
+        self.retry_after = config.retry_after
+        self.retry_after_max = config.retry_after_max
         # Origin -> until when (monotonic) a Retry-After pauses it.
         self.paused: OrderedDict[str, float] = OrderedDict()
         #: How far ahead a stored turn (or pause) is trusted: the longest
         #: Crawl-delay or pause a worker writes, and its lag.
         self.turn_limit = LAG_MAX + max(
-            seconds(settings, "ROBOTS_CRAWL_DELAY_MAX"),
+            config.crawl_delay_max,
             self.retry_after_max if self.retry_after else 0.0,
         )
         # The shared store's pauses, when they are shared (else None), and
@@ -272,7 +268,7 @@ class Politeness:
         #: Whether :class:`PacingMiddleware` holds the turns, last in the
         #: downloader middleware chain (else RobotsMiddleware does).
         self.paced_later = False
-        _BY_CRAWLER[crawler] = self
+        setattr(crawler, _ATTRIBUTE, self)
 
     @property
     def fleet(self) -> bool:
@@ -586,7 +582,7 @@ class PacingMiddleware:
     until its origin may receive it (see the module)."""
 
     def __init__(self, crawler: Crawler) -> None:
-        politeness = _BY_CRAWLER.get(crawler)
+        politeness: Politeness | None = getattr(crawler, _ATTRIBUTE, None)
         if politeness is None:
             raise NotConfigured(
                 "PacingMiddleware needs scrapy_rfc9309.RobotsMiddleware"

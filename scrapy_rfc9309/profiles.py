@@ -26,7 +26,10 @@ __all__ = [
     "RFC9309",
     "RULES",
     "YANDEX",
+    "OutcomeKind",
+    "Percent",
     "ProfileRules",
+    "Rank",
     "Selector",
     "effective_max_bytes",
     "selector_for",
@@ -55,7 +58,7 @@ Percent = Literal["normalize", "escape", "verbatim"]
 #: final ``$`` (Yandex's ``StrLenWithoutStars``).
 Rank = Literal["length", "specificity"]
 #: What an outcome of a fetch is (see scrapy_rfc9309.outcome).
-Kind = Literal["parsed", "unavailable", "unreachable"]
+OutcomeKind = Literal["parsed", "unavailable", "unreachable"]
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,7 @@ _STATUS_CATEGORIES = ("200", "2xx", "3xx", "4xx", "429", "5xx", "other", "networ
 #: a 3xx left over (no Location, too many hops) and 4xx mean no robots.txt,
 #: 429, 5xx and network errors that it cannot be reached.  ``oversize``: a
 #: body over ROBOTS_MAX_BYTES is read up to the limit.
-_RFC9309_STATUS: dict[str, Kind] = {
+_RFC9309_STATUS: dict[str, OutcomeKind] = {
     "200": "parsed",
     "2xx": "parsed",
     "3xx": "unavailable",
@@ -144,7 +147,7 @@ class ProfileRules:
     selectors: Mapping[str, Selector] | None = None
     #: HTTP result category (:func:`status_category`, and ``oversize``) ->
     #: the outcome it gives.
-    status: Mapping[str, Kind] = field(default_factory=lambda: _RFC9309_STATUS)
+    status: Mapping[str, OutcomeKind] = field(default_factory=lambda: _RFC9309_STATUS)
     #: Whether the vendor ignores Crawl-delay and Content-Signal (read all
     #: the same, for the crawl's own use): lint says so.
     ignores_delay: bool = False

@@ -26,22 +26,15 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
 
 from scrapy import signals
 
 from . import signals as robots_signals
-from ._settings import (
-    SettingError,
-    crawl_purposes,
-    flag,
-    robots_profile,
-    robots_user_agent,
-    setting,
-)
+from ._config import RobotsConfig
+from ._settings import SettingError
 from .match import compile
 from .outcome import UNREACHABLE
-from .stringify import rule_line, signal_text, usage_line
+from .stringify import _rule_line, _signal_text, _usage_line
 from .urls import robots_url
 from .usage import matched_usage
 
@@ -78,7 +71,7 @@ def iso_time(seconds: float | None) -> str | None:
 
 def usage_lines(rules: Iterable[UsageRule]) -> list[dict[str, Any]]:
     """Content-Usage rules as the lines they were read from."""
-    return [{"line": rule.line, "text": usage_line(rule)} for rule in rules]
+    return [{"line": rule.line, "text": _usage_line(rule)} for rule in rules]
 
 
 def outcome_facts(outcome: Outcome) -> dict[str, Any]:
@@ -109,14 +102,14 @@ def robots_facts(
         **outcome_facts(outcome),
         "reason": decision.reason,
         "line": None if rule is None else rule.line,
-        "rule": None if rule is None else rule_line(rule),
+        "rule": None if rule is None else _rule_line(rule),
         "content_signal": {},
         "content_usage_robots_txt": {},
         "content_usage_lines": [],
     }
     if matcher is not None and not outcome.disallows_all(now):
         facts["content_signal"] = {
-            key: signal_text(value) for key, value in matcher.content_signals.items()
+            key: _signal_text(value) for key, value in matcher.content_signals.items()
         }
         preferences, rules = matched_usage(matcher, url)
         facts["content_usage_robots_txt"] = preferences
@@ -171,7 +164,7 @@ _PATH_ACCEPTED = (
 def report_path(crawler: Crawler) -> Path | None:
     """``ROBOTS_REPORT``, placeholders replaced, checked writable now rather
     than found unwritable when the crawl ends."""
-    value = setting(crawler.settings, "ROBOTS_REPORT")
+    value = RobotsConfig.for_crawler(crawler).report
     if value is None or value == "":
         return None
 
@@ -229,15 +222,15 @@ class Ledger:
     (:func:`ledger_for`)."""
 
     def __init__(self, crawler: Crawler) -> None:
-        settings = crawler.settings
+        config = RobotsConfig.for_crawler(crawler)
         self.crawler = crawler
         #: ``ROBOTS_PROVENANCE``: items get a record.
-        self.provenance = flag(settings, "ROBOTS_PROVENANCE")
+        self.provenance = config.provenance
         #: ``ROBOTS_REPORT``: where the report goes (``None``: no report).
         self.path = report_path(crawler)
-        self.user_agent = robots_user_agent(settings, crawler.spider)
-        self.profile = robots_profile(settings)
-        self.purposes = list(crawl_purposes(settings)[1])
+        self.user_agent = config.user_agent
+        self.profile = config.profile
+        self.purposes = list(config.usage_purposes)
         self._origins: dict[str, _Origin] = {}
         if self.path is not None:
             crawler.signals.connect(self._outcome, signal=robots_signals.robots_outcome)
@@ -297,7 +290,7 @@ class Ledger:
             outcome.kind == UNREACHABLE and outcome.disallows_all(outcome.fetched_at)
         ):
             signals_for = {
-                key: signal_text(value)
+                key: _signal_text(value)
                 for key, value in matcher.content_signals.items()
             }
             usage = usage_lines(matcher.content_usage)
@@ -387,18 +380,20 @@ def _by_cause(counts: Counter[tuple[str, str]]) -> dict[str, int]:
     return dict(sorted(causes.items()))
 
 
-# One per crawl, whichever of its components asks first.
-_ledgers: WeakKeyDictionary[Crawler, Ledger] = WeakKeyDictionary()
+# One per crawl, whichever of its components asks first; kept on the
+# crawler, as a WeakKeyDictionary value referring to its key
+# (Ledger.crawler) would keep every crawl alive.
+_ATTRIBUTE = "_scrapy_rfc9309_ledger"
 
 
 def ledger_for(crawler: Crawler) -> Ledger | None:
     """The crawl's ledger; ``None`` when neither ``ROBOTS_PROVENANCE`` nor
     ``ROBOTS_REPORT`` asks for evidence."""
-    ledger = _ledgers.get(crawler)
+    ledger: Ledger | None = getattr(crawler, _ATTRIBUTE, None)
     if ledger is None:
-        if not flag(crawler.settings, "ROBOTS_PROVENANCE") and (
-            setting(crawler.settings, "ROBOTS_REPORT") in (None, "")
-        ):
+        config = RobotsConfig.for_crawler(crawler)
+        if not config.provenance and config.report in (None, ""):
             return None
-        ledger = _ledgers[crawler] = Ledger(crawler)
+        ledger = Ledger(crawler)
+        setattr(crawler, _ATTRIBUTE, ledger)
     return ledger

@@ -43,7 +43,8 @@ from scrapy.utils.defer import deferred_from_coro
 from . import _sitemap_read
 from . import signals as robots_signals
 from ._compat import sleep
-from ._settings import ensure_enabled, flag, positive_int, refusals_logged
+from ._config import RobotsConfig
+from ._settings import ensure_enabled, refusals_logged
 from ._sitemap_read import site as _site
 from .middleware import RobotsMiddleware
 from .outcome import PARSED
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.http.request import CallbackT
-    from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
     from typing_extensions import Self
 
@@ -108,21 +108,18 @@ class _Limits:
     urls_per_robots_txt: int
 
     @classmethod
-    def from_settings(cls, settings: BaseSettings) -> _Limits:
-        max_bytes = positive_int(settings, "ROBOTS_SITEMAP_MAX_BYTES", minimum=1)
-        download_maxsize = settings.getint("DOWNLOAD_MAXSIZE")
+    def for_crawler(cls, crawler: Crawler) -> _Limits:
+        config = RobotsConfig.for_crawler(crawler)
+        max_bytes = config.sitemap_max_bytes
+        download_maxsize = crawler.settings.getint("DOWNLOAD_MAXSIZE")
         if download_maxsize > 0:
             max_bytes = min(max_bytes, download_maxsize)
         return cls(
-            per_robots_txt=positive_int(
-                settings, "ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT", minimum=0
-            ),
-            per_crawl=positive_int(settings, "ROBOTS_SITEMAP_MAX_REQUESTS", minimum=0),
+            per_robots_txt=config.sitemap_max_per_robotstxt,
+            per_crawl=config.sitemap_max_requests,
             max_bytes=max_bytes,
-            other_sites=flag(settings, "ROBOTS_SITEMAP_OTHER_SITES"),
-            urls_per_robots_txt=positive_int(
-                settings, "ROBOTS_SITEMAP_MAX_URLS_PER_ROBOTSTXT", minimum=0
-            ),
+            other_sites=config.sitemap_other_sites,
+            urls_per_robots_txt=config.sitemap_max_urls_per_robotstxt,
         )
 
 
@@ -175,7 +172,7 @@ def _budget(spider: Spider) -> _Budget:
     """The crawl's :class:`_Budget`, made on first use."""
     budget: _Budget | None = getattr(spider, _BUDGET_ATTRIBUTE, None)
     if budget is None:
-        budget = _Budget(_Limits.from_settings(spider.crawler.settings))
+        budget = _Budget(_Limits.for_crawler(spider.crawler))
         setattr(spider, _BUDGET_ATTRIBUTE, budget)
     return budget
 
@@ -276,7 +273,6 @@ class SitemapsMiddleware:
     """
 
     def __init__(self, crawler: Crawler) -> None:
-        settings = crawler.settings
         spider = crawler.spider
         if spider is None:
             raise NotConfigured
@@ -289,10 +285,10 @@ class SitemapsMiddleware:
             setattr(spider, SPIDER_CALLBACK_ATTRIBUTE, parse)
         else:
             setattr(spider, CALLBACK_ATTRIBUTE, MethodType(_parse_sitemap, spider))
-        self.feed = flag(settings, "ROBOTS_SITEMAPS")
         # Without a reason, so that Scrapy logs no warning: being off is
         # the default, and RobotsMiddleware already warns when it is off.
         ensure_enabled(crawler, quiet=True)
+        self.feed = RobotsConfig.for_crawler(crawler).sitemaps
         if not self.feed and not self.sitemap_spider:
             raise NotConfigured
         self.crawler = crawler
@@ -304,7 +300,6 @@ class SitemapsMiddleware:
         else:
             # Checked now, so that a misnamed callback stops the crawl at
             # once rather than failing on every sitemap.
-            _max_depth(settings)
             _page_callback(spider)
             self.callback = getattr(spider, CALLBACK_ATTRIBUTE)
         # Sitemap URLs requested so far: each one once in the crawl, however
@@ -537,12 +532,6 @@ def _robots_txt_of(message: Request | Response) -> str:
     return robots_url(first) or first
 
 
-def _max_depth(settings: BaseSettings) -> int:
-    """``ROBOTS_SITEMAP_MAX_DEPTH``: how many levels of sitemaps below
-    robots.txt are requested (1: only the sitemaps robots.txt names)."""
-    return positive_int(settings, "ROBOTS_SITEMAP_MAX_DEPTH", minimum=1)
-
-
 def _page_callback(spider: Spider) -> CallbackT:
     """The spider method that gets the page URLs of robots.txt sitemaps."""
     name = getattr(spider, "robots_sitemap_callback", None) or "parse"
@@ -581,7 +570,9 @@ async def _parse_sitemap(spider: Spider, response: Response) -> AsyncIterator[Re
     locations = [url for url in urls if url is not None]
     if reader.kind == "sitemapindex":
         depth = int(response.meta.get(DEPTH_KEY, 1)) + 1
-        if depth > _max_depth(spider.crawler.settings):
+        # ROBOTS_SITEMAP_MAX_DEPTH: how many levels of sitemaps below
+        # robots.txt are requested (1: only the sitemaps robots.txt names).
+        if depth > RobotsConfig.for_crawler(spider.crawler).sitemap_max_depth:
             logger.info(
                 "Not following sitemap index %(response)s: its sitemaps would be"
                 " %(depth)s levels below robots.txt, over ROBOTS_SITEMAP_MAX_DEPTH",

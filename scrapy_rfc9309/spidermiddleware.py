@@ -12,13 +12,8 @@ from itemadapter import ItemAdapter
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
-from ._settings import (
-    choice,
-    crawl_purposes,
-    ensure_enabled,
-    refusals_logged,
-    robots_user_agent,
-)
+from ._config import RobotsConfig
+from ._settings import ensure_enabled, refusals_logged
 from .directives import DirectiveSet, directives_for
 from .provenance import ledger_for
 from .rights import AI_TOKENS, IMAGE_FIELDS, ai_refusal, ai_tokens, is_training
@@ -35,7 +30,6 @@ logger = logging.getLogger(__name__)
 #: Where the merged directives of a response are kept, and the item field
 #: that ``annotate`` mode fills.
 META_KEY = FIELD = "robots_directives"
-MODES = ("drop", "annotate", "off")
 # The reasons counted on their own as well (what a training crawl refused).
 AI_STATS = frozenset(AI_TOKENS)
 
@@ -76,14 +70,15 @@ class DirectivesMiddleware:
     def __init__(self, crawler: Crawler):
         settings = crawler.settings
         ensure_enabled(crawler)
-        mode = choice(settings, "ROBOTS_DIRECTIVES", MODES)
+        config = RobotsConfig.for_crawler(crawler)
+        mode = config.directives
         if mode == "off":
             raise NotConfigured("ROBOTS_DIRECTIVES is off")
         self.crawler = crawler
         self.stats = crawler.stats
         self.drop = mode == "drop"
-        self.user_agent = robots_user_agent(settings, crawler.spider)
-        self.training = is_training(crawl_purposes(settings)[1])
+        self.user_agent = config.user_agent
+        self.training = is_training(config.usage_purposes)
         self.image_fields = tuple(
             dict.fromkeys(
                 [

@@ -25,28 +25,21 @@ from itemadapter import ItemAdapter
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
+from ._config import RobotsConfig
 from ._coordination import Leases, SingleFlight, StoreGuard
-from ._settings import (
-    SettingError,
-    choice,
-    crawl_purposes,
-    ensure_enabled,
-    positive_int,
-    refusals_logged,
-    seconds,
-)
+from ._settings import ensure_enabled, refusals_logged
 from ._store import crawl_store
 from .directives import _is_html
 from .fetch import RobotsFetcher
 from .match import Decision
 from .middleware import RobotsDisallowed
-from .outcome import Lifetimes, lifetime, max_age
+from .outcome import lifetime, max_age
 from .provenance import ledger_for
 from .spidermiddleware import annotate
 from .tdmrep import (
+    _POLICY,
+    _RESERVATION,
     FILE_PATH,
-    POLICY,
-    RESERVATION,
     TdmFile,
     TdmState,
     from_file,
@@ -75,7 +68,6 @@ logger = logging.getLogger(__name__)
 META_KEY = FIELD = "robots_tdm"
 # The TdmState behind META_KEY, for the spider middleware.
 _STATE_KEY = "_robots_tdm_state"
-MODES = ("drop", "annotate", "off")
 #: The aipref categories whose use is text and data mining.
 TDM_LABELS = ("train-ai", "ai-use")
 #: What came of an origin's file.
@@ -96,9 +88,9 @@ def _drops(crawler: Crawler) -> bool:
     "drop"``) rather than annotating it; :exc:`NotConfigured` when TDMRep is
     off or the crawl declares no text and data mining purpose."""
     ensure_enabled(crawler, quiet=True)
-    settings = crawler.settings
-    mode = choice(settings, "ROBOTS_TDMREP", MODES)
-    if mode == "off" or not is_tdm(crawl_purposes(settings)[1]):
+    config = RobotsConfig.for_crawler(crawler)
+    mode = config.tdmrep
+    if mode == "off" or not is_tdm(config.usage_purposes):
         raise NotConfigured
     return mode == "drop"
 
@@ -196,26 +188,15 @@ class TdmMiddleware:
     clock: Callable[[], float] = staticmethod(time.time)
 
     def __init__(self, crawler: Crawler) -> None:
-        settings = crawler.settings
         self.crawler = crawler
         self.stats = crawler.stats
         self.drop = _drops(crawler)
-        self.timeout = seconds(settings, "ROBOTS_TDMREP_TIMEOUT")
-        if not self.timeout:
-            raise SettingError(
-                "ROBOTS_TDMREP_TIMEOUT must be a number of seconds more than 0"
-                f" (such as 30), not {settings.get('ROBOTS_TDMREP_TIMEOUT')!r}"
-            )
-        self.lifetimes = Lifetimes(
-            cache=seconds(settings, "ROBOTS_CACHE_LIFETIME"),
-            unreachable=seconds(settings, "ROBOTS_UNREACHABLE_LIFETIME"),
-            grace=seconds(settings, "ROBOTS_UNREACHABLE_GRACE"),
-        )
+        config = RobotsConfig.for_crawler(crawler)
+        self.timeout = config.tdmrep_timeout
+        self.lifetimes = config.lifetimes
         self.fetcher = RobotsFetcher(crawler, lifetimes=self.lifetimes, clock=self._now)
-        self.max_entries = positive_int(
-            settings, "ROBOTS_MEMORY_MAX_ORIGINS", minimum=1
-        )
-        self.max_bytes = positive_int(settings, "ROBOTS_MEMORY_MAX_BYTES", minimum=1)
+        self.max_entries = config.memory_max_origins
+        self.max_bytes = config.memory_max_bytes
         #: What the kept files take, as :func:`entry_bytes` counts it.
         self.size = 0
         self._sizes: dict[str, int] = {}
@@ -265,11 +246,11 @@ class TdmMiddleware:
         if state.reservation == 1 and self.drop and rule is not None:
             self.stats.inc_value("robots/forbidden")
             self.stats.inc_value("robots/forbidden/tdm_reservation")
+            # One text for the refusal: the report's and the exception's.
+            why = f"TDMRep {url} {rule.describe()}"
             origin = robots_url(request.url)
             if self.ledger is not None and origin is not None:
-                self.ledger.dropped(
-                    origin, "tdm_reservation", f"{url} {rule.describe()}"
-                )
+                self.ledger.dropped(origin, "tdm_reservation", why)
             logger.debug(
                 "Forbidden by TDMRep: %(request)s (%(file)s %(rule)s)",
                 {"request": request, "file": url, "rule": rule.describe()},
@@ -279,7 +260,7 @@ class TdmMiddleware:
                 Decision(False, "tdm_reservation", None),
                 url,
                 "tdm_reservation",
-                f"TDMRep {url} {rule.describe()}",
+                why,
             )
 
     async def state_for(self, url: str, tdm_url: str | None = None) -> TdmState:
@@ -474,7 +455,7 @@ def response_state(response: Response) -> TdmState:
         (
             "header",
             header_values(
-                headers.getlist(RESERVATION), headers.getlist(POLICY), response.url
+                headers.getlist(_RESERVATION), headers.getlist(_POLICY), response.url
             ),
         )
     ]

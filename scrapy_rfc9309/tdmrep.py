@@ -30,9 +30,12 @@ from .urls import normalize_path, normalize_pattern, request_path
 
 __all__ = [
     "FILE_PATH",
+    "SOURCES",
+    "Step",
     "TdmFile",
     "TdmRule",
     "TdmState",
+    "from_file",
     "header_values",
     "meta_values",
     "parse_file",
@@ -41,15 +44,15 @@ __all__ = [
 
 #: Where an origin's file is (TDMRep section 6.1, RFC 8615).
 FILE_PATH = "/.well-known/tdmrep.json"
-RESERVATION = "tdm-reservation"
-POLICY = "tdm-policy"
+_RESERVATION = "tdm-reservation"
+_POLICY = "tdm-policy"
 #: The problems of a file said (and logged, and stored); the rest counted.
-MAX_PROBLEMS = 10
+_MAX_PROBLEMS = 10
 #: Where a state's reservation came from.
 SOURCES = ("tdmrep.json", "header", "meta")
 
 
-def reservation_value(value: Any) -> int | None:
+def _reservation_value(value: Any) -> int | None:
     """``1`` or ``0`` for a valid ``tdm-reservation`` value, else ``None``
     (unset, as section 5.1 says of any other value; a legacy ``2`` too).
 
@@ -111,8 +114,8 @@ class TdmFile(NamedTuple):
     def to_list(self) -> list[dict[str, Any]]:
         """The rules as the file writes them (the stores' form)."""
         return [
-            {"location": rule.location, RESERVATION: rule.reservation}
-            | ({POLICY: rule.policy} if rule.policy is not None else {})
+            {"location": rule.location, _RESERVATION: rule.reservation}
+            | ({_POLICY: rule.policy} if rule.policy is not None else {})
             for rule in self.rules
         ]
 
@@ -160,9 +163,9 @@ def parse_file(body: bytes | str, base: str = "") -> TdmFile:
         if problem:
             problems.append(f"rule {index + 1}: {problem}")
     patterns = tuple(_pattern(rule.location) for rule in rules)
-    if len(problems) > MAX_PROBLEMS:
-        more = len(problems) - MAX_PROBLEMS
-        problems[MAX_PROBLEMS:] = [f"and {more} more"]
+    if len(problems) > _MAX_PROBLEMS:
+        more = len(problems) - _MAX_PROBLEMS
+        problems[_MAX_PROBLEMS:] = [f"and {more} more"]
     return TdmFile(tuple(rules), tuple(problems), patterns)
 
 
@@ -173,16 +176,16 @@ def _rule(index: int, element: Any, base: str) -> tuple[TdmRule | None, str]:
     if not isinstance(location, str) or not location.startswith(("/", "*")):
         return None, f"no location starting with / or *, left out ({location!r})"
     problem = ""
-    raw = element.get(RESERVATION)
-    reservation = reservation_value(raw)
+    raw = element.get(_RESERVATION)
+    reservation = _reservation_value(raw)
     if reservation is None:
         problem = f"tdm-reservation {raw!r} is not 0 or 1: unset"
-    policy = element.get(POLICY)
-    policy = policy_url(policy, base) if isinstance(policy, str) else None
+    policy = element.get(_POLICY)
+    policy = _policy_url(policy, base) if isinstance(policy, str) else None
     return TdmRule(index, location, reservation, policy), problem
 
 
-def policy_url(value: str | bytes, base: str) -> str | None:
+def _policy_url(value: str | bytes, base: str) -> str | None:
     """A ``tdm-policy`` value as an absolute URL (``None`` when empty)."""
     text = value.decode("latin-1") if isinstance(value, bytes) else value
     text = text.strip()
@@ -216,18 +219,18 @@ def header_values(
     """
     values = {piece.strip() for field in reservations for piece in field.split(b",")}
     values.discard(b"")
-    reservation = reservation_value(values.pop()) if len(values) == 1 else None
-    policy = policy_url(policies[0], base) if policies else None
+    reservation = _reservation_value(values.pop()) if len(values) == 1 else None
+    policy = _policy_url(policies[0], base) if policies else None
     return Step(reservation, policy, bool(reservations) and reservation is None)
 
 
 def meta_values(html: str, base: str) -> Step:
     """The TDMRep ``<meta>`` tags of an HTML document (section 6.3): the
     first of each name, matched ASCII case-insensitively."""
-    reservations = list(meta_contents(html, RESERVATION, first=True))
-    policies = list(meta_contents(html, POLICY, first=True))
-    reservation = reservation_value(reservations[0]) if reservations else None
-    policy = policy_url(policies[0], base) if policies else None
+    reservations = list(meta_contents(html, _RESERVATION, first=True))
+    policies = list(meta_contents(html, _POLICY, first=True))
+    reservation = _reservation_value(reservations[0]) if reservations else None
+    policy = _policy_url(policies[0], base) if policies else None
     return Step(reservation, policy, bool(reservations) and reservation is None)
 
 

@@ -87,7 +87,7 @@ _ORIGINS: dict[str, BoundedCache[str, str | None]] = {
 _NO_ORIGIN = "\0"
 
 
-def origin_robots_url(scheme: str, netloc: str) -> str | None:
+def _origin_robots_url(scheme: str, netloc: str) -> str | None:
     """:func:`robots_url` of ``scheme://netloc/`` (the parts of a URL as
     ``urlparse`` gives them), from a cache for http(s)."""
     cache = _ORIGINS.get(scheme)

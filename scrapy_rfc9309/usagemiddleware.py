@@ -19,7 +19,8 @@ from itemadapter import ItemAdapter
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
-from ._settings import choice, crawl_purposes, ensure_enabled, refusals_logged
+from ._config import RobotsConfig
+from ._settings import ensure_enabled, refusals_logged
 from .middleware import USAGE_META_KEY
 from .provenance import ledger_for
 from .spidermiddleware import annotate
@@ -36,7 +37,6 @@ logger = logging.getLogger(__name__)
 
 #: The item field that ``annotate`` mode fills.
 FIELD = USAGE_META_KEY
-MODES = ("drop", "annotate", "off")
 
 
 class UsageMiddleware:
@@ -51,11 +51,11 @@ class UsageMiddleware:
     """
 
     def __init__(self, crawler: Crawler):
-        settings = crawler.settings
         # Quiet when off: the crawl's other components already say why.
         ensure_enabled(crawler, quiet=True)
-        mode = choice(settings, "ROBOTS_USAGE", MODES)
-        _, self.purposes = crawl_purposes(settings)
+        config = RobotsConfig.for_crawler(crawler)
+        mode = config.usage
+        self.purposes = config.usage_purposes
         if mode == "off" or not self.purposes:
             # Not a component a crawl without purposes needs: no message.
             raise NotConfigured

@@ -3,13 +3,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.support.crawl_helpers import Departures
+from tests.support.fleet_crawl import Worker, spawn
+from tests.support.redis_fleet import Fleet
 from tests.support.server import Route, Server
 from tests.support.utils import loopback_hosts
+
+if TYPE_CHECKING:
+    from tests.support.redis_server import RedisServer
 
 pytest_plugins = ["tests.support.redis_server"]
 
@@ -43,6 +48,45 @@ def make_server() -> Iterator[Callable[..., Server]]:
     yield factory
     for server in servers:
         server.close()
+
+
+@pytest.fixture
+def start_worker(tmp_path: Path) -> Iterator[Callable[..., Worker]]:
+    """Start ``python -m tests.support.fleet_crawl`` workers, crawling
+    ``urls`` with ``settings``; those left running are killed at the end."""
+    workers: list[Worker] = []
+
+    def start(
+        urls: list[str],
+        settings: dict[str, Any],
+        *,
+        reactorless: bool = False,
+        clock_offset: float = 0.0,
+    ) -> Worker:
+        config = {
+            "urls": urls,
+            "settings": settings,
+            "reactorless": reactorless,
+            "clock_offset": clock_offset,
+        }
+        name = f"worker-{len(workers)}"
+        workers.append(spawn("tests.support.fleet_crawl", config, tmp_path, name))
+        return workers[-1]
+
+    yield start
+    for worker in workers:
+        worker.kill()
+
+
+@pytest.fixture
+def redis_fleet(
+    tmp_path: Path, redis_server: RedisServer, redis_prefix: str
+) -> Iterator[Fleet]:
+    """scrapy-redis workers of this test's own (see Fleet); those still
+    running are killed at the end."""
+    fleet = Fleet(redis_server.url, redis_prefix, tmp_path)
+    yield fleet
+    fleet.kill()
 
 
 @pytest.fixture

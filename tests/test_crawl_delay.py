@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable
-from itertools import pairwise
 from typing import Any
 
 from scrapy import Request
@@ -23,6 +22,7 @@ from tests.support.crawl_helpers import (
     Departures,
     RecordingSpider,
     crawl,
+    crawl_delay_robots,
     middleware,
     stats,
 )
@@ -49,16 +49,6 @@ def _assert_spaced(
 TOLERANCE = 0.02
 
 
-def _server_gaps(server: Server) -> list[float]:
-    """The gaps between the requests ``server`` saw, robots.txt included."""
-    times = sorted(server.times())
-    return [later - earlier for earlier, later in pairwise(times)]
-
-
-def _robots(delay: float, agent: str = "*") -> str:
-    return f"User-agent: {agent}\nCrawl-delay: {delay}\nDisallow: /private\n"
-
-
 def _slot(crawler: Any, server: Server) -> Any:
     return crawler.engine.downloader.slots.get(server.host)
 
@@ -67,7 +57,7 @@ def _slot(crawler: Any, server: Server) -> Any:
 async def test_crawl_delay_spaces_requests(
     server: Server, departures: Departures
 ) -> None:
-    server.route("/robots.txt", _robots(DELAY))
+    server.route("/robots.txt", crawl_delay_robots(DELAY))
     urls = [server.url(f"/p{i}") for i in range(5)]
     # DOWNLOAD_DELAY_JITTER (0.5 by default) would make some gaps shorter.
     crawler = await crawl(urls, BURST)
@@ -83,7 +73,7 @@ async def test_crawl_delay_spaces_requests(
 async def test_crawl_delay_with_autothrottle(
     server: Server, departures: Departures
 ) -> None:
-    server.route("/robots.txt", _robots(DELAY))
+    server.route("/robots.txt", crawl_delay_robots(DELAY))
     urls = [server.url(f"/p{i}") for i in range(5)]
     crawler = await crawl(
         urls,
@@ -104,7 +94,7 @@ async def test_crawl_delay_with_autothrottle(
 async def test_crawl_delay_with_a_lower_download_delay_and_jitter(
     server: Server, departures: Departures
 ) -> None:
-    server.route("/robots.txt", _robots(DELAY))
+    server.route("/robots.txt", crawl_delay_robots(DELAY))
     urls = [server.url(f"/p{i}") for i in range(5)]
     crawler = await crawl(
         urls, {**BURST, "DOWNLOAD_DELAY": 0.1, "DOWNLOAD_DELAY_JITTER": 0.9}
@@ -116,7 +106,7 @@ async def test_crawl_delay_with_a_lower_download_delay_and_jitter(
 async def test_a_higher_download_delay_still_wins(
     server: Server, departures: Departures
 ) -> None:
-    server.route("/robots.txt", _robots(0.1))
+    server.route("/robots.txt", crawl_delay_robots(0.1))
     urls = [server.url(f"/p{i}") for i in range(3)]
     crawler = await crawl(urls, {**BURST, "DOWNLOAD_DELAY": 0.4})
     slot = _slot(crawler, server)
@@ -153,7 +143,7 @@ class TwoBursts(RecordingSpider):
 async def test_crawl_delay_survives_the_slot_being_dropped(
     server: Server, departures: Departures
 ) -> None:
-    server.route("/robots.txt", _robots(DELAY))
+    server.route("/robots.txt", crawl_delay_robots(DELAY))
     urls = [server.url(f"/p{i}") for i in range(6)]
     crawler = await crawl(urls, BURST, spidercls=TwoBursts)
     assert len(crawler.spider.crawled) == 6
@@ -167,7 +157,7 @@ async def test_crawl_delay_survives_the_slot_being_dropped(
 async def test_crawl_delay_over_the_maximum_is_clamped(
     server: Server, departures: Departures
 ) -> None:
-    server.route("/robots.txt", _robots(100))
+    server.route("/robots.txt", crawl_delay_robots(100))
     urls = [server.url(f"/p{i}") for i in range(3)]
     crawler = await crawl(urls, {**BURST, "ROBOTS_CRAWL_DELAY_MAX": DELAY})
     assert len(crawler.spider.crawled) == 3
@@ -177,7 +167,7 @@ async def test_crawl_delay_over_the_maximum_is_clamped(
 
 @coroutine_test
 async def test_crawl_delay_over_the_maximum_skips_the_origin(server: Server) -> None:
-    server.route("/robots.txt", _robots(100))
+    server.route("/robots.txt", crawl_delay_robots(100))
     urls = [server.url(f"/p{i}") for i in range(3)]
     crawler = await crawl(
         urls,
@@ -195,7 +185,7 @@ async def test_crawl_delay_over_the_maximum_skips_the_origin(server: Server) -> 
 
 @coroutine_test
 async def test_crawl_delay_off(server: Server) -> None:
-    server.route("/robots.txt", _robots(5))
+    server.route("/robots.txt", crawl_delay_robots(5))
     urls = [server.url(f"/p{i}") for i in range(3)]
     crawler = await crawl(urls, {**BURST, "ROBOTS_CRAWL_DELAY": False})
     assert len(crawler.spider.crawled) == 3
@@ -205,7 +195,8 @@ async def test_crawl_delay_off(server: Server) -> None:
 
 @coroutine_test
 async def test_crawl_delay_of_another_agent_not_applied(server: Server) -> None:
-    server.route("/robots.txt", _robots(5, agent="OtherBot") + "\nUser-agent: *\n")
+    robots = crawl_delay_robots(5, agent="OtherBot") + "\nUser-agent: *\n"
+    server.route("/robots.txt", robots)
     urls = [server.url(f"/p{i}") for i in range(3)]
     crawler = await crawl(urls, BURST)
     assert len(crawler.spider.crawled) == 3
@@ -224,8 +215,8 @@ async def test_origins_sharing_a_slot_keep_their_own_delays(
     # Same host, another port: another origin, the same downloader slot.
     fast = Server(slow.host)
     try:
-        slow.route("/robots.txt", _robots(1.0))
-        fast.route("/robots.txt", _robots(0.1))
+        slow.route("/robots.txt", crawl_delay_robots(1.0))
+        fast.route("/robots.txt", crawl_delay_robots(0.1))
         urls = [slow.url("/a"), slow.url("/b")] + [fast.url(f"/{i}") for i in range(5)]
         crawler = await crawl(urls, BURST)
     finally:
@@ -234,8 +225,8 @@ async def test_origins_sharing_a_slot_keep_their_own_delays(
     assert crawler.engine is not None
     assert list(crawler.engine.downloader.slots) == [slow.host]
     assert _slot(crawler, slow).delay == 0
-    assert min(_server_gaps(slow)) >= 1.0 - TOLERANCE
-    assert min(_server_gaps(fast)) >= 0.1 - TOLERANCE
+    assert min(slow.gaps()) >= 1.0 - TOLERANCE
+    assert min(fast.gaps()) >= 0.1 - TOLERANCE
     # Every page of the fast origin came before the slow one's second page,
     # a second after its first: the slot never held them a second apart.
     last_fast = max(fast.times())
@@ -251,7 +242,7 @@ async def test_politeness_tables_bounded_by_memory_max_origins(
     Crawl-delay leave at most 5 entries in each of Politeness's tables."""
     servers = [make_server() for _ in range(30)]
     for each in servers:
-        each.route("/robots.txt", _robots(0.01))
+        each.route("/robots.txt", crawl_delay_robots(0.01))
     crawler = await crawl(
         [each.url("/p") for each in servers],
         {**BURST, "ROBOTS_MEMORY_MAX_ORIGINS": 5},
@@ -278,7 +269,7 @@ class BusySpider(RecordingSpider):
 async def test_late_departures_are_counted_and_move_the_next_back(
     server: Server, departures: Departures
 ) -> None:
-    server.route("/robots.txt", _robots(0.2))
+    server.route("/robots.txt", crawl_delay_robots(0.2))
     urls = [server.url(f"/p{i}") for i in range(3)]
     crawler = await crawl(urls, BURST, spidercls=BusySpider)
     assert len(crawler.spider.crawled) == 3

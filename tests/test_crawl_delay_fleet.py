@@ -28,7 +28,7 @@ from scrapy_rfc9309.stores.sqlite import SQLiteStore
 from tests.support.crawl_helpers import RecordingSpider, make_crawler, stats
 from tests.support.redis_server import RedisServer
 from tests.support.server import Route, Server
-from tests.support.utils import coroutine_test
+from tests.support.utils import coroutine_test, store_settings
 
 HERE = __name__
 DELAY = 0.3
@@ -121,30 +121,15 @@ def shared(
 ) -> Callable[[], dict[str, Any]]:
     """The settings of a shared store, one SQLite file or one Redis prefix
     for the test; each call gives them to one more worker."""
-    if request.param == "sqlite":
-        settings = {
-            "ROBOTS_STORE": f"{HERE}.RecordingSQLiteStore",
-            "ROBOTS_STORE_URL": str(tmp_path / "robots.sqlite3"),
-        }
-    else:
-        redis_server: RedisServer = request.getfixturevalue("redis_server")
-        settings = {
-            "ROBOTS_STORE": f"{HERE}.RecordingRedisStore",
-            "ROBOTS_STORE_URL": redis_server.url,
-            "ROBOTS_STORE_PREFIX": request.getfixturevalue("redis_prefix"),
-        }
+    settings = store_settings(request.param, request, tmp_path)
+    recording = "SQLite" if request.param == "sqlite" else "Redis"
+    settings["ROBOTS_STORE"] = f"{HERE}.Recording{recording}Store"
     return lambda: dict(settings)
 
 
 def robots(delay: float | None) -> str:
     text = "User-agent: *\nDisallow: /private\n"
     return text if delay is None else text + f"Crawl-delay: {delay}\n"
-
-
-def gaps(server: Server) -> list[float]:
-    """Gaps between all the requests the server saw, robots.txt included."""
-    times = sorted(server.times())
-    return [later - earlier for earlier, later in pairwise(times)]
 
 
 def calls(method: str, server: Server | None = None) -> list[float | None]:
@@ -190,7 +175,7 @@ async def test_two_workers_keep_the_delay_between_them(
         assert sorted(worker.spider.crawled) == sorted(urls)  # type: ignore[union-attr]
         assert "robots/store/errors" not in stats(worker)
     assert server.count("/robots.txt") == 1
-    assert min(gaps(server)) >= DELAY - TOLERANCE, gaps(server)
+    assert min(server.gaps()) >= DELAY - TOLERANCE, server.gaps()
     # A turn for each page and one for robots.txt, all of the delay (and
     # one more for each turn a stalled worker missed).
     turns = calls("reserve")
@@ -217,7 +202,7 @@ async def test_a_slower_slot_never_sends_a_request_after_its_turn(
     pages = [[server.url(f"/w{w}/{i}") for i in range(3)] for w in range(2)]
     await crawl_together(workers, pages)
     assert sum(len(w.spider.crawled) for w in workers) == 6  # type: ignore[union-attr]
-    assert min(gaps(server)) >= DELAY - TOLERANCE, gaps(server)
+    assert min(server.gaps()) >= DELAY - TOLERANCE, server.gaps()
     for agent in agents:
         # Each worker's own requests kept its DOWNLOAD_DELAY.
         times = sorted(h.time for h in server.hits if h.headers["User-Agent"] == agent)
@@ -257,7 +242,7 @@ async def test_a_missed_turn_is_left_unused(
     assert len(calls("taken")) == 4
     assert of_the_delay(calls("taken"), DELAY)
     assert of_the_delay(calls("reserve"), DELAY)
-    assert min(gaps(server)) >= DELAY - TOLERANCE, gaps(server)
+    assert min(server.gaps()) >= DELAY - TOLERANCE, server.gaps()
 
 
 @coroutine_test
@@ -295,7 +280,7 @@ async def test_process_scope_takes_no_turns(
     assert len(crawler.spider.crawled) == 3  # type: ignore[union-attr]
     assert calls("reserve") == []
     # The slot keeps the delay in this process.
-    assert min(gaps(server)) >= DELAY - TOLERANCE, gaps(server)
+    assert min(server.gaps()) >= DELAY - TOLERANCE, server.gaps()
 
 
 @coroutine_test
@@ -313,7 +298,7 @@ async def test_clamped_delays_are_the_maximum_fleet_wide(
     turns = calls("reserve")
     assert of_the_delay(turns, DELAY), turns
     assert len(turns) >= 7
-    assert min(gaps(server)) >= DELAY - TOLERANCE, gaps(server)
+    assert min(server.gaps()) >= DELAY - TOLERANCE, server.gaps()
 
 
 @coroutine_test
@@ -427,7 +412,7 @@ async def test_store_lost_mid_crawl_falls_back_to_process_delays(
     assert "Crawl-delays kept per process" in warnings[0].getMessage()
     assert crawler.stats.get_value("finish_reason") == "finished"  # type: ignore[union-attr]
     # The slot's delay took over.
-    assert min(gaps(server)) >= DELAY - TOLERANCE, gaps(server)
+    assert min(server.gaps()) >= DELAY - TOLERANCE, server.gaps()
 
 
 # Turns read back from the store (issue 24, F6)

@@ -9,16 +9,15 @@ whichever worker sent them, and the workers counted their late departures.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from itertools import pairwise
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.fleet_crawl import Worker, spawn
-from tests.support.redis_server import RedisServer
+from tests.support.fleet_crawl import Worker
 from tests.support.server import Server
+from tests.support.utils import store_settings
 
 DELAY = 0.3
 TOLERANCE = 0.02
@@ -29,51 +28,35 @@ BURN = 0.2
 MakeServer = Callable[..., Server]
 
 
-@pytest.fixture
-def workers(tmp_path: Path) -> Iterator[list[Worker]]:
-    started: list[Worker] = []
-    yield started
-    for worker in started:
-        worker.kill()
-
-
 @pytest.mark.parametrize("store", ["sqlite", "redis"])
 def test_a_busy_worker_never_brings_requests_closer_than_the_delay(
     make_server: MakeServer,
-    workers: list[Worker],
+    start_worker: Callable[..., Worker],
     tmp_path: Path,
     request: pytest.FixtureRequest,
     store: str,
 ) -> None:
     server = make_server()
     server.route("/robots.txt", f"User-agent: *\nCrawl-delay: {DELAY}\n")
-    settings: dict[str, Any] = {"ROBOTS_STORE": store}
-    if store == "sqlite":
-        settings["ROBOTS_STORE_URL"] = str(tmp_path / "robots.sqlite3")
-    else:
-        redis_server: RedisServer = request.getfixturevalue("redis_server")
-        settings["ROBOTS_STORE_URL"] = redis_server.url
-        settings["ROBOTS_STORE_PREFIX"] = request.getfixturevalue("redis_prefix")
-    for number, burn in enumerate((BURN, 0.0)):
-        config = {
-            "urls": [server.url(f"/w{number}/{i}") for i in range(PAGES)],
-            "settings": {
+    settings = store_settings(store, request, tmp_path)
+    workers = [
+        start_worker(
+            [server.url(f"/w{number}/{i}") for i in range(PAGES)],
+            {
                 **settings,
                 "FLEET_BURN": burn,
                 "USER_AGENT": f"TestBot/1.0 (worker {number})",
             },
-        }
-        workers.append(
-            spawn("tests.support.fleet_crawl", config, tmp_path, f"w{number}")
         )
+        for number, burn in enumerate((BURN, 0.0))
+    ]
     stats = [worker.wait() for worker in workers]
     for each in stats:
         assert each["finish_reason"] == "finished"
         assert "robots/store/errors" not in each
     assert server.count("/robots.txt") == 1
     assert len(server.hits) == 1 + 2 * PAGES
-    times = sorted(server.times())
-    gaps = [later - earlier for earlier, later in pairwise(times)]
+    gaps = server.gaps()
     assert min(gaps) >= DELAY - TOLERANCE, gaps
 
 
@@ -105,7 +88,7 @@ def _drop(handler: Any) -> None:
 )
 def test_a_request_sent_late_after_its_turn_keeps_the_next_one_a_delay_away(
     make_server: MakeServer,
-    workers: list[Worker],
+    start_worker: Callable[..., Worker],
     tmp_path: Path,
     request: pytest.FixtureRequest,
     store: str,
@@ -123,18 +106,12 @@ def test_a_request_sent_late_after_its_turn_keeps_the_next_one_a_delay_away(
     if answer == "failure":
         for i in range(PAGES):
             server.route(f"/w0/{i}", handler=_drop)
-    settings: dict[str, Any] = {"ROBOTS_STORE": store}
-    if store == "sqlite":
-        settings["ROBOTS_STORE_URL"] = str(tmp_path / "robots.sqlite3")
-    elif store == "redis":
-        redis_server: RedisServer = request.getfixturevalue("redis_server")
-        settings["ROBOTS_STORE_URL"] = redis_server.url
-        settings["ROBOTS_STORE_PREFIX"] = request.getfixturevalue("redis_prefix")
+    settings = store_settings(store, request, tmp_path)
     lates = (LATE,) if store == "memory" else (LATE, 0.0)
-    for number, late in enumerate(lates):
-        config = {
-            "urls": [server.url(f"/w{number}/{i}") for i in range(PAGES)],
-            "settings": {
+    workers = [
+        start_worker(
+            [server.url(f"/w{number}/{i}") for i in range(PAGES)],
+            {
                 **settings,
                 "FLEET_LATE": late,
                 "DOWNLOADER_MIDDLEWARES": {
@@ -143,10 +120,9 @@ def test_a_request_sent_late_after_its_turn_keeps_the_next_one_a_delay_away(
                 },
                 "USER_AGENT": f"TestBot/1.0 (worker {number})",
             },
-        }
-        workers.append(
-            spawn("tests.support.fleet_crawl", config, tmp_path, f"w{number}")
         )
+        for number, late in enumerate(lates)
+    ]
     stats = [worker.wait() for worker in workers]
     for each in stats:
         assert each["finish_reason"] == "finished"
@@ -154,6 +130,5 @@ def test_a_request_sent_late_after_its_turn_keeps_the_next_one_a_delay_away(
     if answer == "failure":
         assert stats[0]["downloader/exception_count"] == PAGES
     assert len(server.hits) == 1 + len(lates) * PAGES
-    times = sorted(server.times())
-    gaps = [later - earlier for earlier, later in pairwise(times)]
+    gaps = server.gaps()
     assert min(gaps) >= LATE_DELAY - TOLERANCE, gaps

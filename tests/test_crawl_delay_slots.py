@@ -24,7 +24,12 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 
 from scrapy_rfc9309.politeness import Politeness
-from tests.support.crawl_helpers import TIMER_GRANULARITY, crawl, stats
+from tests.support.crawl_helpers import (
+    TIMER_GRANULARITY,
+    crawl,
+    crawl_delay_robots,
+    stats,
+)
 from tests.support.server import Server
 from tests.support.utils import coroutine_test
 
@@ -33,10 +38,6 @@ DELAY = 0.3
 BURST = {"CONCURRENT_REQUESTS_PER_DOMAIN": 8, "CONCURRENT_REQUESTS": 16}
 
 MakeServer = Callable[..., Server]
-
-
-def _robots(delay: float) -> str:
-    return f"User-agent: *\nCrawl-delay: {delay}\nDisallow: /private\n"
 
 
 class Sent:
@@ -110,7 +111,7 @@ class OneGroup:
 async def test_crawl_delay_holds_whatever_slot_a_later_component_picks(
     server: Server, component: str, priority: int
 ) -> None:
-    server.route("/robots.txt", _robots(DELAY))
+    server.route("/robots.txt", crawl_delay_robots(DELAY))
     urls = [server.url(f"/p{i}") for i in range(6)]
     crawler = await crawl(
         urls,
@@ -138,8 +139,8 @@ async def test_a_download_slots_group_keeps_each_origins_delay(
     """Two origins with Crawl-delays 1 s and 0.05 s in one DOWNLOAD_SLOTS
     slot: each keeps its own, the slow one never slows the other."""
     slow, fast = make_server(), make_server()
-    slow.route("/robots.txt", _robots(1.0))
-    fast.route("/robots.txt", _robots(0.05))
+    slow.route("/robots.txt", crawl_delay_robots(1.0))
+    fast.route("/robots.txt", crawl_delay_robots(0.05))
     urls = [slow.url("/a"), slow.url("/b")] + [fast.url(f"/{i}") for i in range(5)]
     crawler = await crawl(
         urls,
@@ -168,7 +169,7 @@ async def test_without_the_pacing_middleware_robots_middleware_paces(
 ) -> None:
     """A project that takes PacingMiddleware out of the chain: the origin
     is still spaced, where RobotsMiddleware sits."""
-    server.route("/robots.txt", _robots(DELAY))
+    server.route("/robots.txt", crawl_delay_robots(DELAY))
     urls = [server.url(f"/p{i}") for i in range(4)]
     crawler = await crawl(
         urls,
@@ -191,7 +192,7 @@ async def test_responses_from_the_http_cache_never_wait(
     """A crawl replayed from the HTTP cache (robots.txt included, with its
     Crawl-delay of 30 s): no request waits for a turn, the server sees
     nothing, every page is crawled."""
-    server.route("/robots.txt", _robots(30))
+    server.route("/robots.txt", crawl_delay_robots(30))
     urls = [server.url(f"/p{i}") for i in range(3)]
     cache: dict[str, Any] = {
         **BURST,

@@ -23,6 +23,7 @@ from scrapy_rfc9309._decode import (
     BoundedDecoder,
     decode,
 )
+from tests.support.utils import raw_deflate
 
 try:
     from compression import zstd  # type: ignore[import-not-found]
@@ -32,11 +33,6 @@ except ImportError:
 LIMIT = 512_000
 MiB = 1024 * 1024
 RULES = b"User-agent: *\nDisallow: /private\n"
-
-
-def _raw_deflate(data: bytes) -> bytes:
-    compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
-    return compressor.compress(data) + compressor.flush()
 
 
 def _gzip_member(size: int) -> bytes:
@@ -52,7 +48,7 @@ ENCODED = {
     "gzip": (gzip.compress(RULES), ["gzip"]),
     "x-gzip": (gzip.compress(RULES), ["X-Gzip"]),
     "zlib deflate": (zlib.compress(RULES), ["deflate"]),
-    "raw deflate": (_raw_deflate(RULES), ["deflate"]),
+    "raw deflate": (raw_deflate(RULES), ["deflate"]),
     "br": (brotli.compress(RULES), ["br"]),
     "zstd": (zstd.compress(RULES), ["zstd"]),
     "gzip, gzip": (gzip.compress(gzip.compress(RULES)), ["gzip, gzip"]),
@@ -101,7 +97,7 @@ def _bombs() -> dict[str, tuple[bytes, list[str]]]:
     return {
         # 40 members of 16 MiB: 640 MiB decoded from ~650 KB.
         "multi-member gzip": (member * 40, ["gzip"]),
-        "raw deflate": (_raw_deflate(zeros), ["deflate"]),
+        "raw deflate": (raw_deflate(zeros), ["deflate"]),
         "br": (brotli.compress(zeros, quality=1), ["br"]),
         "zstd": (zstd.compress(zeros), ["zstd"]),
         "gzip, gzip": (gzip.compress(member * 8, compresslevel=9), ["gzip, gzip"]),
@@ -229,7 +225,7 @@ def test_any_bytes_in_any_encoding_never_raise(
 def test_valid_streams_decode_exactly_in_any_chunking(data: bytes, chunk: int) -> None:
     for body, encodings in (
         (gzip.compress(data), ["gzip"]),
-        (_raw_deflate(data), ["deflate"]),
+        (raw_deflate(data), ["deflate"]),
         (brotli.compress(data), ["br"]),
         (zstd.compress(data), ["zstd"]),
         (zstd.compress(gzip.compress(data)), ["gzip, zstd"]),
@@ -257,7 +253,7 @@ def test_at_most_max_codings_are_undone() -> None:
 HOSTILE = Path(__file__).parent / "data" / "hostile"
 
 
-class _Counting:
+class _CodecSpy:
     """A codec object that counts the calls made to it."""
 
     def __init__(self, inner: Any, calls: list[int]) -> None:
@@ -283,7 +279,7 @@ def count_codec_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         SimpleNamespace(
             MAX_WBITS=zlib.MAX_WBITS,
             error=zlib.error,
-            decompressobj=lambda wbits: _Counting(zlib.decompressobj(wbits), calls),
+            decompressobj=lambda wbits: _CodecSpy(zlib.decompressobj(wbits), calls),
         ),
     )
     monkeypatch.setattr(
@@ -291,7 +287,7 @@ def count_codec_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         "_ZSTD",
         SimpleNamespace(
             DecompressionParameter=zstd.DecompressionParameter,
-            ZstdDecompressor=lambda **kw: _Counting(zstd.ZstdDecompressor(**kw), calls),
+            ZstdDecompressor=lambda **kw: _CodecSpy(zstd.ZstdDecompressor(**kw), calls),
         ),
     )
     return calls

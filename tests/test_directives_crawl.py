@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import scrapy
 from itemadapter import ItemAdapter
-from scrapy import Request, signals
+from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
 from scrapy.utils.test import get_crawler
@@ -17,6 +17,7 @@ from scrapy.utils.test import get_crawler
 from scrapy_rfc9309 import directives as directives_module
 from scrapy_rfc9309.directives import MAX_VALUE_LENGTH, DirectiveSet
 from scrapy_rfc9309.spidermiddleware import DirectivesMiddleware
+from tests.support.crawl_helpers import crawl_items
 from tests.support.fault_server import FaultServer, raw
 from tests.support.server import Server
 from tests.support.utils import coroutine_test
@@ -82,14 +83,7 @@ async def crawl(
     spidercls: type[scrapy.Spider], urls: list[str], **settings: Any
 ) -> tuple[Crawler, list[Any]]:
     crawler = get_crawler(spidercls, {**SETTINGS, **settings})
-    items: list[Any] = []
-
-    def scraped(item: Any) -> None:
-        items.append(item)
-
-    crawler.signals.connect(scraped, signal=signals.item_scraped)
-    await crawler.crawl_async(urls=urls)
-    return crawler, items
+    return crawler, await crawl_items(crawler, urls=urls)
 
 
 def urls_of(items: list[Any]) -> set[str]:

@@ -15,7 +15,6 @@ import gzip
 import itertools
 import socket
 import tracemalloc
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -48,7 +47,7 @@ from tests.support.fault_server import (
     stall_mid_body,
     stream,
 )
-from tests.support.utils import coroutine_test, loopback_hosts
+from tests.support.utils import coroutine_test, loopback_hosts, raw_deflate
 from tests.test_decode import CALLS_PER_STAGE, count_codec_calls
 
 try:
@@ -73,7 +72,7 @@ MEMORY_BOUND = 24 * MiB
 _hosts = loopback_hosts(9)
 
 
-class _Counting:
+class _StatsMiddleware:
     """A test-only downloader middleware that keeps counts in the stats."""
 
     def __init__(self, crawler: Crawler) -> None:
@@ -85,7 +84,7 @@ class _Counting:
         return cls(crawler)
 
 
-class Counter(_Counting):
+class Counter(_StatsMiddleware):
     """Just before RobotsMiddleware: counts the requests entering it, the
     spider's and robots.txt hops apart."""
 
@@ -94,7 +93,7 @@ class Counter(_Counting):
         self.stats.inc_value("test/robots_hops" if hop else "test/requests_in")
 
 
-class Dropper(_Counting):
+class Dropper(_StatsMiddleware):
     """After RobotsMiddleware: drops the requests of ``/p/dropped``, as
     another middleware of a project might."""
 
@@ -138,14 +137,9 @@ _HTML_ERROR_PAGE = (
 _EARLY_LATE = b"User-agent: *\nDisallow: /p/early\n"
 
 
-def _raw_deflate(data: bytes) -> bytes:
-    compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
-    return compressor.compress(data) + compressor.flush()
-
-
 _ENCODERS: dict[str, Callable[[bytes], bytes]] = {
     "gzip": gzip.compress,
-    "deflate": _raw_deflate,
+    "deflate": raw_deflate,
     "br": brotli.compress,
     "zstd": zstd.compress,
 }

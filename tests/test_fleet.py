@@ -18,22 +18,19 @@ goes to a warm-up server (see ``FleetRedisSpider``).
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
-from itertools import pairwise
-from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
 
-from tests.support.fleet_crawl import Worker, spawn
-from tests.support.redis_fleet import SPIDER, START_URLS_KEY, worker_of
+from tests.support.fleet_crawl import Worker
+from tests.support.redis_fleet import Fleet, worker_of
 from tests.support.redis_server import RedisServer
 from tests.support.server import Server
 
@@ -74,66 +71,15 @@ def effective_delay(crawl_delay: float | None) -> float:
     return 0.0 if crawl_delay is None else min(crawl_delay, DELAY_MAX)
 
 
-@pytest.fixture
-def fleet(
-    tmp_path: Path, redis_server: RedisServer, redis_prefix: str
-) -> Iterator[Callable[..., list[dict[str, Any]]]]:
-    """Run a fleet of workers over ``start_urls``; their final stats."""
-    workers: list[Worker] = []
-
-    def run(
-        start_urls: list[str], store: str, settings: dict[str, Any], warmup: str
-    ) -> list[dict[str, Any]]:
-        client = redis.Redis.from_url(redis_server.url)
-        key = redis_prefix + START_URLS_KEY % {"name": SPIDER}
-        client.rpush(key, *(json.dumps({"url": url}) for url in start_urls))
-        client.close()
-        for number in range(WORKERS):
-            config = {
-                "redis_url": redis_server.url,
-                "prefix": redis_prefix,
-                "worker": number,
-                "store": store,
-                "settings": settings,
-                "warmup": warmup,
-                # One worker without a Twisted reactor, the others with the
-                # asyncio one: both kinds in one fleet.
-                "reactorless": number == 1,
-            }
-            workers.append(
-                spawn("tests.support.redis_fleet", config, tmp_path, f"w{number}")
-            )
-        return [worker.wait(timeout=90) for worker in workers]
-
-    yield run
-    for worker in workers:
-        worker.kill()
-
-
-def gaps(server: Server) -> list[float]:
-    """The gaps between the requests the server saw, robots.txt included."""
-    times = sorted(server.times())
-    return [later - earlier for earlier, later in pairwise(times)]
-
-
 @pytest.mark.parametrize("store", ["redis", "sqlite"])
 def test_a_fleet_keeps_each_crawl_delay_across_its_workers(
-    make_server: MakeServer,
-    fleet: Callable[..., list[dict[str, Any]]],
-    redis_server: RedisServer,
-    redis_prefix: str,
-    tmp_path: Path,
-    store: str,
+    make_server: MakeServer, redis_fleet: Fleet, store: str
 ) -> None:
     sites = [site(make_server, crawl_delay) for crawl_delay in CRAWL_DELAYS]
     warmup = make_server()
     settings: dict[str, Any] = {"ROBOTS_CRAWL_DELAY_MAX": DELAY_MAX}
-    if store == "redis":
-        settings.update(ROBOTS_STORE_URL=redis_server.url)
-        settings.update(ROBOTS_STORE_PREFIX=redis_prefix + "robots:")
-    else:
-        settings.update(ROBOTS_STORE_URL=str(tmp_path / "robots.sqlite3"))
-    stats = fleet([s.url("/") for s in sites], store, settings, warmup.url("/"))
+    start_urls = [s.url("/") for s in sites]
+    stats = redis_fleet.run(start_urls, store, settings, warmup.url("/"), WORKERS)
 
     for s in stats:
         assert s["finish_reason"] == "finished"
@@ -151,7 +97,7 @@ def test_a_fleet_keeps_each_crawl_delay_across_its_workers(
             per_worker[worker_of(hit.headers["User-Agent"])] += 1
         delay = effective_delay(crawl_delay)
         if delay:
-            assert min(gaps(server)) >= delay - TOLERANCE, (crawl_delay, gaps(server))
+            assert min(server.gaps()) >= delay - TOLERANCE, (crawl_delay, server.gaps())
     # The work was shared: every worker fetched pages.
     assert all(per_worker), per_worker
     assert sum(s.get("robots/fetch_count", 0) for s in stats) == len(sites)
@@ -170,9 +116,9 @@ def test_a_fleet_keeps_each_crawl_delay_across_its_workers(
 
 def test_a_worker_killed_waiting_for_its_turn_leaves_no_lasting_turn(
     make_server: MakeServer,
+    start_worker: Callable[..., Worker],
     redis_server: RedisServer,
     redis_prefix: str,
-    tmp_path: Path,
 ) -> None:
     delay = 1.0
     second_page = threading.Event()
@@ -184,12 +130,7 @@ def test_a_worker_killed_waiting_for_its_turn_leaves_no_lasting_turn(
         "ROBOTS_STORE_PREFIX": redis_prefix,
     }
     urls = [server.url(path) for path in ("/", "/p1", *PAGES[1:])]
-    worker = spawn(
-        "tests.support.fleet_crawl",
-        {"urls": urls, "settings": settings},
-        tmp_path,
-        "doomed",
-    )
+    worker = start_worker(urls, settings)
     try:
         assert second_page.wait(60), worker.log()
         # Killed with its next request waiting for its turn.

@@ -5,19 +5,22 @@ crawls; never enforced (docs/rights.md)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from scrapy import signals
-from scrapy.http import Response
 
 from scrapy_rfc9309 import Document, is_allowed, parse
 from scrapy_rfc9309.licenses import link_licenses, robots_licenses
 from scrapy_rfc9309.outcome import Lifetimes, parsed
 from scrapy_rfc9309.stores.memory import new_entry
-from tests.support.crawl_helpers import RecordingSpider, crawl, make_crawler, stats
+from tests.support.crawl_helpers import (
+    ItemSpider,
+    crawl,
+    crawl_items,
+    make_crawler,
+    stats,
+)
 from tests.support.server import Server
 from tests.support.utils import coroutine_test
 from tests.test_commands import scrapy
@@ -104,15 +107,10 @@ def test_link_licenses(values: list[Any], expected: list[dict[str, Any]]) -> Non
     assert link_licenses(values, "https://h.example/page") == expected
 
 
-class ItemSpider(RecordingSpider):
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.licenses: dict[str, Any] = {}
+class LicensesSpider(ItemSpider):
+    """Keeps each response's ``robots_licenses`` in ``kept``."""
 
-    def parse(self, response: Response) -> Iterator[Any]:  # type: ignore[override]
-        super().parse(response)
-        self.licenses[response.url] = response.meta.get("robots_licenses")
-        yield {"url": response.url}
+    meta_key = "robots_licenses"
 
 
 @coroutine_test
@@ -123,12 +121,12 @@ async def test_crawl_records_licenses(server: Server) -> None:
     server.route("/plain", "<html></html>")
     server.route("/private", "<html></html>")
     urls = [server.url(path) for path in ("/linked", "/plain", "/private")]
-    crawler = await crawl(urls, spidercls=ItemSpider)
+    crawler = await crawl(urls, spidercls=LicensesSpider)
     spider = crawler.spider
-    assert isinstance(spider, ItemSpider)
+    assert isinstance(spider, LicensesSpider)
     from_robots = {"url": STAR, "source": "robots.txt"}
-    assert spider.licenses[server.url("/plain")] == (from_robots,)
-    assert spider.licenses[server.url("/linked")] == (
+    assert spider.kept[server.url("/plain")] == (from_robots,)
+    assert spider.kept[server.url("/linked")] == (
         from_robots,
         {"url": BOT, "source": "link", "rsl": True},
     )
@@ -143,14 +141,8 @@ async def test_items_get_the_field(server: Server) -> None:
     server.route("/robots.txt", ROBOTS)
     server.route("/page", "<html></html>", headers={"Link": f"<{BOT}>; rel=license"})
     server.route("/none", "<html></html>")
-    crawler = make_crawler({}, ItemSpider)
-    items: list[Any] = []
-
-    def scraped(item: Any) -> None:
-        items.append(item)
-
-    crawler.signals.connect(scraped, signal=signals.item_scraped)
-    await crawler.crawl_async(urls=[server.url("/page")])
+    crawler = make_crawler({}, LicensesSpider)
+    items = await crawl_items(crawler, urls=[server.url("/page")])
     (item,) = items
     assert item["robots_licenses"] == [
         {"url": STAR, "source": "robots.txt"},

@@ -13,7 +13,13 @@ from scrapy import Request
 
 from scrapy_rfc9309.middleware import RobotsMiddleware
 from scrapy_rfc9309.parse import Rule
-from tests.support.crawl_helpers import RecordingSpider, crawl, middleware, stats
+from tests.support.crawl_helpers import (
+    Burst,
+    RecordingSpider,
+    crawl,
+    middleware,
+    stats,
+)
 from tests.support.server import Server
 from tests.support.utils import FakeClock, coroutine_test
 
@@ -111,14 +117,6 @@ async def test_robots_txt_stalling_past_the_download_timeout(server: Server) -> 
     assert crawler.spider.crawled == []
     assert {d.cause for d in crawler.spider.dropped.values()} == {"unreachable"}
     assert stats(crawler)["robots/fetch_count"] == 1
-
-
-class Burst(RecordingSpider):
-    """All its requests at once, in one go."""
-
-    async def start(self) -> AsyncIterator[Any]:
-        for url in self.urls:
-            yield Request(url, callback=self.parse, errback=self.failed)
 
 
 @coroutine_test

@@ -18,40 +18,21 @@ from scrapy_rfc9309.stores._codec import pack, unpack
 from scrapy_rfc9309.stores.redis import RedisStore
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
 from tests.support.crawl_helpers import crawl, make_crawler, stats
-from tests.support.redis_server import RedisServer
 from tests.support.server import Server
-from tests.support.utils import coroutine_test
+from tests.support.utils import coroutine_test, store_settings
 
 RULES = "User-agent: *\nDisallow: /private\n"
 
 
-def _store_settings(
-    kind: str, request: pytest.FixtureRequest, tmp_path: Path
-) -> dict[str, Any]:
-    """The settings of a store of ``kind``, the same for every crawl of a
-    test (a SQLite file or a Redis key prefix of the test's own)."""
-    if kind == "memory":
-        return {}
-    if kind == "sqlite":
-        path = str(tmp_path / "robots.sqlite3")
-        return {"ROBOTS_STORE": "sqlite", "ROBOTS_STORE_URL": path}
-    server: RedisServer = request.getfixturevalue("redis_server")
-    return {
-        "ROBOTS_STORE": "redis",
-        "ROBOTS_STORE_URL": server.url,
-        "ROBOTS_STORE_PREFIX": request.getfixturevalue("redis_prefix"),
-    }
-
-
 @pytest.fixture(params=["memory", "sqlite", "redis"])
 def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
-    return _store_settings(request.param, request, tmp_path)
+    return store_settings(request.param, request, tmp_path)
 
 
 @pytest.fixture(params=["sqlite", "redis"])
 def kept_store(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
     """A store that outlives the crawl."""
-    return _store_settings(request.param, request, tmp_path)
+    return store_settings(request.param, request, tmp_path)
 
 
 def _outcomes(crawler: Any) -> list[Outcome]:

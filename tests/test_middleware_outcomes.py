@@ -12,13 +12,14 @@ from typing import Any, ClassVar
 
 import pytest
 from scrapy import Request
-from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
+from scrapy.exceptions import CannotResolveHostError
 
 from tests.support.crawl_helpers import RecordingSpider, crawl, stats
 from tests.support.server import Server
 from tests.support.utils import coroutine_test
 
 MakeServer = Callable[..., Server]
+IGNORE_ROBOTS = "tests.support.crawl_helpers.IgnoreRobots"
 DISALLOW_ALL = "User-agent: *\nDisallow: /\n"
 
 
@@ -165,14 +166,6 @@ async def test_tls_failure_unreachable(server: Server) -> None:
     assert stats(crawler)["robots/outcome/unreachable"] == 1
 
 
-class IgnoreRobots:
-    """Another middleware refusing the robots.txt request."""
-
-    def process_request(self, request: Request) -> None:
-        if request.url.endswith("/robots.txt"):
-            raise IgnoreRequest("not today")
-
-
 @coroutine_test
 async def test_robots_request_refused_by_another_middleware_allows(
     server: Server,
@@ -180,7 +173,7 @@ async def test_robots_request_refused_by_another_middleware_allows(
     server.route("/robots.txt", DISALLOW_ALL)
     crawler = await crawl(
         [server.url("/page")],
-        {"DOWNLOADER_MIDDLEWARES": {f"{__name__}.IgnoreRobots": 10}},
+        {"DOWNLOADER_MIDDLEWARES": {IGNORE_ROBOTS: 10}},
     )
     # As Scrapy: the crawl's own components said no, the site said nothing.
     assert crawler.spider.crawled == [server.url("/page")]
@@ -197,7 +190,7 @@ async def test_robots_request_refused_disallows_when_set(server: Server) -> None
     crawler = await crawl(
         [server.url("/page")],
         {
-            "DOWNLOADER_MIDDLEWARES": {f"{__name__}.IgnoreRobots": 10},
+            "DOWNLOADER_MIDDLEWARES": {IGNORE_ROBOTS: 10},
             "ROBOTS_REFUSED": "disallow",
         },
     )

@@ -22,6 +22,7 @@ from scrapy import Request, signals
 
 from tests.support.crawl_helpers import (
     TIMER_GRANULARITY,
+    Burst,
     Departures,
     RecordingSpider,
     crawl,
@@ -74,12 +75,6 @@ async def test_4xx_body(server: Server) -> None:
     builtin, ours = await _both([server.url("/page")])
     assert builtin == []  # the 404 body parsed as rules
     assert ours == [server.url("/page")]  # unavailable: allow all
-
-
-class Burst(RecordingSpider):
-    async def start(self) -> AsyncIterator[Any]:
-        for url in self.urls:
-            yield Request(url, callback=self.parse, errback=self.failed)
 
 
 @coroutine_test
@@ -188,20 +183,12 @@ async def test_user_agent_matched_by_product_token(server: Server) -> None:
     assert ours == [server.url("/page")]
 
 
-class IgnoreRobots:
-    def process_request(self, request: Request) -> None:
-        if request.url.endswith("/robots.txt"):
-            from scrapy.exceptions import IgnoreRequest
-
-            raise IgnoreRequest("no robots.txt for you")
-
-
 @coroutine_test
 async def test_robots_request_ignored(server: Server) -> None:
     server.route("/robots.txt", "User-agent: *\nDisallow: /\n")
     builtin, ours = await _both(
         [server.url("/page")],
-        {"DOWNLOADER_MIDDLEWARES": {f"{__name__}.IgnoreRobots": 10}},
+        {"DOWNLOADER_MIDDLEWARES": {"tests.support.crawl_helpers.IgnoreRobots": 10}},
     )
     # Refused by the crawl's own components, not by the site: both allow.
     assert builtin == ours == [server.url("/page")]

@@ -24,19 +24,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from scrapy_rfc9309 import ProvenanceMiddleware
 from scrapy_rfc9309.provenance import iso_time
-from tests.support.crawl_helpers import RecordingSpider, crawl, make_crawler, middleware
-from tests.support.fleet_crawl import spawn
-from tests.support.redis_fleet import SPIDER, START_URLS_KEY, worker_of
-from tests.support.redis_server import RedisServer
+from tests.support.crawl_helpers import (
+    RecordingSpider,
+    crawl,
+    crawl_items,
+    make_crawler,
+    middleware,
+)
+from tests.support.redis_fleet import Fleet, worker_of
 from tests.support.server import Server
-from tests.support.utils import coroutine_test
+from tests.support.utils import coroutine_test, store_settings
 from tests.test_docs import ROOT, blocks
 
 ROBOTS = "User-agent: *\nDisallow: /private\nAllow: /public\n"
@@ -84,7 +87,7 @@ async def test_the_body_hash_is_taken_once_when_fetched(
     assert hashes == [sha256(ROBOTS), sha256(ROBOTS), sha256(long.encode()[:600])]
 
 
-class ItemSpider(RecordingSpider):
+class LinkingSpider(RecordingSpider):
     """Yields one item per page, and requests the page's ``links`` (URL ->
     ``(url, dont_obey)`` pairs) with the page's meta passed on, as spiders
     often do; ``dont_obey`` adds ``dont_obey_robotstxt``."""
@@ -112,19 +115,13 @@ class ItemSpider(RecordingSpider):
 async def collect(
     urls: list[str],
     settings: dict[str, Any] | None = None,
-    spidercls: type[ItemSpider] = ItemSpider,
+    spidercls: type[LinkingSpider] = LinkingSpider,
     **kwargs: Any,
 ) -> tuple[Crawler, dict[str, dict[str, Any]]]:
     """Crawl ``urls``: the crawler and the items the engine got, by URL."""
     crawler = make_crawler(settings, spidercls)
-    items: dict[str, dict[str, Any]] = {}
-
-    def scraped(item: dict[str, Any]) -> None:
-        items[item["url"]] = item
-
-    crawler.signals.connect(scraped, signal=signals.item_scraped)
-    await crawler.crawl_async(urls=urls, **kwargs)
-    return crawler, items
+    items = await crawl_items(crawler, urls=urls, **kwargs)
+    return crawler, {item["url"]: item for item in items}
 
 
 @coroutine_test
@@ -239,13 +236,7 @@ async def test_the_hash_comes_back_from_the_store(
     server: Server, store: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     server.route("/robots.txt", RICH)
-    settings: dict[str, Any] = {"ROBOTS_STORE": store, "ROBOTS_PROVENANCE": True}
-    if store == "sqlite":
-        settings["ROBOTS_STORE_URL"] = str(tmp_path / "robots.sqlite3")
-    else:
-        redis = request.getfixturevalue("redis_server")
-        settings["ROBOTS_STORE_URL"] = redis.url
-        settings["ROBOTS_STORE_PREFIX"] = request.getfixturevalue("redis_prefix")
+    settings = {**store_settings(store, request, tmp_path), "ROBOTS_PROVENANCE": True}
     records = []
     for _ in range(2):
         crawler, items = await collect([server.url("/public")], settings)
@@ -353,7 +344,7 @@ async def test_the_report_counts_the_items_each_component_dropped(
     assert line["requests_dropped"] == {"rule": 1, "tdm_reservation": 1}
     assert line["dropped_because"][1] == {
         "cause": "tdm_reservation",
-        "why": f"{site.url('/.well-known/tdmrep.json')} rule 1:"
+        "why": f"TDMRep {site.url('/.well-known/tdmrep.json')} rule 1:"
         ' "location": "/public/reserved", "tdm-reservation": 1',
         "requests": 1,
     }
@@ -371,7 +362,7 @@ async def test_a_report_that_cannot_be_written_is_one_error_line(
     folder = tmp_path / "reports"
     folder.mkdir()
     path = folder / "report.jsonl"
-    crawler = make_crawler({"ROBOTS_REPORT": str(path)}, ItemSpider)
+    crawler = make_crawler({"ROBOTS_REPORT": str(path)}, LinkingSpider)
 
     def spoil() -> None:
         # Mid-crawl, after the path was checked at start-up.
@@ -443,10 +434,7 @@ class Gate:
 
 
 def test_each_worker_of_a_fleet_reports_and_together_they_account_for_every_drop(
-    make_server: Callable[..., Server],
-    redis_server: RedisServer,
-    redis_prefix: str,
-    tmp_path: Path,
+    make_server: Callable[..., Server], redis_fleet: Fleet, tmp_path: Path
 ) -> None:
     # Two workers at least: the one that takes the refusing site's start
     # URL may find nothing left and close.
@@ -464,40 +452,15 @@ def test_each_worker_of_a_fleet_reports_and_together_they_account_for_every_drop
     refusing = make_server()
     refusing.route("/robots.txt", "User-agent: *\nContent-Signal: ai-train=no\n")
     start_urls = [server.url("/") for server in (*sites, refusing)]
-    client = redis.Redis.from_url(redis_server.url)
-    key = redis_prefix + START_URLS_KEY % {"name": SPIDER}
-    client.rpush(key, *(json.dumps({"url": url}) for url in start_urls))
-    client.close()
     reports = tmp_path / "reports"
     reports.mkdir()
     settings = {
-        "ROBOTS_STORE_URL": redis_server.url,
-        "ROBOTS_STORE_PREFIX": redis_prefix + "robots:",
         "ROBOTS_PURPOSES": ["train-ai"],
         "ROBOTS_REPORT": str(reports / "report-%(pid)s.jsonl"),
     }
-    workers = [
-        spawn(
-            "tests.support.redis_fleet",
-            {
-                "redis_url": redis_server.url,
-                "prefix": redis_prefix,
-                "worker": number,
-                "store": "redis",
-                "settings": settings,
-                # One worker without a Twisted reactor.
-                "reactorless": number == 1,
-            },
-            tmp_path,
-            f"w{number}",
-        )
-        for number in range(WORKERS)
-    ]
-    try:
-        stats = [worker.wait(timeout=90) for worker in workers]
-    finally:
-        for worker in workers:
-            worker.kill()
+    # One worker without a Twisted reactor.
+    workers = redis_fleet.start(start_urls, "redis", settings, workers=WORKERS)
+    stats = [worker.wait(timeout=90) for worker in workers]
     for worker_stats in stats:
         assert worker_stats["finish_reason"] == "finished"
         assert worker_stats.get("log_count/ERROR", 0) == 0
@@ -538,7 +501,7 @@ def test_each_worker_of_a_fleet_reports_and_together_they_account_for_every_drop
         assert server.count("/robots.txt") == 1
 
 
-class ExampleSpider(ItemSpider):
+class ExampleSpider(LinkingSpider):
     name = "example"
 
 

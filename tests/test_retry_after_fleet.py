@@ -20,20 +20,15 @@ the moment the ``429`` was asked for, from below only:
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
-from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 
 from scrapy_rfc9309.politeness import PAUSES_EVERY
-from tests.support.fleet_crawl import Worker, spawn
-from tests.support.redis_fleet import SPIDER, START_URLS_KEY, worker_of
-from tests.support.redis_server import RedisServer
+from tests.support.redis_fleet import Fleet, worker_of
 from tests.support.server import Route, Server
 
 WORKERS = 3
@@ -85,48 +80,11 @@ class Site:
         handler.end_headers()
 
 
-@pytest.fixture
-def fleet(
-    tmp_path: Path, redis_server: RedisServer, redis_prefix: str
-) -> Iterator[Callable[..., list[dict[str, Any]]]]:
-    """Run a fleet of workers from ``start_url``; their final stats."""
-    workers: list[Worker] = []
-
-    def run(
-        start_url: str, store: str, settings: dict[str, Any], warmup: str
-    ) -> list[dict[str, Any]]:
-        client = redis.Redis.from_url(redis_server.url)
-        key = redis_prefix + START_URLS_KEY % {"name": SPIDER}
-        client.rpush(key, json.dumps({"url": start_url}))
-        client.close()
-        for number in range(WORKERS):
-            config = {
-                "redis_url": redis_server.url,
-                "prefix": redis_prefix,
-                "worker": number,
-                "store": store,
-                "settings": settings,
-                "warmup": warmup,
-                "reactorless": number == 1,
-            }
-            workers.append(
-                spawn("tests.support.redis_fleet", config, tmp_path, f"w{number}")
-            )
-        return [worker.wait(timeout=90) for worker in workers]
-
-    yield run
-    for worker in workers:
-        worker.kill()
-
-
 @pytest.mark.parametrize("crawl_delay", [0.2, None], ids=["crawl-delay", "none"])
 @pytest.mark.parametrize("store", ["redis", "sqlite"])
 def test_one_workers_429_pauses_the_whole_fleet(
     make_server: MakeServer,
-    fleet: Callable[..., list[dict[str, Any]]],
-    redis_server: RedisServer,
-    redis_prefix: str,
-    tmp_path: Path,
+    redis_fleet: Fleet,
     store: str,
     crawl_delay: float | None,
 ) -> None:
@@ -141,12 +99,9 @@ def test_one_workers_429_pauses_the_whole_fleet(
         # the index's links reach the queue.
         "MAX_IDLE_TIME_BEFORE_CLOSE": 6,
     }
-    if store == "redis":
-        settings.update(ROBOTS_STORE_URL=redis_server.url)
-        settings.update(ROBOTS_STORE_PREFIX=redis_prefix + "robots:")
-    else:
-        settings.update(ROBOTS_STORE_URL=str(tmp_path / "robots.sqlite3"))
-    stats = fleet(server.url("/"), store, settings, warmup.url("/"))
+    stats = redis_fleet.run(
+        [server.url("/")], store, settings, warmup.url("/"), WORKERS
+    )
 
     for s in stats:
         assert s["finish_reason"] == "finished"

@@ -25,9 +25,8 @@ from scrapy_rfc9309.stores.sqlite import SQLiteStore
 from scrapy_rfc9309.urls import robots_url
 from tests.support.crawl_helpers import RecordingSpider, crawl, stats
 from tests.support.redis_fleet import CountingSQLiteStore
-from tests.support.redis_server import RedisServer
 from tests.support.server import Server
-from tests.support.utils import coroutine_test
+from tests.support.utils import coroutine_test, store_settings
 
 #: Longer than ROBOTS_CRAWL_DELAY_MAX + LAG_MAX in the tests with a
 #: Crawl-delay: a pause is not a poisoned turn.
@@ -41,17 +40,10 @@ MakeServer = Callable[..., Server]
 @pytest.fixture(params=["sqlite", "redis"])
 def shared(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
     """The settings of a shared store that counts its calls."""
-    if request.param == "sqlite":
-        return {
-            "ROBOTS_STORE": "tests.support.redis_fleet.CountingSQLiteStore",
-            "ROBOTS_STORE_URL": str(tmp_path / "robots.sqlite3"),
-        }
-    redis_server: RedisServer = request.getfixturevalue("redis_server")
-    return {
-        "ROBOTS_STORE": "tests.support.redis_fleet.CountingRedisStore",
-        "ROBOTS_STORE_URL": redis_server.url,
-        "ROBOTS_STORE_PREFIX": request.getfixturevalue("redis_prefix"),
-    }
+    settings = store_settings(request.param, request, tmp_path)
+    counting = "SQLite" if request.param == "sqlite" else "Redis"
+    settings["ROBOTS_STORE"] = f"tests.support.redis_fleet.Counting{counting}Store"
+    return settings
 
 
 async def hold_elsewhere(settings: dict[str, Any], origin: str, seconds: float) -> None:

@@ -287,7 +287,7 @@ def test_reader_reads_what_scrapy_reads(
 # -- in real crawls -----------------------------------------------------------
 
 
-class _Counting:
+class _CountingPages:
     """Counts the page requests scheduled, and drops them right there: tens
     of thousands of pages are not fetched for the count."""
 
@@ -304,7 +304,7 @@ class _Counting:
             raise IgnoreRequest
 
 
-class CountingSpider(_Counting, RecordingSpider):
+class CountingSpider(_CountingPages, RecordingSpider):
     name = "counting"
 
     async def start(self) -> Any:
@@ -313,7 +313,7 @@ class CountingSpider(_Counting, RecordingSpider):
             yield request
 
 
-class CountingSitemapSpider(_Counting, SitemapSpider):
+class CountingSitemapSpider(_CountingPages, SitemapSpider):
     name = "counting_sitemap"
 
     async def start(self) -> Any:

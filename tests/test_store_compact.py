@@ -32,9 +32,8 @@ from scrapy_rfc9309.stores._codec import (
     pack,
 )
 from tests.support.crawl_helpers import crawl, make_crawler, stats
-from tests.support.redis_server import RedisServer
 from tests.support.server import Server
-from tests.support.utils import coroutine_test, stored_outcome
+from tests.support.utils import coroutine_test, store_settings, stored_outcome
 
 # -- the codec -----------------------------------------------------------------
 
@@ -149,21 +148,6 @@ def _previous_entry(settings: dict[str, Any], origin: str) -> None:
     key = f"{settings['ROBOTS_STORE_PREFIX']}outcome:{origin}"
     client.set(key, data, px=60_000)
     client.close()
-
-
-def store_settings(
-    kind: str, request: pytest.FixtureRequest, tmp_path: Path
-) -> dict[str, Any]:
-    """The settings of a store of ``kind`` of this test's own."""
-    if kind == "sqlite":
-        path = str(tmp_path / "robots.sqlite3")
-        return {"ROBOTS_STORE": "sqlite", "ROBOTS_STORE_URL": path}
-    server: RedisServer = request.getfixturevalue("redis_server")
-    return {
-        "ROBOTS_STORE": "redis",
-        "ROBOTS_STORE_URL": server.url,
-        "ROBOTS_STORE_PREFIX": request.getfixturevalue("redis_prefix"),
-    }
 
 
 @pytest.fixture(params=["sqlite", "redis"])

@@ -17,11 +17,10 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-import pytest
 import redis
 from scrapy.utils.test import get_crawler
 
-from tests.support.fleet_crawl import FleetSpider, Worker, spawn
+from tests.support.fleet_crawl import FleetSpider
 from tests.support.redis_server import RedisServer
 from tests.support.server import Route, Server
 from tests.support.utils import coroutine_test
@@ -30,36 +29,6 @@ ROBOTS = b"User-agent: *\nDisallow: /private\n"
 ORIGINS = 20
 # Every worker crawls these pages of every origin; /private is disallowed.
 PAGES = ("/a", "/b", "/private")
-
-
-@pytest.fixture
-def start_worker(tmp_path: Path) -> Any:
-    """Start ``python -m tests.support.fleet_crawl``; workers left running are
-    killed."""
-    workers: list[Worker] = []
-
-    def start(
-        urls: list[str],
-        settings: dict[str, Any],
-        *,
-        reactorless: bool = False,
-        clock_offset: float = 0.0,
-    ) -> Worker:
-        config = {
-            "urls": urls,
-            "settings": settings,
-            "reactorless": reactorless,
-            "clock_offset": clock_offset,
-        }
-        worker = spawn(
-            "tests.support.fleet_crawl", config, tmp_path, f"worker-{len(workers)}"
-        )
-        workers.append(worker)
-        return worker
-
-    yield start
-    for worker in workers:
-        worker.kill()
 
 
 def robots_servers(

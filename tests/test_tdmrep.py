@@ -15,11 +15,11 @@ from scrapy_rfc9309.tdmmiddleware import TdmEntry
 from scrapy_rfc9309.tdmrep import (
     Step,
     TdmState,
+    _reservation_value,
     from_file,
     header_values,
     meta_values,
     parse_file,
-    reservation_value,
     resolve,
 )
 
@@ -155,7 +155,7 @@ def test_location_matching(location: str, path: str, matches: bool) -> None:
     ],
 )
 def test_reservation_values(value: Any, expected: int | None) -> None:
-    assert reservation_value(value) == expected
+    assert _reservation_value(value) == expected
 
 
 @pytest.mark.parametrize(

@@ -8,22 +8,27 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
-from scrapy import Request, signals
-from scrapy.http import Response
+from scrapy import Request
 
 from scrapy_rfc9309.stores.redis import RedisStore
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
 from scrapy_rfc9309.tdmmiddleware import TdmItemsMiddleware, TdmMiddleware, is_tdm
-from tests.support.crawl_helpers import RecordingSpider, crawl, make_crawler, stats
-from tests.support.fleet_crawl import Worker, spawn
+from tests.support.crawl_helpers import (
+    ItemSpider,
+    crawl,
+    crawl_items,
+    make_crawler,
+    stats,
+)
+from tests.support.fleet_crawl import Worker
 from tests.support.server import Route, Server
-from tests.support.utils import coroutine_test
+from tests.support.utils import coroutine_test, store_settings
 from tests.test_commands import scrapy
 
 TDM = "/.well-known/tdmrep.json"
@@ -42,31 +47,17 @@ F2 = json.dumps(
 HTML = {"Content-Type": "text/html"}
 
 
-class ItemSpider(RecordingSpider):
-    """Yields one item per page and keeps each response's ``robots_tdm``."""
+class TdmSpider(ItemSpider):
+    """Keeps each response's ``robots_tdm`` in ``kept``."""
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.tdm: dict[str, Any] = {}
-
-    def parse(self, response: Response) -> Iterator[Any]:  # type: ignore[override]
-        super().parse(response)
-        self.tdm[response.url] = response.meta.get("robots_tdm")
-        yield {"url": response.url}
+    meta_key = "robots_tdm"
 
 
 async def item_crawl(
     urls: list[str], settings: dict[str, Any]
 ) -> tuple[Any, list[Any]]:
-    crawler = make_crawler(settings, ItemSpider)
-    items: list[Any] = []
-
-    def scraped(item: Any) -> None:
-        items.append(item)
-
-    crawler.signals.connect(scraped, signal=signals.item_scraped)
-    await crawler.crawl_async(urls=urls)
-    return crawler, items
+    crawler = make_crawler(settings, TdmSpider)
+    return crawler, await crawl_items(crawler, urls=urls)
 
 
 @coroutine_test
@@ -84,9 +75,9 @@ async def test_file_rules_drop_reserved_requests(
         caplog.at_level(logging.INFO),
         caplog.at_level(logging.DEBUG, "scrapy_rfc9309.tdmmiddleware"),
     ):
-        crawler = await crawl([server.url(p) for p in paths], TRAIN, ItemSpider)
+        crawler = await crawl([server.url(p) for p in paths], TRAIN, TdmSpider)
     spider = crawler.spider
-    assert isinstance(spider, ItemSpider)
+    assert isinstance(spider, TdmSpider)
     # Reserved URLs never reach the server.
     assert server.count("/directory-a/page") == 0
     assert server.count("/directory-b/html/a.html") == 0
@@ -112,11 +103,11 @@ async def test_file_rules_drop_reserved_requests(
         "2 requests dropped (tdm_reservation 2)" in r.getMessage()
         for r in caplog.records
     )
-    image = spider.tdm[server.url("/directory-b/images/cat.jpg")]
+    image = spider.kept[server.url("/directory-b/images/cat.jpg")]
     assert image["reservation"] == 0
     assert image["rule"] == {"index": 2, "location": "/directory-b/images/*.jpg"}
     assert image["source"] == "tdmrep.json"
-    other = spider.tdm[server.url("/directory-c/x.html")]
+    other = spider.kept[server.url("/directory-c/x.html")]
     assert other["reservation"] is None
     assert other["file"] == server.url(TDM)
     assert other["file_status"] == "parsed"
@@ -191,21 +182,21 @@ async def test_header_and_meta_on_items(server: Server) -> None:
     ]
     crawler, items = await item_crawl(spider_urls, TRAIN)
     spider = crawler.spider
-    assert isinstance(spider, ItemSpider)
+    assert isinstance(spider, TdmSpider)
     kept = {item["url"] for item in items}
     assert kept == {server.url(p) for p in ("/e6", "/meta0", "/e8", "/e9")}
     found = stats(crawler)
     assert found["robots/tdm/items_dropped"] == 2
     assert found["robots/tdm/file/missing"] == 1
-    e7 = spider.tdm[server.url("/e7")]
+    e7 = spider.kept[server.url("/e7")]
     assert (e7["reservation"], e7["source"]) == (1, "header")
     assert e7["policy"] == server.url("/p.json")
-    assert spider.tdm[server.url("/meta0")]["source"] == "meta"
+    assert spider.kept[server.url("/meta0")]["source"] == "meta"
     assert e7["file_status"] == "missing"
-    e8 = spider.tdm[server.url("/e8")]
+    e8 = spider.kept[server.url("/e8")]
     assert e8["reservation"] is None
     assert e8["problems"] == ["header: invalid tdm-reservation, ignored"]
-    e9 = spider.tdm[server.url("/e9")]
+    e9 = spider.kept[server.url("/e9")]
     assert (e9["reservation"], e9["policy"]) == (0, None)
     # Policy URLs are kept, never followed.
     assert server.count("/p.json") == 0
@@ -255,14 +246,12 @@ async def test_bad_rules_are_left_out_or_unset(server: Server) -> None:
             ]
         ),
     )
-    crawler = await crawl(
-        [server.url("/legacy/a"), server.url("/b")], TRAIN, ItemSpider
-    )
+    crawler = await crawl([server.url("/legacy/a"), server.url("/b")], TRAIN, TdmSpider)
     spider = crawler.spider
-    assert isinstance(spider, ItemSpider)
+    assert isinstance(spider, TdmSpider)
     # The legacy 2 is unset and, as the first match, decides its URLs.
     assert spider.crawled == [server.url("/legacy/a")]
-    assert spider.tdm[server.url("/legacy/a")]["reservation"] is None
+    assert spider.kept[server.url("/legacy/a")]["reservation"] is None
     assert set(spider.dropped) == {server.url("/b")}
 
 
@@ -296,9 +285,8 @@ async def test_file_over_the_byte_limit(make_server: Callable[..., Server]) -> N
     assert crawler.spider.crawled == [server.url("/p1/a")]  # type: ignore[union-attr]
 
 
-def test_sqlite_fleet_fetches_the_file_once(
-    make_server: Callable[..., Server], tmp_path: Path
-) -> None:
+def _reserving_sites(make_server: Callable[..., Server]) -> list[Server]:
+    """Three origins whose slow TDMRep file reserves ``/r/``."""
     servers = []
     for _ in range(3):
         server = make_server()
@@ -306,26 +294,23 @@ def test_sqlite_fleet_fetches_the_file_once(
             TDM, json.dumps([{"location": "/r/", "tdm-reservation": 1}]), delay=1.0
         )
         servers.append(server)
+    return servers
+
+
+def test_sqlite_fleet_fetches_the_file_once(
+    make_server: Callable[..., Server],
+    start_worker: Callable[..., Worker],
+    tmp_path: Path,
+) -> None:
+    servers = _reserving_sites(make_server)
     urls = [s.url(p) for s in servers for p in ("/a", "/r/b")]
     settings = {
         **TRAIN,
         "ROBOTS_STORE": "sqlite",
         "ROBOTS_STORE_URL": str(tmp_path / "r.db"),
     }
-    workers: list[Worker] = [
-        spawn(
-            "tests.support.fleet_crawl",
-            {"urls": urls, "settings": settings, "reactorless": bool(i)},
-            tmp_path,
-            f"worker-{i}",
-        )
-        for i in range(2)
-    ]
-    try:
-        results = [worker.wait() for worker in workers]
-    finally:
-        for worker in workers:
-            worker.kill()
+    workers = [start_worker(urls, settings, reactorless=bool(i)) for i in range(2)]
+    results = [worker.wait() for worker in workers]
     assert [s.count(TDM) for s in servers] == [1, 1, 1]
     assert sum(r.get("robots/tdm/fetch_count", 0) for r in results) == 3
     for result in results:
@@ -397,13 +382,7 @@ async def test_stored_file_serves_the_next_crawl(
     from the store: one fetch for both; the record expires with its lifetime."""
     server = make_server()
     server.route(TDM, json.dumps([{"location": "/r/", "tdm-reservation": 1}]))
-    if store == "redis":
-        redis_server = request.getfixturevalue("redis_server")
-        prefix = request.getfixturevalue("redis_prefix")
-        where = {"ROBOTS_STORE_URL": redis_server.url, "ROBOTS_STORE_PREFIX": prefix}
-    else:
-        where = {"ROBOTS_STORE_URL": str(tmp_path / "r.db")}
-    settings = {**TRAIN, "ROBOTS_STORE": store, **where}
+    settings = {**TRAIN, **store_settings(store, request, tmp_path)}
     # A lifetime of 0: fetched, and not kept.
     await crawl([server.url("/a")], {**settings, "ROBOTS_CACHE_LIFETIME": 0})
     for _ in range(2):
@@ -448,7 +427,7 @@ async def test_memory_keeps_files_within_its_bounds(
     assert set(middleware._entries) < {s.url(TDM) for s in servers}
 
 
-class OptingOut(ItemSpider):
+class OptingOut(TdmSpider):
     async def start(self) -> AsyncIterator[Any]:
         for url in self.urls:
             yield Request(url, callback=self.parse, meta={"dont_obey_robotstxt": True})
@@ -459,13 +438,7 @@ async def test_dont_obey_robotstxt_skips_tdmrep(server: Server) -> None:
     server.route(TDM, json.dumps([{"location": "/", "tdm-reservation": 1}]))
     server.route("/h", "<html></html>", headers={**HTML, "tdm-reservation": "1"})
     crawler = make_crawler(TRAIN, OptingOut)
-    items: list[Any] = []
-
-    def scraped(item: Any) -> None:
-        items.append(item)
-
-    crawler.signals.connect(scraped, signal=signals.item_scraped)
-    await crawler.crawl_async(urls=[server.url("/h")])
+    items = await crawl_items(crawler, urls=[server.url("/h")])
     assert items == [{"url": server.url("/h")}]
     assert server.count(TDM) == 0
     assert "robots/tdm/items_dropped" not in stats(crawler)
@@ -473,17 +446,11 @@ async def test_dont_obey_robotstxt_skips_tdmrep(server: Server) -> None:
 
 def test_two_workers_sharing_redis_fetch_the_file_once(
     make_server: Callable[..., Server],
-    tmp_path: Path,
+    start_worker: Callable[..., Worker],
     redis_server: Any,
     redis_prefix: str,
 ) -> None:
-    servers = []
-    for _ in range(3):
-        server = make_server()
-        server.route(
-            TDM, json.dumps([{"location": "/r/", "tdm-reservation": 1}]), delay=1.0
-        )
-        servers.append(server)
+    servers = _reserving_sites(make_server)
     urls = [s.url(p) for s in servers for p in ("/a", "/r/b")]
     settings = {
         **TRAIN,
@@ -491,20 +458,8 @@ def test_two_workers_sharing_redis_fetch_the_file_once(
         "ROBOTS_STORE_URL": redis_server.url,
         "ROBOTS_STORE_PREFIX": redis_prefix,
     }
-    workers = [
-        spawn(
-            "tests.support.fleet_crawl",
-            {"urls": urls, "settings": settings, "reactorless": bool(i)},
-            tmp_path,
-            f"worker-{i}",
-        )
-        for i in range(2)
-    ]
-    try:
-        results = [worker.wait() for worker in workers]
-    finally:
-        for worker in workers:
-            worker.kill()
+    workers = [start_worker(urls, settings, reactorless=bool(i)) for i in range(2)]
+    results = [worker.wait() for worker in workers]
     assert [s.count(TDM) for s in servers] == [1, 1, 1]
     for result in results:
         assert result["robots/forbidden/tdm_reservation"] == 3

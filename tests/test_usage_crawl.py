@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 import scrapy
-from scrapy import Request, signals
+from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
 from scrapy_rfc9309.middleware import RobotsDisallowed
-from tests.support.crawl_helpers import make_crawler, stats
+from tests.support.crawl_helpers import crawl_items, make_crawler, stats
 from tests.support.server import Server
 from tests.support.utils import coroutine_test
 
@@ -42,7 +42,7 @@ PATHS = [
 ]
 
 
-class PageSpider(scrapy.Spider):
+class UsageSpider(scrapy.Spider):
     """Yields one item per page, follows its links passing its meta on (as
     many spiders do), and records each page's ``robots_usage``."""
 
@@ -98,17 +98,12 @@ async def _crawl(
     server: Server, settings: dict[str, Any], paths: list[str] = PATHS
 ) -> tuple[Crawler, list[str]]:
     _site(server)
-    crawler = make_crawler(settings, PageSpider)
-    items: list[str] = []
-
-    def scraped(item: dict[str, Any]) -> None:
-        items.append(item["path"])
+    crawler = make_crawler(settings, UsageSpider)
+    items = await crawl_items(crawler, urls=[server.url(path) for path in paths])
+    for item in items:
         if "robots_usage" in item:
             crawler.spider.annotated[item["path"]] = item["robots_usage"]
-
-    crawler.signals.connect(scraped, signal=signals.item_scraped)
-    await crawler.crawl_async(urls=[server.url(path) for path in paths])
-    return crawler, sorted(items)
+    return crawler, sorted(item["path"] for item in items)
 
 
 def _usage(train_ai: bool | None, search: bool | None = None) -> dict[str, Any]:
@@ -216,7 +211,7 @@ async def test_annotate_keeps_items_with_their_preferences(server: Server) -> No
 async def test_ai_use_is_declared_for_content_signal_too(server: Server) -> None:
     """One declaration, both signals: ai-use maps to Content-Signal ai-input."""
     server.route("/robots.txt", "User-agent: *\nContent-Signal: ai-input=no\n")
-    crawler = make_crawler({"ROBOTS_PURPOSES": ["ai-use"]}, PageSpider)
+    crawler = make_crawler({"ROBOTS_PURPOSES": ["ai-use"]}, UsageSpider)
     await crawler.crawl_async(urls=[server.url("/a")])
     assert crawler.spider.dropped["/a"].cause == "content_signal"
     assert server.count("/a") == 0
@@ -238,7 +233,7 @@ async def test_bad_purposes_are_a_clear_error(
     with pytest.raises(
         ValueError, match="^ROBOTS_PURPOSES must be a list of .*" + message
     ):
-        await make_crawler({"ROBOTS_PURPOSES": value}, PageSpider).crawl_async(
+        await make_crawler({"ROBOTS_PURPOSES": value}, UsageSpider).crawl_async(
             urls=[server.url("/a")]
         )
     assert server.hits == []
@@ -269,13 +264,13 @@ async def test_the_drafts_example_in_a_crawl(server: Server, robots_txt: str) ->
     server.route("/content", "This is some content.", headers=EXAMPLE_HEADERS)
     urls = [server.url("/content")]
     # A search crawl takes the content, with the preference that applied.
-    search = make_crawler({"ROBOTS_PURPOSES": ["search"]}, PageSpider)
+    search = make_crawler({"ROBOTS_PURPOSES": ["search"]}, UsageSpider)
     await search.crawl_async(urls=urls)
     assert search.spider.usage["/content"] == _usage(False)
     assert stats(search, "item_scraped_count") == {"item_scraped_count": 1}
     # A train-ai crawl: the header alone drops the item; robots.txt as
     # well skips the URL before it is fetched.
-    train = make_crawler(TRAIN_AI, PageSpider)
+    train = make_crawler(TRAIN_AI, UsageSpider)
     await train.crawl_async(urls=urls)
     assert stats(train, "item_scraped_count") == {}
     if robots_txt == EXAMPLE_ROBOTS:

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
-from .._settings import positive_int, robots_user_agent
+from .._config import RobotsConfig
 from ..licenses import robots_licenses
 from ..match import compile
 from ..outcome import PARSED
@@ -275,11 +275,11 @@ class MemoryStore(OutcomeStore):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        settings = crawler.settings
+        config = RobotsConfig.for_crawler(crawler)
         return cls(
-            positive_int(settings, "ROBOTS_MEMORY_MAX_ORIGINS", minimum=1),
-            robots_user_agent(settings, crawler.spider),
-            max_bytes=positive_int(settings, "ROBOTS_MEMORY_MAX_BYTES", minimum=1),
+            config.memory_max_origins,
+            config.user_agent,
+            max_bytes=config.memory_max_bytes,
         )
 
     def __len__(self) -> int:

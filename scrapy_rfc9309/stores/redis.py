@@ -31,9 +31,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "ROBOTS_STORE='redis' needs redis-py: pip install scrapy-rfc9309[redis]"
     ) from exc
 
+from .._config import RobotsConfig
 from .._defaults import DEFAULTS
 from .._redact import ambiguous, masked, redacted
-from .._settings import SettingError, positive_int, text
+from .._settings import SettingError, text
 from ._codec import decode, encode, oversized
 from .base import HELD_MAX, OutcomeStore, StoreError, turn_discarded
 
@@ -88,13 +89,11 @@ redis.call("SET", KEYS[1], string.format("%.0f", now + interval),
 return {0, discarded}
 """
 
-# Pause an origin (KEYS[1] its turn, KEYS[2] the sorted set of pauses, scored
-# by when each ends; ARGV[3] the origin) for ARGV[1] microseconds, by Redis's
-# clock, in one step: the turn is moved to the pause's end unless it is
-# later already, and the origin listed until then.  A stored moment more
-# than ARGV[2] microseconds ahead is discarded and replaced (its distance
-# returned).  The set expires when its last pause ends.
-_HOLD = """
+# Move the turn of an origin (KEYS[1]) to at least ARGV[1] microseconds from
+# now, by Redis's clock, never earlier.  A stored moment more than ARGV[2]
+# microseconds ahead is discarded and replaced (its distance kept in
+# ``discarded``).  The start of _EXTEND and _HOLD, each one step.
+_PUSH_TURN = """
 local time = redis.call("TIME")
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local finish = now + tonumber(ARGV[1])
@@ -109,6 +108,19 @@ local ms = math.ceil((finish - now) / 1000)
 if not stored or stored < finish then
     redis.call("SET", KEYS[1], string.format("%.0f", finish), "PX", ms)
 end
+"""
+
+# The end of a fetch: the next turn a Crawl-delay after it.  Nothing is
+# listed (unlike _HOLD).
+_EXTEND = _PUSH_TURN + "return discarded\n"
+
+# Pause an origin (KEYS[1] its turn, KEYS[2] the sorted set of pauses, scored
+# by when each ends; ARGV[3] the origin) for ARGV[1] microseconds: the turn
+# is pushed as by _EXTEND, and the origin listed until the pause ends.  The
+# set expires when its last pause ends.
+_HOLD = (
+    _PUSH_TURN
+    + """
 local kind = redis.call("TYPE", KEYS[2]).ok
 if kind ~= "zset" and kind ~= "none" then
     redis.call("DEL", KEYS[2])
@@ -123,28 +135,7 @@ if redis.call("PTTL", KEYS[2]) < ms then
 end
 return discarded
 """
-
-# Move the turn of an origin (KEYS[1]) to at least ARGV[1] microseconds from
-# now, by Redis's clock, in one step, never earlier (the end of a fetch: the
-# next turn a Crawl-delay after it).  Unlike _HOLD, nothing is listed.  A
-# stored moment more than ARGV[2] microseconds ahead is discarded and
-# replaced (its distance returned).
-_EXTEND = """
-local time = redis.call("TIME")
-local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-local finish = now + tonumber(ARGV[1])
-local stored = tonumber(redis.call("GET", KEYS[1]))
-local discarded = 0
-if stored and stored - now > tonumber(ARGV[2]) then
-    discarded = math.min(stored - now, 1e15)
-    stored = nil
-end
-if not stored or stored < finish then
-    redis.call("SET", KEYS[1], string.format("%.0f", finish),
-               "PX", math.ceil((finish - now) / 1000))
-end
-return discarded
-"""
+)
 
 # The pauses (KEYS[1]) running now, at most ARGV[2]: origin, microseconds
 # left, ...; those more than ARGV[1] microseconds ahead are removed and
@@ -270,13 +261,11 @@ class RedisStore(OutcomeStore):
                 "the Redis store needs an asyncio event loop: the asyncio "
                 "reactor (Scrapy's default TWISTED_REACTOR) or reactor-less mode"
             )
-        settings = crawler.settings
+        config = RobotsConfig.for_crawler(crawler)
         return cls(
-            redis_url(settings),
-            prefix=text(settings, "ROBOTS_STORE_PREFIX") or "",
-            max_entry_bytes=positive_int(
-                settings, "ROBOTS_STORE_MAX_ENTRY_BYTES", minimum=1
-            ),
+            redis_url(crawler.settings),
+            prefix=config.store_prefix or "",
+            max_entry_bytes=config.store_max_entry_bytes,
             crawler=crawler,
         )
 

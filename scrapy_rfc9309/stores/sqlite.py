@@ -25,9 +25,10 @@ from scrapy.utils.asyncio import is_asyncio_available, run_in_thread
 from scrapy.utils.job import job_dir
 from scrapy.utils.project import data_path
 
+from .._config import RobotsConfig
 from .._defaults import DEFAULTS
 from .._redact import masked
-from .._settings import SettingError, positive_int, text
+from .._settings import SettingError
 from ._codec import decode, encode, oversized
 from .base import HELD_MAX, OutcomeStore, StoreError, turn_discarded
 
@@ -80,7 +81,7 @@ def sqlite_path(crawler: Crawler) -> Path:
     inside ``JOBDIR`` when it is set, else inside the project data directory
     (``.scrapy/``).
     """
-    url = text(crawler.settings, "ROBOTS_STORE_URL")
+    url = RobotsConfig.for_crawler(crawler).store_url
     if url:
         if url.startswith("sqlite:///"):
             return Path(url[len("sqlite:///") :]).expanduser()
@@ -136,9 +137,7 @@ class SQLiteStore(OutcomeStore):
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(
             sqlite_path(crawler),
-            max_entry_bytes=positive_int(
-                crawler.settings, "ROBOTS_STORE_MAX_ENTRY_BYTES", minimum=1
-            ),
+            max_entry_bytes=RobotsConfig.for_crawler(crawler).store_max_entry_bytes,
             crawler=crawler,
         )
 

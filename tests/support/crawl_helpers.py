@@ -8,14 +8,15 @@ the requests that did not.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from itertools import pairwise
 from typing import Any
 
 import pytest
-from scrapy import Request, Spider
+from scrapy import Request, Spider, signals
 from scrapy.core.downloader import Slot
 from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler, get_reactor_settings
 from twisted.python.failure import Failure
@@ -66,6 +67,39 @@ class RecordingSpider(Spider):
             self.errors.append(failure)
 
 
+class Burst(RecordingSpider):
+    """All its requests at once, in one go (and through the dupefilter)."""
+
+    async def start(self) -> AsyncIterator[Any]:
+        for url in self.urls:
+            yield Request(url, callback=self.parse, errback=self.failed)
+
+
+class ItemSpider(RecordingSpider):
+    """Yields one item per page (``{"url": ...}``) and keeps each response's
+    ``meta[meta_key]`` (``None`` when unset) in ``kept``, by URL."""
+
+    meta_key = ""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.kept: dict[str, Any] = {}
+
+    def parse(self, response: Response) -> Iterator[Any]:  # type: ignore[override]
+        super().parse(response)
+        self.kept[response.url] = response.meta.get(self.meta_key)
+        yield {"url": response.url}
+
+
+class IgnoreRobots:
+    """A downloader middleware of the crawl's own (not the site) refusing
+    every robots.txt request."""
+
+    def process_request(self, request: Request) -> None:
+        if request.url.endswith("/robots.txt"):
+            raise IgnoreRequest("not today")
+
+
 def make_crawler(
     settings: dict[str, Any] | None = None,
     spidercls: type[Spider] = RecordingSpider,
@@ -82,6 +116,27 @@ async def crawl(
     crawler = make_crawler(settings, spidercls)
     await crawler.crawl_async(urls=urls, **spider_kwargs)
     return crawler
+
+
+async def crawl_items(crawler: Crawler, **kwargs: Any) -> list[Any]:
+    """Run ``crawler``'s crawl (``crawl_async(**kwargs)``) to its end: the
+    items it scraped, in order."""
+    items: list[Any] = []
+
+    def scraped(item: Any) -> None:
+        items.append(item)
+
+    # Scrapy keeps a weak reference to ``scraped``: this frame holds it
+    # until the crawl is over.
+    crawler.signals.connect(scraped, signal=signals.item_scraped)
+    await crawler.crawl_async(**kwargs)
+    return items
+
+
+def crawl_delay_robots(delay: float, agent: str = "*") -> str:
+    """A robots.txt of one group for ``agent``: ``delay`` and /private
+    disallowed."""
+    return f"User-agent: {agent}\nCrawl-delay: {delay}\nDisallow: /private\n"
 
 
 def stats(crawler: Crawler, prefix: str = "robots/") -> dict[str, Any]:

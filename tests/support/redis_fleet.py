@@ -30,7 +30,8 @@ every page it gets.  ``CONFIG_JSON`` holds:
 ``reactorless``
     optionally, run without a Twisted reactor.
 
-The fleet tests and ``benchmarks/fleet.py`` both run it.
+The fleet tests (through :class:`Fleet`, the ``redis_fleet`` fixture) and
+``benchmarks/fleet.py`` both run it.
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ import json
 import sys
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import redis
 from scrapy import Request
 from scrapy.core.engine import ExecutionEngine
 from scrapy.http import Response
@@ -48,8 +51,9 @@ from scrapy_redis.spiders import RedisSpider
 
 from scrapy_rfc9309.stores.redis import RedisStore
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
-from tests.support.fleet_crawl import run_worker, settings_for
+from tests.support.fleet_crawl import Worker, run_worker, settings_for, spawn
 
+MODULE = "tests.support.redis_fleet"
 SPIDER = "redisfleet"
 #: The scrapy-redis keys of a fleet, under its prefix.
 START_URLS_KEY = "%(name)s:start_urls"
@@ -77,7 +81,7 @@ def worker_of(user_agent: str) -> int:
     return int(user_agent.rpartition(" ")[2].rstrip(")"))
 
 
-class _Counting:
+class _CountingCalls:
     """Counts every store call into the crawl's stats."""
 
     _crawler: Any
@@ -126,11 +130,11 @@ class _Counting:
         return await super().held(limit)  # type: ignore[misc,no-any-return]
 
 
-class CountingRedisStore(_Counting, RedisStore):
+class CountingRedisStore(_CountingCalls, RedisStore):
     pass
 
 
-class CountingSQLiteStore(_Counting, SQLiteStore):
+class CountingSQLiteStore(_CountingCalls, SQLiteStore):
     pass
 
 
@@ -218,6 +222,68 @@ def worker_settings(config: dict[str, Any]) -> dict[str, Any]:
             },
         }
     )
+
+
+class Fleet:
+    """Workers of this module, started by a test on the Redis at
+    ``redis_url``, their scrapy-redis keys under ``prefix`` and their files
+    in ``folder``; :meth:`kill` ends those still running."""
+
+    def __init__(self, redis_url: str, prefix: str, folder: Path) -> None:
+        self.redis_url = redis_url
+        self.prefix = prefix
+        self.folder = folder
+        self.workers: list[Worker] = []
+
+    def store_settings(self, store: str) -> dict[str, Any]:
+        """Where the workers keep their outcomes: keys of the fleet's own
+        prefix in the same Redis, or one SQLite file they share."""
+        if store == "redis":
+            return {
+                "ROBOTS_STORE_URL": self.redis_url,
+                "ROBOTS_STORE_PREFIX": self.prefix + "robots:",
+            }
+        return {"ROBOTS_STORE_URL": str(self.folder / "robots.sqlite3")}
+
+    def start(
+        self,
+        start_urls: list[str],
+        store: str,
+        settings: dict[str, Any],
+        warmup: str | None = None,
+        workers: int = 3,
+    ) -> list[Worker]:
+        """Queue ``start_urls`` on the fleet's start-URL list and start
+        ``workers`` workers with ``store`` (and :meth:`store_settings`) and
+        ``settings``; worker 1 runs without a Twisted reactor, the others
+        with the asyncio one: both kinds in one fleet."""
+        client = redis.Redis.from_url(self.redis_url)
+        key = self.prefix + START_URLS_KEY % {"name": SPIDER}
+        client.rpush(key, *(json.dumps({"url": url}) for url in start_urls))
+        client.close()
+        started = []
+        for number in range(workers):
+            config = {
+                "redis_url": self.redis_url,
+                "prefix": self.prefix,
+                "worker": number,
+                "store": store,
+                "settings": {**self.store_settings(store), **settings},
+                "warmup": warmup,
+                "reactorless": number == 1,
+            }
+            name = f"w{len(self.workers)}"
+            started.append(spawn(MODULE, config, self.folder, name))
+            self.workers.append(started[-1])
+        return started
+
+    def run(self, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        """:meth:`start` the workers and wait for them: their final stats."""
+        return [worker.wait(timeout=90) for worker in self.start(*args, **kwargs)]
+
+    def kill(self) -> None:
+        for worker in self.workers:
+            worker.kill()
 
 
 def main(argv: list[str]) -> int:

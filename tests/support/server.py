@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import pairwise
 from typing import Any
 
 Handler = Callable[[BaseHTTPRequestHandler], None]
@@ -127,3 +128,9 @@ class Server(LoopbackServer):
     def times(self, path_prefix: str = "/") -> list[float]:
         with self._lock:
             return [hit.time for hit in self.hits if hit.path.startswith(path_prefix)]
+
+    def gaps(self) -> list[float]:
+        """The gaps between the requests this server saw, robots.txt
+        included, in the order they arrived."""
+        times = sorted(self.times())
+        return [later - earlier for earlier, later in pairwise(times)]

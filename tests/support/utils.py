@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import itertools
 import os
+import zlib
 from collections.abc import Callable, Coroutine, Iterator
 from functools import wraps
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.reactor import is_reactor_installed
 
 from scrapy_rfc9309.parse import Document
 from scrapy_rfc9309.stores.contract import SAMPLE_SHA256, sample_outcome
+
+if TYPE_CHECKING:
+    import pytest
+
+    from tests.support.redis_server import RedisServer
 
 
 def coroutine_test(
@@ -59,6 +66,25 @@ class FakeClock:
         return self.now
 
 
+def store_settings(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> dict[str, Any]:
+    """The settings of a store of ``kind`` (``memory``, ``sqlite`` or
+    ``redis``), the same for every crawl of a test: a SQLite file or a
+    Redis key prefix of the test's own."""
+    if kind == "memory":
+        return {}
+    if kind == "sqlite":
+        path = str(tmp_path / "robots.sqlite3")
+        return {"ROBOTS_STORE": "sqlite", "ROBOTS_STORE_URL": path}
+    server: RedisServer = request.getfixturevalue("redis_server")
+    return {
+        "ROBOTS_STORE": "redis",
+        "ROBOTS_STORE_URL": server.url,
+        "ROBOTS_STORE_PREFIX": request.getfixturevalue("redis_prefix"),
+    }
+
+
 #: The origin the store tests keep outcomes under.
 STORE_ORIGIN = "http://example.com/robots.txt"
 
@@ -77,3 +103,10 @@ def read_document(document: Document) -> Document:
     return Document(
         document.groups, document.sitemaps, document.records, document.profile
     )
+
+
+def raw_deflate(data: bytes) -> bytes:
+    """``data`` as raw deflate (no zlib header): what some servers send as
+    ``Content-Encoding: deflate``."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush()
