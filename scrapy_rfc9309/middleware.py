@@ -21,17 +21,12 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, get_args, ove
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
-from twisted.internet.defer import Deferred
 
-from scrapy_rfc9309._compat import sleep
-
-from . import signals as robots_signals
 from ._config import RobotsConfig
+from ._coordination import GuardedStore, Outcomes
 from ._settings import ensure_enabled, refusals_logged
-from ._store import crawl_store, release_store
-from .fetch import META_KEY, Refused, RobotsFetcher
+from .fetch import META_KEY, RobotsFetcher
 from .match import Cause, Decision, Matcher
 from .outcome import (
     PARSED,
@@ -40,28 +35,21 @@ from .outcome import (
     Lifetimes,
     Outcome,
     explain_compiled,
-    unavailable,
-    unreachable,
 )
-from .parser import RobotParser
 from .politeness import (
     PACE_META,
     TURN_META,
     Politeness,
-    crawl_delay_scope,
-    keeps_extends,
-    keeps_pauses,
-    reserve_turn,
 )
 from .provenance import EVIDENCE_KEY, ledger_for
-from .stores.base import OutcomeStore, StoreError
-from .stores.memory import Entry, MemoryStore
+from .stores.base import OutcomeStore
+from .stores.memory import Entry
 from .stringify import _rule_line, _usage_line
 from .urls import _origin_robots_url, robots_url
 from .usage import matched_usage, refused
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Callable
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -162,25 +150,26 @@ class RobotsMiddleware:
         self.lease_ttl = self.lease_wait = config.download_timeout * 2
 
         self.stats = crawler.stats
-        # Shared with TdmMiddleware: one connection for the crawl.
-        self._crawl_store = store = crawl_store(crawler)
-        if isinstance(store, MemoryStore):
-            self.memory, self.store = store, None
-        else:
-            self.memory = MemoryStore.from_crawler(crawler)
-            self.store = store
-        self.memory.clock = self._now
-
-        # Origin -> the waiters of its robots.txt fetch in flight.
-        self._pending: dict[str, list[Deferred[Entry]]] = {}
+        #: The crawl's store (shared with TdmMiddleware: one connection for
+        #: the crawl) and the memory store, every call of the former guarded.
+        self.stores = GuardedStore.for_crawl(crawler, self._now)
+        self.memory = self.stores.memory
         #: The crawl's evidence (ROBOTS_PROVENANCE, ROBOTS_REPORT), if kept.
         self.ledger = ledger_for(crawler)
-        fleet = crawl_delay_scope(config, self.store) == "fleet"
         self.politeness = Politeness(
+            crawler, self.stores if self.stores.fleet else None
+        )
+        #: The outcome of each origin, its robots.txt fetched once.
+        self.outcomes = Outcomes(
             crawler,
-            self._reserve if fleet else None,
-            self._store_call if fleet and keeps_pauses(self.store) else None,
-            self._store_call if fleet and keeps_extends(self.store) else None,
+            self.fetcher,
+            self.stores,
+            lifetimes=config.lifetimes,
+            refused_allows=config.refused_allows,
+            lease_ttl=self.lease_ttl,
+            lease_wait=self.lease_wait,
+            clock=self._now,
+            on_fetch=self._robots_turn,
         )
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -191,6 +180,12 @@ class RobotsMiddleware:
 
     def _now(self) -> float:
         return self.clock()
+
+    @property
+    def store(self) -> OutcomeStore | None:
+        """The configured store while it works; ``None`` with the memory
+        store configured or once it failed."""
+        return self.stores.store
 
     # -- deciding -------------------------------------------------------------
 
@@ -219,7 +214,7 @@ class RobotsMiddleware:
         entry = self.memory.entry(origin)
         now = self.clock()
         if entry is None or entry.outcome.expires_at <= now:
-            entry = await self._obtain(origin, request)
+            entry = await self.outcomes.obtain(origin, request)
             now = self.clock()
         outcome = entry.outcome
         if entry.licenses:
@@ -241,17 +236,7 @@ class RobotsMiddleware:
         if matcher is None or outcome.disallows_all(now):
             return
         if config.purposes:
-            content_signals = matcher.content_signals
-            refusals = [p for p in config.purposes if content_signals.get(p) is False]
-            if refusals:
-                self._forbid(
-                    request,
-                    origin,
-                    Decision(False, "content_signal", None),
-                    "content_signal",
-                    outcome,
-                    ", ".join(f"Content-Signal {p}=no" for p in refusals),
-                )
+            self._check_signals(request, origin, matcher, outcome)
         if config.usage_purposes:
             self._check_usage(request, origin, matcher, outcome)
         delay = matcher.crawl_delay
@@ -282,6 +267,24 @@ class RobotsMiddleware:
         if delay > config.crawl_delay_max:
             return None if config.crawl_delay_skip else config.crawl_delay_max
         return delay
+
+    def _check_signals(
+        self, request: Request, origin: str, matcher: Matcher, outcome: Outcome
+    ) -> None:
+        """Drop ``request`` if its origin's Content-Signal refuses a purpose
+        of the crawl."""
+        content_signals = matcher.content_signals
+        purposes = self.config.purposes
+        refusals = [p for p in purposes if content_signals.get(p) is False]
+        if refusals:
+            self._forbid(
+                request,
+                origin,
+                Decision(False, "content_signal", None),
+                "content_signal",
+                outcome,
+                ", ".join(f"Content-Signal {p}=no" for p in refusals),
+            )
 
     def _check_usage(
         self, request: Request, origin: str, matcher: Matcher, outcome: Outcome
@@ -335,7 +338,7 @@ class RobotsMiddleware:
             return None
         entry = self.memory.entry(origin)
         if entry is None or entry.outcome.expires_at <= self.clock():
-            entry = await self._obtain(origin, request or Request(url))
+            entry = await self.outcomes.obtain(origin, request or Request(url))
         return entry.restored()
 
     def _forbid(
@@ -365,115 +368,7 @@ class RobotsMiddleware:
         )
         raise RobotsDisallowed(decision, origin, cause, why)
 
-    # -- obtaining outcomes ---------------------------------------------------
-
-    async def _obtain(self, origin: str, request: Request) -> Entry:
-        """The fresh entry of ``origin``, fetching robots.txt once for all
-        the requests that need it meanwhile."""
-        # Each waiter gets its own Deferred: a Deferred awaited by several
-        # coroutines gives its result to the first one only.
-        waiter: Deferred[Entry] = Deferred()
-        waiters = self._pending.get(origin)
-        if waiters is None:
-            self._pending[origin] = [waiter]
-            # Its own task, so that one request being cancelled does not
-            # cancel the fetch the others wait for.
-            deferred_from_coro(self._refresh(origin, request))
-        else:
-            waiters.append(waiter)
-        return await maybe_deferred_to_future(waiter)
-
-    async def _refresh(self, origin: str, request: Request) -> None:
-        entry: Entry | None = None
-        try:
-            entry = await self._fresh_entry(origin, request)
-        except Exception:
-            logger.error(
-                "Error obtaining %(origin)s; judging it unreachable",
-                {"origin": origin},
-                exc_info=True,
-                extra={"spider": self.crawler.spider},
-            )
-            outcome = unreachable(
-                now=self.clock(), lifetimes=self.lifetimes, detail="internal error"
-            )
-            entry = self.memory.store(origin, outcome)
-        finally:
-            for waiter in self._pending.pop(origin, ()):
-                if waiter.called:  # its request was cancelled
-                    continue
-                if entry is None:
-                    waiter.errback(
-                        IgnoreRequest(f"The fetch of {origin} was cancelled")
-                    )
-                else:
-                    waiter.callback(entry)
-
-    async def _fresh_entry(self, origin: str, request: Request) -> Entry:
-        now = self.clock()
-        known = self.memory.entry(origin)
-        previous = None if known is None else known.restored()
-        leased = False
-        if self.store is not None:
-            stored = await self._store_call(lambda store: store.get(origin), None)
-            if stored is not None:
-                if stored.expires_at > now:
-                    return await self._from_store(origin, stored, request)
-                # The stored outcome holds whole documents, the memory one
-                # only this crawl's agent: the 30-day rule keeps the former.
-                if previous is None or stored.fetched_at >= previous.fetched_at:
-                    previous = stored
-            if self.store is not None and self.store.shared:
-                leased = await self._store_call(
-                    lambda store: store.acquire(origin, self.lease_ttl), False
-                )
-                if not leased:
-                    waited = await self._wait_for_holder(origin)
-                    if isinstance(waited, Outcome):
-                        return await self._from_store(origin, waited, request)
-                    leased = waited
-                if leased:
-                    # Another process may have put its outcome and let the
-                    # lease go between the lookup above and the acquire.
-                    stored = await self._store_call(
-                        lambda store: store.get(origin), None
-                    )
-                    if stored is not None and stored.expires_at > self.clock():
-                        await self._store_call(
-                            lambda store: store.release(origin), None
-                        )
-                        return await self._from_store(origin, stored, request)
-        try:
-            try:
-                outcome = await self.fetcher.fetch(origin, previous)
-            except Refused as refused:
-                # This process's own components refused it: kept in memory,
-                # never shared, as another worker's may let it through.
-                return await self._obtained(
-                    origin, self._refused(refused, previous), request
-                )
-            entry = await self._obtained(origin, outcome, request)
-            await self._robots_turn(origin, entry)
-            await self._store_call(lambda store: store.put(origin, outcome), None)
-        finally:
-            if leased:
-                await self._store_call(lambda store: store.release(origin), None)
-        return entry
-
-    async def _from_store(
-        self, origin: str, outcome: Outcome, request: Request
-    ) -> Entry:
-        """The entry of a fresh ``outcome`` found in the store.
-
-        With ``ROBOTS_SSRF_GUARD`` on, an origin the guard refuses stays
-        refused, whatever another process or an earlier run without the
-        guard stored for it.
-        """
-        if not outcome.guard_refused:
-            refusal = await self.fetcher.guard_refusal(origin)
-            if refusal is not None:
-                outcome = self.fetcher.guard_refused(outcome, refusal)
-        return await self._obtained(origin, outcome, request)
+    # -- around the outcomes --------------------------------------------------
 
     async def _robots_turn(self, origin: str, entry: Entry) -> None:
         """In the fleet scope, count the robots.txt just fetched as a turn of
@@ -487,87 +382,6 @@ class RobotsMiddleware:
         delay = self._kept_delay(matcher.crawl_delay)
         if delay:
             await self.politeness.turn_taken(origin, delay)
-
-    async def _wait_for_holder(self, origin: str) -> Outcome | bool:
-        """Poll the shared store while another process fetches ``origin``.
-
-        The fresh outcome it put, or whether the lease was taken over (its
-        holder gave up or died), or ``False`` when the wait ran out.
-        """
-        deadline = time.monotonic() + self.lease_wait
-        interval = 0.05
-        while time.monotonic() < deadline and self.store is not None:
-            await sleep(interval)
-            interval = min(interval * 2, 1.0)
-            stored = await self._store_call(lambda store: store.get(origin), None)
-            if stored is not None and stored.expires_at > self.clock():
-                return stored
-            if await self._store_call(
-                lambda store: store.acquire(origin, self.lease_ttl), False
-            ):
-                return True
-        return False
-
-    def _refused(self, refused: Refused, previous: Outcome | None) -> Outcome:
-        """The outcome of a robots.txt request another component refused."""
-        self.stats.inc_value("robots/refused")
-        detail = f"refused by another component: {refused.reason}".rstrip(": ")
-        if self.refused_allows:
-            # As Scrapy's RobotsTxtMiddleware: a crawl replayed from the HTTP
-            # cache (HTTPCACHE_IGNORE_MISSING) or filtered by the project is
-            # not a site that failed to answer.
-            return unavailable(
-                now=self.clock(), lifetimes=self.lifetimes, detail=detail
-            )
-        return unreachable(
-            now=self.clock(), lifetimes=self.lifetimes, previous=previous, detail=detail
-        )
-
-    async def _obtained(self, origin: str, outcome: Outcome, request: Request) -> Entry:
-        entry = self.memory.store(origin, outcome)
-        self.stats.inc_value(f"robots/outcome/{outcome.kind}")
-        if outcome.kind != PARSED:
-            self._log_outcome(origin, outcome)
-        self.crawler.signals.send_catch_log(
-            signal=robots_signals.robots_outcome,
-            origin=origin,
-            outcome=outcome,
-            request=request,
-        )
-        if outcome.http_status is not None:
-            # A robots.txt came back (any status), as when Scrapy's own
-            # middleware sends it; network failures and refusals do not.
-            await _send_robots_parsed(
-                self.crawler, RobotParser(outcome, clock=self._now), request
-            )
-        return entry
-
-    def _log_outcome(self, origin: str, outcome: Outcome) -> None:
-        level = logging.INFO
-        if outcome.kind == UNAVAILABLE:
-            effect = "every URL allowed"
-        elif outcome.guard_refused:
-            level = logging.WARNING
-            effect = "every URL disallowed (ROBOTS_SSRF_GUARD)"
-        elif outcome.disallows_all(self.clock()):
-            # A whole site not crawled: seen under LOG_LEVEL = "WARNING".
-            level = logging.WARNING
-            effect = "every URL disallowed for now"
-        elif outcome.fallback is not None:
-            effect = "unreachable for too long, judged by its last robots.txt"
-        else:
-            effect = "unreachable for too long, every URL allowed"
-        logger.log(
-            level,
-            "robots.txt %(origin)s is %(kind)s (%(detail)s): %(effect)s",
-            {
-                "origin": origin,
-                "kind": outcome.kind,
-                "detail": outcome.detail,
-                "effect": effect,
-            },
-            extra={"spider": self.crawler.spider},
-        )
 
     def _summary(self) -> str:
         """The crawl's robots.txt work in one line (logged at spider close)."""
@@ -592,90 +406,10 @@ class RobotsMiddleware:
             f" {delayed} origin{'s' * (delayed != 1)} under a Crawl-delay"
         )
 
-    # -- the store ------------------------------------------------------------
-
-    async def _store_call(
-        self, call: Callable[[OutcomeStore], Awaitable[_T]], default: _T
-    ) -> _T:
-        """``call`` the configured store; on failure, go on with memory alone."""
-        store = self.store
-        if store is None:
-            return default
-        try:
-            return await call(store)
-        except Exception as exc:
-            self.stats.inc_value("robots/store/errors")
-            if self.store is store:
-                self.store = None
-                logger.warning(
-                    "The robots.txt store %(store)s failed (%(error)s); going on"
-                    " with the memory store alone for the rest of the crawl%(delay)s",
-                    {
-                        "store": type(store).__name__,
-                        "error": exc,
-                        "delay": ", Crawl-delays kept per process"
-                        if self.politeness.fleet
-                        else "",
-                    },
-                    exc_info=not isinstance(exc, StoreError),
-                    extra={"spider": self.crawler.spider},
-                )
-            return default
-
-    async def _reserve(self, origin: str, delay: float) -> float | None:
-        """The next Crawl-delay turn of ``origin`` in the shared store: the
-        seconds to wait for it, ``None`` when the store is gone."""
-        return await self._store_call(
-            lambda store: reserve_turn(
-                store, origin, delay, self.politeness.turn_limit
-            ),
-            None,
-        )
-
     async def _spider_closed(self) -> None:
         logger.info(
             "%(summary)s",
             {"summary": self._summary()},
             extra={"spider": self.crawler.spider},
         )
-        shared = self._crawl_store
-        # Given back to the crawl (TdmMiddleware may still hold it); a store
-        # that failed during the crawl is left alone.
-        await self._close(
-            release_store(
-                self.crawler,
-                shared,
-                failed=shared is not self.memory and self.store is None,
-            ),
-            shared,
-        )
-        if self.memory is not shared:
-            await self._close(self.memory.close(), self.memory)
-
-    async def _close(self, closing: Awaitable[None], store: OutcomeStore) -> None:
-        try:
-            await closing
-        except Exception as exc:
-            self.stats.inc_value("robots/store/errors")
-            logger.warning(
-                "Closing the robots.txt store %(store)s failed: %(error)s",
-                {"store": type(store).__name__, "error": exc},
-                extra={"spider": self.crawler.spider},
-            )
-
-
-async def _send_robots_parsed(
-    crawler: Crawler, parser: RobotParser, request: Request
-) -> None:
-    """Send Scrapy's ``robots_parsed`` as Scrapy's own middleware does,
-    awaiting its async handlers, on Scrapy versions that have it."""
-    signal = getattr(signals, "robots_parsed", None)
-    if signal is None:
-        return
-    send_async = getattr(crawler.signals, "send_catch_log_async", None)
-    if send_async is None:
-        crawler.signals.send_catch_log(
-            signal=signal, robotparser=parser, request=request
-        )
-    else:
-        await send_async(signal=signal, robotparser=parser, request=request)
+        await self.stores.close()

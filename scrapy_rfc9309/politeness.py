@@ -65,7 +65,7 @@ import math
 import time
 from collections import OrderedDict, deque
 from time import monotonic
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING
 
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
@@ -83,25 +83,11 @@ from .stores.base import OutcomeStore
 from .urls import _origin_robots_url
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from typing_extensions import Self
 
-    #: Takes the next turn of an origin for an interval: the seconds to wait
-    #: for it, or ``None`` when the store is gone.
-    Turns = Callable[[str, float], Awaitable[float | None]]
-
-    _T = TypeVar("_T")
-
-    class StoreCall(Protocol):
-        """``RobotsMiddleware._store_call``: ``default`` if the store fails."""
-
-        def __call__(
-            self, call: Callable[[OutcomeStore], Awaitable[_T]], default: _T
-        ) -> Awaitable[_T]: ...
-
+    from ._coordination import GuardedStore
 
 __all__ = [
     "LAG_MAX",
@@ -232,23 +218,18 @@ class _Gate:
 
 class Politeness:
     """Spaces each origin's requests its Crawl-delay apart, whichever
-    downloader slot carries them, and, given ``turns`` (the fleet scope),
-    across the fleet."""
+    downloader slot carries them, and, given ``turns`` (the crawl's
+    :class:`~scrapy_rfc9309._coordination.GuardedStore`, in the fleet
+    scope), across the fleet."""
 
-    def __init__(
-        self,
-        crawler: Crawler,
-        turns: Turns | None = None,
-        store_call: StoreCall | None = None,
-        extends: StoreCall | None = None,
-    ) -> None:
+    def __init__(self, crawler: Crawler, turns: GuardedStore | None = None) -> None:
         config = RobotsConfig.for_crawler(crawler)
         self.crawler = crawler
         self.stats = crawler.stats
+        # The shared store that keeps the turns (until it fails), and moves
+        # them to the end of each fetch when it can (OutcomeStore.extend).
         self._turns = turns
-        # The shared store's call that moves a turn to the end of a fetch
-        # (OutcomeStore.extend), when the store has it.
-        self._extends = extends if turns else None
+        self._extends = turns if turns is not None and turns.keeps_extends else None
         #: How many origins each table keeps, the least recently used
         #: dropped first: as many as the memory store keeps origins
         #: (``ROBOTS_MEMORY_MAX_ORIGINS``).  An origin dropped is spaced
@@ -277,8 +258,12 @@ class Politeness:
         )
         # The shared store's pauses, when they are shared (else None), and
         # when (monotonic) the next read of them is due.
-        self._store_call = store_call if self.retry_after and turns else None
-        self.pauses_due = 0.0 if self._store_call else math.inf
+        self._pauses = (
+            turns
+            if self.retry_after and turns is not None and turns.keeps_pauses
+            else None
+        )
+        self.pauses_due = 0.0 if self._pauses is not None else math.inf
         self._pauses_gate = _Gate()
         #: Whether :class:`PacingMiddleware` holds the turns, last in the
         #: downloader middleware chain (else RobotsMiddleware does).
@@ -444,10 +429,8 @@ class Politeness:
                 extra={"spider": self.crawler.spider},
             )
         self.stats.max_value("robots/retry_after/max_seconds", wait)
-        store_call = self._store_call
-        if store_call is not None:
-            limit = self.turn_limit
-            await store_call(lambda store: store.hold(origin, wait, limit), None)
+        if self._pauses is not None:
+            await self._pauses.hold(origin, wait, self.turn_limit)
 
     def carried(self, request: Request, until: object) -> None:
         """Pause the origin of ``request``, the retry of an answer with
@@ -480,14 +463,13 @@ class Politeness:
         gate = self._pauses_gate
         await gate.enter()
         try:
-            store_call = self._store_call
-            if store_call is None or monotonic() < self.pauses_due:
+            pauses = self._pauses
+            if pauses is None or monotonic() < self.pauses_due:
                 return  # read meanwhile, by the request before
             asked = monotonic()
-            limit = self.turn_limit
-            held = await store_call(lambda store: store.held(limit), None)
+            held = await pauses.held(self.turn_limit)
             if held is None:  # the store is gone: each process on its own
-                self._store_call, self.pauses_due = None, math.inf
+                self._pauses, self.pauses_due = None, math.inf
                 return
             self.pauses_due = asked + PAUSES_EVERY
             answered = monotonic()
@@ -515,10 +497,8 @@ class Politeness:
             return
         origin, delay = mark
         self._left(origin, delay, monotonic())
-        extends = self._extends
-        if extends is not None and self._turns is not None:
-            limit = self.turn_limit
-            await extends(lambda store: store.extend(origin, delay, limit), None)
+        if self._extends is not None and self._turns is not None:
+            await self._extends.extend(origin, delay, self.turn_limit)
 
     def _left(self, origin: str, delay: float, now: float) -> None:
         """A request to ``origin`` leaves (or its answer comes back) at
@@ -581,7 +561,7 @@ class Politeness:
         turns = self._turns
         if turns is None:
             return 0.0
-        wait = await turns(origin, delay)
+        wait = await turns.reserve(origin, delay, self.turn_limit)
         if wait is None:
             # The store is gone (and said so): from now on each process
             # keeps the delay on its own.

@@ -23,14 +23,12 @@ from weakref import WeakKeyDictionary
 
 from itemadapter import ItemAdapter
 from scrapy import Request, signals
-from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from twisted.internet.defer import Deferred
+from scrapy.exceptions import NotConfigured
 
-from ._compat import sleep
 from ._config import RobotsConfig
+from ._coordination import Leases, SingleFlight, StoreGuard
 from ._settings import ensure_enabled, refusals_logged
-from ._store import crawl_store, release_store
+from ._store import crawl_store
 from .directives import _is_html
 from .fetch import RobotsFetcher
 from .match import Decision
@@ -38,7 +36,6 @@ from .middleware import RobotsDisallowed
 from .outcome import lifetime, max_age
 from .provenance import ledger_for
 from .spidermiddleware import annotate
-from .stores.memory import MemoryStore
 from .tdmrep import (
     _POLICY,
     _RESERVATION,
@@ -54,7 +51,7 @@ from .tdmrep import (
 from .urls import http_url, robots_url
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Callable
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -204,14 +201,16 @@ class TdmMiddleware:
         self.size = 0
         self._sizes: dict[str, int] = {}
         # RobotsMiddleware's: one connection for the crawl.
-        self._crawl_store = store = crawl_store(crawler)
-        self._store_failed = False
-        self.store: OutcomeStore | None = (
-            None if isinstance(store, MemoryStore) else store
+        self.stores = StoreGuard(
+            crawler,
+            crawl_store(crawler),
+            "TDMRep files are kept in memory alone for the rest of the crawl",
+            logger,
         )
         self._entries: OrderedDict[str, TdmEntry] = OrderedDict()
-        self._pending: dict[str, list[Deferred[TdmEntry]]] = {}
+        self._flight: SingleFlight[TdmEntry] = SingleFlight()
         self.lease_ttl = self.lease_wait = self.timeout * 2
+        self.leases = Leases(self.stores, self.lease_ttl, self.lease_wait)
         #: The crawl's evidence (ROBOTS_REPORT counts the requests dropped).
         self.ledger = ledger_for(crawler)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
@@ -223,6 +222,12 @@ class TdmMiddleware:
 
     def _now(self) -> float:
         return self.clock()
+
+    @property
+    def store(self) -> OutcomeStore | None:
+        """The configured store while it works and keeps records; ``None``
+        with the memory store configured or once it failed."""
+        return self.stores.store
 
     async def process_request(self, request: Request) -> None:
         meta = request.meta
@@ -274,17 +279,9 @@ class TdmMiddleware:
         if entry is not None and entry.expires_at > self.clock():
             self._entries.move_to_end(tdm_url)
             return entry
-        waiter: Deferred[TdmEntry] = Deferred()
-        waiters = self._pending.get(tdm_url)
-        if waiters is None:
-            self._pending[tdm_url] = [waiter]
-            deferred_from_coro(self._refresh(tdm_url))
-        else:
-            waiters.append(waiter)
-        return await maybe_deferred_to_future(waiter)
+        return await self._flight.run(tdm_url, lambda: self._refresh(tdm_url))
 
-    async def _refresh(self, tdm_url: str) -> None:
-        entry: TdmEntry | None = None
+    async def _refresh(self, tdm_url: str) -> TdmEntry:
         try:
             entry = await self._fresh(tdm_url)
         except Exception:
@@ -298,18 +295,8 @@ class TdmMiddleware:
             entry = TdmEntry(
                 None, "unreachable", "internal error", now, now + self.timeout
             )
-        finally:
-            if entry is not None:
-                self._keep(tdm_url, entry)
-            for waiter in self._pending.pop(tdm_url, ()):
-                if waiter.called:
-                    continue
-                if entry is None:
-                    waiter.errback(
-                        IgnoreRequest(f"The fetch of {tdm_url} was cancelled")
-                    )
-                else:
-                    waiter.callback(entry)
+        self._keep(tdm_url, entry)
+        return entry
 
     def _keep(self, tdm_url: str, entry: TdmEntry) -> None:
         """Keep ``entry``, least recently used files dropped first to stay
@@ -329,56 +316,29 @@ class TdmMiddleware:
 
     async def _fresh(self, tdm_url: str) -> TdmEntry:
         previous = self._entries.get(tdm_url)
-        leased = False
-        if self.store is not None:
+        leased: TdmEntry | bool = False
+        if self.stores.store is not None:
             stored = await self._stored(tdm_url)
             if stored is not None:
                 return stored
-            if self.store is not None and self.store.shared:
-                leased = await self._store_call(
-                    lambda store: store.acquire(tdm_url, self.lease_ttl), False
-                )
-                if not leased:
-                    waited = await self._wait_for_holder(tdm_url)
-                    if isinstance(waited, TdmEntry):
-                        return waited
-                    leased = waited
+            leased = await self.leases.take(tdm_url, lambda: self._stored(tdm_url))
+            if isinstance(leased, TdmEntry):
+                return leased
         try:
             entry = await self._download(tdm_url, previous)
             self.stats.inc_value(f"robots/tdm/file/{entry.kind}")
-            await self._store_call(
-                lambda store: store.put_record(
-                    tdm_url, entry.encode(), entry.expires_at
-                ),
-                None,
-            )
+            await self.stores.put_record(tdm_url, entry.encode(), entry.expires_at)
         finally:
             if leased:
-                await self._store_call(lambda store: store.release(tdm_url), None)
+                await self.stores.release(tdm_url)
         return entry
 
     async def _stored(self, tdm_url: str) -> TdmEntry | None:
-        text = await self._store_call(lambda store: store.get_record(tdm_url), None)
+        text = await self.stores.get_record(tdm_url)
         entry = TdmEntry.decode(text, tdm_url)
         if entry is None or entry.expires_at <= self.clock():
             return None
         return entry
-
-    async def _wait_for_holder(self, tdm_url: str) -> TdmEntry | bool:
-        """Poll the shared store while another process fetches the file."""
-        deadline = time.monotonic() + self.lease_wait
-        interval = 0.05
-        while time.monotonic() < deadline and self.store is not None:
-            await sleep(interval)
-            interval = min(interval * 2, 1.0)
-            stored = await self._stored(tdm_url)
-            if stored is not None:
-                return stored
-            if await self._store_call(
-                lambda store: store.acquire(tdm_url, self.lease_ttl), False
-            ):
-                return True
-        return False
 
     async def _get(self, tdm_url: str) -> tuple[Response, BoundedDecoder] | str:
         """The file's response, redirects followed here hop by hop (each
@@ -480,42 +440,8 @@ class TdmMiddleware:
             kept, "unreachable", detail, fetched_at, now + self.lifetimes.unreachable
         )
 
-    async def _store_call(
-        self, call: Callable[[OutcomeStore], Awaitable[Any]], default: Any
-    ) -> Any:
-        """``call`` the shared store; without records or on failure, go on
-        with memory alone."""
-        store = self.store
-        if store is None:
-            return default
-        try:
-            return await call(store)
-        except NotImplementedError:
-            self.store = None
-        except Exception as exc:
-            self.stats.inc_value("robots/store/errors")
-            self.store = None
-            self._store_failed = True
-            logger.warning(
-                "The robots.txt store %(store)s failed (%(error)s); TDMRep files"
-                " are kept in memory alone for the rest of the crawl",
-                {"store": type(store).__name__, "error": exc},
-                extra={"spider": self.crawler.spider},
-            )
-        return default
-
     async def _spider_closed(self) -> None:
-        self.store = None
-        shared = self._crawl_store
-        try:
-            # A store that failed during the crawl is left alone.
-            await release_store(self.crawler, shared, failed=self._store_failed)
-        except Exception as exc:
-            logger.warning(
-                "Closing the robots.txt store %(store)s failed: %(error)s",
-                {"store": type(shared).__name__, "error": exc},
-                extra={"spider": self.crawler.spider},
-            )
+        await self.stores.close()
 
 
 def response_state(response: Response) -> TdmState:

@@ -47,6 +47,7 @@ ENGINE = (
 
 #: The Scrapy components: what a store must never import.
 COMPONENTS = (
+    "_coordination",
     "_store",
     "addon",
     "commands",
