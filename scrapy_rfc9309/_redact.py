@@ -214,18 +214,27 @@ def redacted(text: str, url: str) -> str:
     ``url`` quoted on its own replaced by ``***``."""
     text = text.replace(url, masked(url))
     secrets = _secrets(url)
-    # Longest first, so that a secret containing another is masked whole.
-    # Pieces of a misread userinfo as redis-py quotes them (a host, lower-
-    # cased, a port, a query name) are masked as whole words, short as they
-    # may be.
-    for secret in sorted(secrets | _pieces(url), key=len, reverse=True):
-        if secret in secrets:
-            text = text.replace(secret, MASK)
-        else:
-            text = re.sub(
-                rf"(?<![^\W_]){re.escape(secret)}(?![^\W_])",
-                MASK,
-                text,
-                flags=re.IGNORECASE,
-            )
-    return text
+    # Every place any secret or piece is found, in the text as it is: masking
+    # one before looking for the next would leave the rest of an overlapping
+    # one shown.  Case is ignored: redis-py lower-cases what it reads as the
+    # host ("Ω@Ω#" names the host "ω").  Pieces of a misread userinfo as
+    # redis-py quotes them (a host, a port, a query name) are found as whole
+    # words only, short as they may be.
+    words = [
+        rf"(?<![^\W_]){re.escape(piece)}(?![^\W_])" for piece in _pieces(url) - secrets
+    ]
+    spans = sorted(
+        match.span(1)
+        for pattern in [*map(re.escape, secrets), *words]
+        for match in re.finditer(f"(?=({pattern}))", text, flags=re.IGNORECASE)
+        if match.end(1) > match.start(1)
+    )
+    kept: list[str] = []
+    end = 0
+    for start, stop in spans:
+        if start > end or not kept:
+            kept.append(text[end:start])
+            kept.append(MASK)
+        end = max(end, stop)
+    kept.append(text[end:])
+    return "".join(kept)
