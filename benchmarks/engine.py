@@ -68,10 +68,10 @@ def clear_caches() -> None:
     _clear(
         modules["scrapy_rfc9309.parse"],
         "_KIND_CACHE",
-        "_AGENT_TOKENS",
         "_NO_COLON",
         "_AGENT_LINE_TOKENS",
     )
+    _clear(modules["scrapy_rfc9309._agents"], "AGENT_TOKENS")
     _clear(
         modules["scrapy_rfc9309.match"], "_NORMALS", "_TOKENS", "_DECISIONS", "_CACHE"
     )

@@ -13,6 +13,14 @@ from dataclasses import FrozenInstanceError, dataclass, field, replace
 from itertools import compress
 from typing import Any, NamedTuple
 
+from ._agents import (
+    WHITESPACE,
+    agent_token,
+    applicable_groups,
+    merge_groups,
+    merge_signals,
+    product_token,
+)
 from ._caches import BoundedCache, renew
 from .licenses import license_records
 from .profiles import (
@@ -23,9 +31,7 @@ from .profiles import (
     RFC9309,
     RULES,
     YANDEX,
-    Selector,
     effective_max_bytes,
-    selector_for,
 )
 
 __all__ = [
@@ -344,121 +350,6 @@ def _group_from_dict(data: Mapping[str, Any]) -> Group:
     )
 
 
-_TOKEN = re.compile("[A-Za-z_-]*")
-
-
-def product_token(user_agent: str) -> str:
-    """The lower-cased leading run of ``[A-Za-z_-]`` of ``user_agent``:
-    ``"ExampleBot/1.0 (+https://x)"`` gives ``"examplebot"``."""
-    match = _TOKEN.match(user_agent)
-    return match[0].lower() if match else ""
-
-
-_C_SPACE = " \t\n\v\f\r"
-# User-agent values as written -> the token they name; a few dozen
-# spellings cover nearly every robots.txt.
-_AGENT_TOKENS: BoundedCache[str, str] = BoundedCache("parse.agent_tokens", 1 << 20, 512)
-
-
-def agent_token(value: str) -> str:
-    """The token a ``User-agent:`` value names: ``*`` for the wildcard (also
-    ``* anything``, as Google reads it), else its product token."""
-    token = _AGENT_TOKENS.data.get(value)
-    if token is None:
-        if value[:1] == "*" and (len(value) == 1 or value[1] in _C_SPACE):
-            token = "*"
-        else:
-            token = product_token(value)
-        if not _AGENT_TOKENS.full:
-            _AGENT_TOKENS.put(value, token)
-    return token
-
-
-def applicable_groups(document: Document, token: str) -> list[Group]:
-    """The groups that apply to the agent of product ``token``: those naming
-    it, else those naming ``*`` (RFC 9309 section 2.2.1).  An empty token
-    names no group."""
-    selector = selector_for(document.profile, token)
-    if selector is not None:
-        return _selected_groups(document.groups, selector)
-    specific: list[Group] = []
-    wildcard: list[Group] = []
-    for group in document.groups:
-        names = [agent_token(value) for value in group.user_agents]
-        if token and token in names:
-            specific.append(group)
-        elif "*" in names:
-            wildcard.append(group)
-    return specific or wildcard
-
-
-def _selected_groups(groups: tuple[Group, ...], selector: Selector) -> list[Group]:
-    """The groups that apply to the agent of a bounded profile's
-    ``selector``: those naming it best (see
-    :meth:`~scrapy_rfc9309.profiles.Selector.rank`), else, if it falls back
-    to them, those naming ``*``."""
-    best = 0
-    chosen: list[Group] = []
-    wildcard: list[Group] = []
-    for group in groups:
-        rank = 0
-        for value in group.user_agents:
-            token = agent_token(value)
-            if token == "*":
-                if not wildcard or wildcard[-1] is not group:
-                    wildcard.append(group)
-                continue
-            rank = max(rank, selector.rank(value.strip(_WHITESPACE).lower(), token))
-        if rank > best:
-            best, chosen = rank, [group]
-        elif rank and rank == best:
-            chosen.append(group)
-    if chosen:
-        return chosen
-    return wildcard if selector.wildcard else []
-
-
-def merge_groups(groups: Iterable[Group]) -> Group:
-    """Groups that apply to one agent as one group: rules and Content-Usage
-    rules in file order, the largest Crawl-delay, Content-Signal values
-    merged (``no`` wins)."""
-    groups = list(groups)
-    if len(groups) == 1:
-        return groups[0]
-    agents: dict[str, None] = {}
-    rules: list[Rule] = []
-    delays: list[float] = []
-    signals: dict[str, bool | str] = {}
-    usage: list[UsageRule] = []
-    for group in groups:
-        agents.update(dict.fromkeys(group.user_agents))
-        rules.extend(group.rules)
-        usage.extend(group.content_usage)
-        if group.crawl_delay is not None:
-            delays.append(group.crawl_delay)
-        merge_signals(signals, group.content_signals)
-    rules.sort(key=lambda rule: rule.line)
-    usage.sort(key=lambda rule: rule.line)
-    return Group(
-        tuple(agents),
-        tuple(rules),
-        max(delays) if delays else None,
-        signals,
-        groups[0].line,
-        tuple(usage),
-    )
-
-
-def merge_signals(
-    into: dict[str, bool | str], signals: Mapping[str, bool | str]
-) -> None:
-    """Add ``signals`` to ``into``: a ``no`` (False) always wins, otherwise
-    the first value given for a key stays."""
-    for key, value in signals.items():
-        if value is False or key not in into:
-            into[key] = value
-
-
 # Kinds of line; Disallow and Allow first, so that "kind <= _ALLOW" tells
 # a rule and "kind == _ALLOW" its verdict.
 _DISALLOW, _ALLOW, _USER_AGENT, _SITEMAP, _CRAWL_DELAY, _CONTENT_SIGNAL = range(6)
@@ -504,8 +395,7 @@ def key_kind(key: str, profile: Profile) -> int | None:
 
 
 _UTF8_BOM = b"\xef\xbb\xbf"
-# Google strips ASCII whitespace only (absl::StripAsciiWhitespace).
-_WHITESPACE = " \t\n\v\f\r"
+_WHITESPACE = WHITESPACE
 # Google accepts a missing colon only between exactly two tokens.
 _TWO_TOKENS = re.compile(r"([^ \t]+)[ \t]+([^ \t]+)").fullmatch
 # No line of a shorter text can exceed the cap, whatever its characters.

@@ -39,16 +39,14 @@ from urllib.parse import quote
 import pytest
 from protego import Protego
 
+from scrapy_rfc9309._agents import agent_token, applicable_groups, product_token
 from scrapy_rfc9309.match import Matcher, compile, explain
 from scrapy_rfc9309.parse import (
     MAX_LINE_BYTES,
     Document,
-    agent_token,
-    applicable_groups,
     cap_line,
     cut,
     parse,
-    product_token,
 )
 from tests.conftest import load_vectors
 

@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import match
+from scrapy_rfc9309._agents import applicable_groups
 from scrapy_rfc9309.lint import CODES, lint
 from scrapy_rfc9309.match import Decision, compile, explain
 from scrapy_rfc9309.parse import (
     Document,
-    applicable_groups,
     body_text,
     parse,
     product_token,

@@ -14,14 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scrapy_rfc9309._agents import applicable_groups, merge_signals
 from scrapy_rfc9309.parse import (
     MAX_LINE_BYTES,
     AgentRules,
     Document,
     _Reading,
-    applicable_groups,
     body_text,
-    merge_signals,
     read_chunk,
     read_document,
     rules_for,

@@ -22,6 +22,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "scrapy_rfc9309"
 
 #: The engine: modules a library user imports without Scrapy.
 ENGINE = (
+    "_agents",
     "_caches",
     "_decode",
     "_defaults",
@@ -76,7 +77,7 @@ FUNCTION_LINES = 80
 #: (the reader out of parse.py, table building out of match.py).  Each
 #: size is a ceiling: it may go down, never up.
 OVERSIZED = {
-    "parse.py": 1209,
+    "parse.py": 1099,
     "match.py": 1125,
     # The tokenizer (issue 25 item 2 moves it into a reader module with a
     # typed handler protocol).
