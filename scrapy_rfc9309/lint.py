@@ -12,22 +12,19 @@ from collections.abc import Callable
 from typing import Literal, NamedTuple
 from urllib.parse import urlsplit
 
-from .parse import (
+from ._agents import product_token
+from ._read import (
     MAX_LINE_BYTES,
-    RFC9309,
-    Profile,
-    Rule,
     body_text,
-    check_profile,
     cut,
     encode,
     key_kind,
     oversize_allows_all,
     parse_content_signal,
-    product_token,
     read_document,
     usage_rule,
 )
+from .parse import RFC9309, Profile, Rule, check_profile
 from .profiles import GOOGLE, MAX_BYTES, RULES, effective_max_bytes
 from .usage import preference_problems
 

@@ -12,7 +12,7 @@ from urllib.parse import urljoin, urlsplit
 from w3lib.url import safe_url_string
 
 from ._caches import BoundedCache
-from .parse import encode
+from ._read import encode
 
 __all__ = [
     "escape_pattern",

@@ -25,9 +25,10 @@ from typing import NamedTuple
 import http_sf
 
 from ._caches import BoundedCache
+from ._read import encode
 from ._usage_table import UsageTable
 from .match import Matcher, compile
-from .parse import Document, Profile, UsageRule, encode
+from .parse import Document, Profile, UsageRule
 from .profiles import RULES
 from .urls import _normal
 

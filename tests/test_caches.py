@@ -18,12 +18,9 @@ import pytest
 from scrapy_rfc9309 import _caches
 from scrapy_rfc9309._agents import AGENT_TOKENS, agent_token, product_token
 from scrapy_rfc9309._caches import CACHES, BoundedCache
+from scrapy_rfc9309._read import _KIND_CACHE
 from scrapy_rfc9309.match import compile, is_allowed
-from scrapy_rfc9309.parse import (
-    _KIND_CACHE,
-    RFC9309,
-    parse,
-)
+from scrapy_rfc9309.parse import RFC9309, parse
 from scrapy_rfc9309.urls import (
     _NORMALS,
     _ORIGINS,

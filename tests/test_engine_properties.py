@@ -14,15 +14,11 @@ from hypothesis import strategies as st
 
 from scrapy_rfc9309 import match
 from scrapy_rfc9309._agents import applicable_groups
+from scrapy_rfc9309._read import body_text
+from scrapy_rfc9309._read import read_document as read_text
 from scrapy_rfc9309.lint import CODES, lint
 from scrapy_rfc9309.match import Decision, compile, explain
-from scrapy_rfc9309.parse import (
-    Document,
-    body_text,
-    parse,
-    product_token,
-)
-from scrapy_rfc9309.parse import read_document as read_text
+from scrapy_rfc9309.parse import Document, parse, product_token
 from scrapy_rfc9309.stringify import stringify
 from scrapy_rfc9309.urls import (
     escape_pattern,

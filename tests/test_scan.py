@@ -15,16 +15,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309._agents import applicable_groups, merge_signals
-from scrapy_rfc9309.parse import (
+from scrapy_rfc9309._read import (
     MAX_LINE_BYTES,
     AgentRules,
-    Document,
     _Reading,
     body_text,
     read_chunk,
     read_document,
     rules_for,
 )
+from scrapy_rfc9309.parse import Document
 from scrapy_rfc9309.profiles import RULES
 
 PROFILES = ("rfc9309", "google")
