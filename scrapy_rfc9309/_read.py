@@ -1,18 +1,19 @@
-"""The reader: robots.txt text -> lines -> groups (RFC 9309 sections 2.1-2.2).
+"""The reader: a robots.txt body -> lines -> the model (RFC 9309 2.1-2.2).
 
-Byte preparation (:func:`body_text`: the byte limit, the byte-order mark,
-invalid UTF-8), the key tables of each profile, the value parsers and the
-tokenizer (:func:`read_chunk`), which reads lines into the model of
-:mod:`scrapy_rfc9309.parse`: a whole document (:func:`read_document`), or
-only the groups for one agent (:func:`rules_for`).  Pure: no Scrapy, no
-Twisted, no I/O.
+Byte preparation (:func:`body_text`), the key tables of each profile, the
+value parsers and the tokenizer (:func:`read_chunk`), which reads lines
+into the values of :mod:`scrapy_rfc9309._model`: a whole document
+(:func:`read_document`), or only the groups for one agent
+(:func:`rules_for`).  A :class:`Handler`, if given, hears what it reads
+leniently or ignores and the facts of the bytes and lines as written (lint
+is one).  Pure: no Scrapy, no Twisted, no I/O.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from itertools import compress
 
@@ -24,6 +25,75 @@ from .profiles import PROFILES, RULES
 #: Google's ``kMaxLineLen`` (2083 * 8) less its terminating NUL: the octets
 #: of a line kept; the rest of a longer line is ignored.
 MAX_LINE_BYTES = 2083 * 8 - 1
+
+
+class Handler:
+    """What the reader tells besides what it reads, as google/robotstxt's
+    ``RobotsParseHandler``: one method per event, each given the 1-based
+    line it is about (0: the whole body).  Each does nothing here: a
+    handler overrides those it wants.  Reading without one costs nothing."""
+
+    # Facts of the bytes (body_text) and of the lines as written.
+    def body_cut(self, line: int, size: int, kept: int) -> None:
+        """The body, ``size`` octets, is cut to its first ``kept``; ``line``
+        is the first line dropped."""
+
+    def byte_order_mark(self, line: int, skipped: int) -> None:
+        """The first ``skipped`` octets of a UTF-8 byte-order mark (3: all
+        of it, fewer: a broken one) start the body and are skipped."""
+
+    def invalid_utf8(self, line: int) -> None:
+        """The first octet that is not UTF-8 is on ``line``."""
+
+    def nul_byte(self, line: int) -> None:
+        """A NUL ends the line's content."""
+
+    def line_too_long(self, line: int, size: int) -> None:
+        """The line is ``size`` octets: only :data:`MAX_LINE_BYTES` are read."""
+
+    # Lines read.
+    def user_agent(self, line: int, value: str) -> None:
+        """A User-agent line."""
+
+    def sitemap(self, line: int, url: str) -> None:
+        """A Sitemap line."""
+
+    def record(self, line: int, name: str) -> None:
+        """A line of another key (``name`` lower-cased)."""
+
+    def crawl_delay(self, line: int, seconds: float) -> None:
+        """The group's first valid Crawl-delay."""
+
+    def invalid_crawl_delay(self, line: int, value: str) -> None:
+        """A Crawl-delay that is no number of seconds (ignored)."""
+
+    def duplicate_crawl_delay(self, line: int, value: str) -> None:
+        """A valid Crawl-delay after the group's first (ignored)."""
+
+    def content_signal(self, line: int, value: str) -> None:
+        """A Content-Signal line."""
+
+    def content_usage(self, line: int, value: str) -> None:
+        """A Content-Usage line."""
+
+    # Lines read leniently or ignored.
+    def unparsable_line(self, line: int, text: str) -> None:
+        """Neither ``key: value`` nor two tokens; ignored."""
+
+    def missing_colon(self, line: int, key: str) -> None:
+        """Two tokens, read as ``key: value``."""
+
+    def missing_colon_ignored(self, line: int, key: str) -> None:
+        """Two tokens, ignored: the profile needs the colon."""
+
+    def typo_accepted(self, line: int, name: str, canonical: str) -> None:
+        """Key ``name`` read as ``canonical``."""
+
+    def rule_outside_group(self, line: int, pattern: str) -> None:
+        """A rule before any User-agent line (ignored)."""
+
+    def directive_outside_group(self, line: int, name: str) -> None:
+        """A group's key before any User-agent line (ignored)."""
 
 
 def usage_rule(value: str, line: int) -> UsageRule:
@@ -40,106 +110,6 @@ def usage_rule(value: str, line: int) -> UsageRule:
     # The ABNF's 1*WS between them is no part of the Dictionary (a strict
     # RFC 9651 parser rejects a leading tab).
     return UsageRule(value[:end], value[end:].lstrip(" \t"), line)
-
-
-# Kinds of line; Disallow and Allow first, so that "kind <= _ALLOW" tells
-# a rule and "kind == _ALLOW" its verdict.
-_DISALLOW, _ALLOW, _USER_AGENT, _SITEMAP, _CRAWL_DELAY, _CONTENT_SIGNAL = range(6)
-_NO_KEY, _RECORD = 6, 7
-# A Content-Usage line: a rule of the group (attach-05 section 3), which
-# ends it as Allow and Disallow do unless the profile says otherwise.
-_CONTENT_USAGE = 8
-# What the keys of a profile's table (scrapy_rfc9309.profiles) are read as.
-_KIND_OF_KEY = {
-    "user-agent": _USER_AGENT,
-    "allow": _ALLOW,
-    "disallow": _DISALLOW,
-    "sitemap": _SITEMAP,
-    "crawl-delay": _CRAWL_DELAY,
-    "content-signal": _CONTENT_SIGNAL,
-    "content-usage": _CONTENT_USAGE,
-}
-# Key spellings (lower-cased) -> their kind, per profile.
-_KEYS: dict[Profile, dict[str, int]] = {
-    profile: {name: _KIND_OF_KEY[key] for name, key in rules.keys.items()}
-    for profile, rules in RULES.items()
-}
-# A profile reading keys by prefix (Google) tries them in this order.
-_PREFIX_ORDER = (_USER_AGENT, _ALLOW, _DISALLOW, _SITEMAP)
-_PREFIXES: dict[Profile, tuple[tuple[tuple[str, ...], int], ...]] = {
-    profile: tuple(
-        (tuple(name for name, kind in _KEYS[profile].items() if kind == wanted), wanted)
-        for wanted in _PREFIX_ORDER
-    )
-    for profile, rules in RULES.items()
-    if rules.prefix_keys
-}
-
-
-def key_kind(key: str, profile: Profile) -> int | None:
-    """What a lower-cased key is in ``profile``; ``None`` for another record."""
-    prefixes = _PREFIXES.get(profile)
-    if prefixes is not None:
-        for names, kind in prefixes:
-            if key.startswith(names):
-                return kind
-    return _KEYS[profile].get(key)
-
-
-_UTF8_BOM = b"\xef\xbb\xbf"
-_WHITESPACE = WHITESPACE
-# Google accepts a missing colon only between exactly two tokens.
-_TWO_TOKENS = re.compile(r"([^ \t]+)[ \t]+([^ \t]+)").fullmatch
-# No line of a shorter text can exceed the cap, whatever its characters.
-_SAFE_CHARS = MAX_LINE_BYTES // 4
-
-
-def body_text(source: str | bytes, max_bytes: int) -> str:
-    """A robots.txt body as text, as Google's parser reads it.
-
-    Cut at ``max_bytes`` octets on the last whole line, a (possibly
-    truncated) UTF-8 byte-order mark skipped, invalid UTF-8 kept as
-    surrogate escapes (see :func:`encode`).
-    """
-    if isinstance(source, str) and len(source) <= max_bytes and source.isascii():
-        return source
-    data = encode(source) if isinstance(source, str) else bytes(source)
-    if len(data) > max_bytes:
-        data = cut(data, max_bytes)
-    skip = 0
-    if data[:1] == b"\xef":
-        while skip < 3 and data[skip : skip + 1] == _UTF8_BOM[skip : skip + 1]:
-            skip += 1
-    return data[skip:].decode("utf-8", "surrogateescape")
-
-
-def encode(text: str) -> bytes:
-    """``text`` as UTF-8, surrogate escapes (invalid UTF-8 read with
-    ``surrogateescape``) back to their octets; never raises."""
-    try:
-        return text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass")
-
-
-def cut(data: bytes, max_bytes: int) -> bytes:
-    """``data`` cut to at most ``max_bytes``, on the last whole line."""
-    if len(data) <= max_bytes:
-        return data
-    if data[max_bytes : max_bytes + 1] in (b"\n", b"\r"):
-        return data[:max_bytes]
-    end = max(data.rfind(b"\n", 0, max_bytes), data.rfind(b"\r", 0, max_bytes))
-    return data[: end + 1]
-
-
-def cap_line(line: str) -> str:
-    """``line`` cut to :data:`MAX_LINE_BYTES` octets of UTF-8."""
-    if len(line) <= _SAFE_CHARS:
-        return line
-    data = encode(line)
-    if len(data) <= MAX_LINE_BYTES:
-        return line
-    return data[:MAX_LINE_BYTES].decode("utf-8", "surrogateescape")
 
 
 def parse_crawl_delay(value: str) -> float | None:
@@ -175,8 +145,14 @@ def parse_content_signal(value: str) -> tuple[dict[str, bool | str], list[str]]:
     return signals, invalid
 
 
-# What each kind of key is called: a key read as one of them but written
-# otherwise is a misspelling (lint reports it).
+# Kinds of line; Disallow and Allow first, so that "kind <= _ALLOW" tells
+# a rule and "kind == _ALLOW" its verdict.  A Content-Usage line is a rule
+# of the group too (attach-05 section 3).
+_DISALLOW, _ALLOW, _USER_AGENT, _SITEMAP, _CRAWL_DELAY, _CONTENT_SIGNAL = range(6)
+_NO_KEY, _RECORD, _CONTENT_USAGE = 6, 7, 8
+# What each kind's key is called (the keys of a profile's table in
+# scrapy_rfc9309.profiles): a key read as one but written otherwise is a
+# misspelling.
 _CANONICAL = {
     _USER_AGENT: "user-agent",
     _ALLOW: "allow",
@@ -186,44 +162,156 @@ _CANONICAL = {
     _CONTENT_SIGNAL: "content-signal",
     _CONTENT_USAGE: "content-usage",
 }
-# Keys as written -> their kind, per profile: robots.txt files use a
-# handful of spellings, so this skips strip(), lower() and the lookups for
-# nearly every line.
+_KIND_OF_KEY = {name: kind for kind, name in _CANONICAL.items()}
+# Key spellings (lower-cased) -> their kind, per profile.
+_KEYS: dict[Profile, dict[str, int]] = {
+    profile: {name: _KIND_OF_KEY[key] for name, key in rules.keys.items()}
+    for profile, rules in RULES.items()
+}
+# A profile reading keys by prefix (Google) tries them in this order.
+_PREFIX_ORDER = (_USER_AGENT, _ALLOW, _DISALLOW, _SITEMAP)
+_PREFIXES: dict[Profile, tuple[tuple[tuple[str, ...], int], ...]] = {
+    profile: tuple(
+        (tuple(name for name, kind in _KEYS[profile].items() if kind == wanted), wanted)
+        for wanted in _PREFIX_ORDER
+    )
+    for profile, rules in RULES.items()
+    if rules.prefix_keys
+}
+
+
+def key_kind(key: str, profile: Profile) -> int | None:
+    """What a lower-cased key is in ``profile``; ``None`` for another record."""
+    prefixes = _PREFIXES.get(profile)
+    if prefixes is not None:
+        for names, kind in prefixes:
+            if key.startswith(names):
+                return kind
+    return _KEYS[profile].get(key)
+
+
+UTF8_BOM = b"\xef\xbb\xbf"
+# No line of a shorter text can exceed the cap, whatever its characters.
+_SAFE_CHARS = MAX_LINE_BYTES // 4
+# What the UTF-8 decoder's surrogateescape makes of an invalid octet.
+_ESCAPED = re.compile("[\udc80-\udcff]").search
+
+
+def body_text(
+    source: str | bytes, max_bytes: int, handler: Handler | None = None
+) -> str:
+    """A robots.txt body as text, as Google's parser reads it, telling
+    ``handler`` what it finds.
+
+    Cut at ``max_bytes`` octets on the last whole line, a (possibly
+    truncated) UTF-8 byte-order mark skipped, invalid UTF-8 kept as
+    surrogate escapes (see :func:`encode`).
+    """
+    if isinstance(source, str) and len(source) <= max_bytes and source.isascii():
+        return source
+    data = encode(source) if isinstance(source, str) else bytes(source)
+    if len(data) > max_bytes:
+        kept = cut(data, max_bytes)
+        if handler is not None:
+            handler.body_cut(_line_count(kept.decode("latin-1")), len(data), len(kept))
+        data = kept
+    skip = 0
+    if data[:1] == b"\xef":
+        while skip < 3 and data[skip : skip + 1] == UTF8_BOM[skip : skip + 1]:
+            skip += 1
+        if handler is not None:
+            handler.byte_order_mark(1, skip)
+    text = data[skip:].decode("utf-8", "surrogateescape")
+    escaped = None if handler is None or text.isascii() else _ESCAPED(text)
+    if handler is not None and escaped is not None:
+        handler.invalid_utf8(_line_count(text[: escaped.start()]))
+    return text
+
+
+def _line_count(text: str) -> int:
+    """The number of the line that ``text`` ends on: its line ends (CR, LF,
+    CRLF) plus one."""
+    return text.count("\n") + text.count("\r") - text.count("\r\n") + 1
+
+
+def encode(text: str) -> bytes:
+    """``text`` as UTF-8, surrogate escapes (invalid UTF-8 read with
+    ``surrogateescape``) back to their octets; never raises."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
+def cut(data: bytes, max_bytes: int) -> bytes:
+    """``data`` cut to at most ``max_bytes``, on the last whole line."""
+    if len(data) <= max_bytes:
+        return data
+    if data[max_bytes : max_bytes + 1] in (b"\n", b"\r"):
+        return data[:max_bytes]
+    end = max(data.rfind(b"\n", 0, max_bytes), data.rfind(b"\r", 0, max_bytes))
+    return data[: end + 1]
+
+
+def cap_line(line: str) -> str:
+    """``line`` cut to :data:`MAX_LINE_BYTES` octets of UTF-8."""
+    if len(line) <= _SAFE_CHARS:
+        return line
+    data = encode(line)
+    if len(data) <= MAX_LINE_BYTES:
+        return line
+    return data[:MAX_LINE_BYTES].decode("utf-8", "surrogateescape")
+
+
+def oversize_allows_all(source: str | bytes, max_bytes: int, profile: Profile) -> bool:
+    """Whether ``profile`` reads ``source`` as allowing everything because
+    it is over ``max_bytes`` octets (its status policy's ``oversize``)."""
+    if RULES[profile].status["oversize"] == "parsed":
+        return False
+    if isinstance(source, str):
+        size = len(source) if source.isascii() else len(encode(source))
+    else:
+        size = len(source)
+    return size > max_bytes
+
+
+_new = tuple.__new__
+_object_new = object.__new__
+
+# Caches of what the same few lines, written the same way again and again,
+# read as; lines longer than a cache keeps are junk, mostly.
+# Keys as written -> their kind, per profile (skips strip(), lower() and
+# the lookups for nearly every line).
 _KIND_CACHE: dict[str, BoundedCache[str, int]] = {
     p: BoundedCache(f"parse.kinds.{p}", 512 << 10, 128) for p in PROFILES
 }
-
-#: Called by the reader for what :func:`~scrapy_rfc9309.lint.lint` reports:
-#: ``(line, event, detail)``.
-Reporter = Callable[[int, str, str], None]
-
-_new = tuple.__new__
-_set = object.__setattr__
-_object_new = object.__new__
-
-# Lines without a colon as written -> what they say, (key, value) or None:
-# the same few lines (blank ones, HTML tags) come back again and again.
-# Longer lines (junk, mostly) are not worth keeping.
+# Lines without a colon -> (key, value), or None (blank lines, HTML tags).
 _NO_COLON: BoundedCache[str, tuple[str, str] | None] = BoundedCache(
     "parse.no_colon", 512 << 10, 100
 )
-# Told apart by identity: no line reads as it.
+# User-agent lines -> the token they name, or None for a line that is no
+# User-agent line; per profile.
+_AGENT_LINE_TOKENS: dict[Profile, BoundedCache[str, str | None]] = {
+    p: BoundedCache(f"parse.agent_lines.{p}", 1 << 20, 200) for p in PROFILES
+}
+# Told apart by identity: no line reads as it, no token holds a NUL.
 _UNKNOWN = ("", "")
-# Profile hook: Yandex and Bing need the colon.
+_MISSING = "\0"
+# Google accepts a missing colon only between exactly two tokens (profile
+# hook: Yandex and Bing need the colon).
+_TWO_TOKENS = re.compile(r"([^ \t]+)[ \t]+([^ \t]+)").fullmatch
 _COLON_NEEDED = {profile: not rules.missing_colon for profile, rules in RULES.items()}
 
-# The reader: read_chunk() reads lines (which end at CR, LF and CRLF; a NUL
-# ends a line's content, a "#" starts a comment and a line keeps
-# MAX_LINE_BYTES octets) into groups.  A whole Document is the whole text
-# read (read_document), lint the same with a reporter; the rules for one
-# agent are the groups that apply read (rules_for), which regular
-# expressions find without reading the others.
+# read_chunk() reads lines (which end at CR, LF and CRLF; a NUL ends a
+# line's content, a "#" starts a comment, a line keeps MAX_LINE_BYTES
+# octets) into groups.  A document is the whole text read (read_document);
+# the rules for one agent are the groups that apply read (rules_for), which
+# regular expressions find without reading the others (group_starts).
 
 # A CR not before a LF ends a line as well (this finds all but one at the
 # end of the text, quicker than a lookahead).
 _LONE_CR = re.compile(r"\r[^\n]").search
-# The rest of a line from a "#", and from a NUL (a literal first is what
-# the regex engine searches quickest).
+# The rest of a line from a "#", and from a NUL.
 _COMMENT = re.compile("#.*").sub
 _AFTER_NUL = re.compile("\0.*").sub
 # A line that is surely a rule in every profile: a usual spelling of the
@@ -235,50 +323,38 @@ _SURE = (
 _SURE_RULE = re.compile(_SURE).search
 # After any whitespace, the key of every User-agent line (misspellings and
 # Google's prefix keys included) starts with "user" in some case, and that
-# of every Allow or Disallow line with "al" or "di": no other character
-# lower-cases to those letters.  Searching from a "\n" lets the regex engine
-# skip ahead to each line start at C speed.  Group 2 tells a User-agent
-# line followed by a rule.
+# of every Allow or Disallow line with "al" or "di" (Content-Usage: "co"):
+# no other character lower-cases to those letters.  Searching from a "\n"
+# lets the regex engine skip to each line start at C speed.  Group 2 tells
+# a User-agent line followed by a rule.
 _AGENT_LINE = r"([ \t\v\f]*user[^\n]*)(?=(?-i:(" + _SURE + "))|)"
-# Searched for one after another: a finditer() call can leave a small
-# allocation of CPython's behind (its attribute cache keeping a name it
-# made), which the memory store's tests would count as held.
+# Searched one after another, not with finditer(), which can leave a small
+# allocation of CPython's behind that the memory store's tests would count.
 _AGENT_LINE_AFTER = re.compile(r"(?i)\n" + _AGENT_LINE).search
 # The first line has no "\n" before it (adding one would copy the text).
 _FIRST_AGENT_LINE = re.compile(r"(?i)" + _AGENT_LINE).match
-_RULE_LINES = re.compile(r"(?i)\n([ \t\v\f]*(?:al|di)[^\n]*)").finditer
-# The same with Content-Usage lines (every spelling starts with "co").
-_USAGE_RULE_LINES = re.compile(r"(?i)\n([ \t\v\f]*(?:al|di|co)[^\n]*)").finditer
-# Per profile: which of the two finds the lines that end a group.
+# Per profile: what finds the lines that end a group.
 _ENDING_LINES = {
-    profile: _USAGE_RULE_LINES if rules.usage_ends_group else _RULE_LINES
+    profile: re.compile(
+        r"(?i)\n([ \t\v\f]*(?:al|di" + ("|co" if rules.usage_ends_group else "") + r")"
+        r"[^\n]*)"
+    ).finditer
     for profile, rules in RULES.items()
 }
-# How nearly every rule line starts: what follows it is a Disallow pattern
-# (and, if another line follows, that line).
+# How nearly every rule line starts: what follows is a Disallow pattern.
 _DISALLOW_LINE = "\nDisallow: "
-# Reading the rules of one agent, only a rule, Crawl-delay, Content-Signal
-# or Content-Usage line matters, whose key (or a misspelling of it, in
-# every profile) starts with "a", "d" or "c" in either case, after any
-# whitespace: whether a piece of text may hold one after its first line
-# (the first line of a group read is a User-agent line).
+# For one agent only a rule, Crawl-delay, Content-Signal or Content-Usage
+# line matters, whose key (misspelt or not, in every profile) starts with
+# "a", "d" or "c" after any whitespace: whether a text may hold one after
+# its first line, and whether a line may be one.
 _RELEVANT = re.compile(r"\n[ \t\v\f]*[aAdDcC]").search
-# And whether a line may be one (the others are passed over at C speed).
 _MATTERS = re.compile(r"[ \t\v\f]*[aAdDcC]").match
-# User-agent lines as written -> the token they name, or None for a line
-# that is no User-agent line; per profile.  The same few lines come back
-# again and again.
-_AGENT_LINE_TOKENS: dict[Profile, BoundedCache[str, str | None]] = {
-    p: BoundedCache(f"parse.agent_lines.{p}", 1 << 20, 200) for p in PROFILES
-}
-# Told apart from any token by identity: no token holds a NUL.
-_MISSING = "\0"
 
 #: What matching for one agent needs from a robots.txt: the patterns (none
 #: empty) of the rules of the groups that apply to it (merged, as
-#: :func:`applicable_groups` and :func:`merge_groups` give them), in file
-#: order, their ``line << 1 | allow``, the Crawl-delay, the
-#: Content-Signal values and the Content-Usage rules (in file order).
+#: :func:`~scrapy_rfc9309._agents.merge_groups` does), in file order,
+#: their ``line << 1 | allow``, the Crawl-delay, the Content-Signal values
+#: and the Content-Usage rules (in file order).
 AgentRules = tuple[
     list[str], list[int], float | None, dict[str, bool | str], list[UsageRule]
 ]
@@ -305,7 +381,7 @@ def _agent_of(line: str, profile: Profile) -> str | None:
         and len(line) <= _SAFE_CHARS
     ):
         # How read_chunk() reads the usual ones, without its setting up.
-        agent: str | None = agent_token(value.strip(_WHITESPACE))
+        agent: str | None = agent_token(value.strip(WHITESPACE))
     else:
         agents = _read_alone(line, profile).user_agents
         agent = agent_token(agents[0]) if agents else None
@@ -330,6 +406,7 @@ def _read_alone(text: str, profile: Profile) -> Group:
     """The lines of ``text`` read by :func:`read_chunk` as one group."""
     reading = _Reading(line=1)
     read_chunk(text, 1, profile, reading)
+    reading.end_group()
     assert reading.groups
     return reading.groups[0]
 
@@ -339,22 +416,27 @@ _NO_STARTS: frozenset[int] = frozenset()
 
 
 class _Reading:
-    """What :func:`read_chunk` reads into: the groups (reading the rules of
-    ``one_agent``, groups are not told apart: ``None``), the sitemaps and
-    other records, and the numbers of the User-agent lines that start a
-    group (see :func:`group_starts`; for one agent, none).  Reading the
-    rules of one agent, a chunk at a time: the first line of its group, the
-    patterns of its rules and their ``line << 1 | allow``, its Crawl-delay
-    (the first valid one), and the Content-Signal values and Content-Usage
-    rules of the groups read."""
+    """What :func:`read_chunk` reads into: the groups read (for one agent,
+    where groups are not told apart: ``None``), the sitemaps and other
+    records; the group being read (its first line, 0 before any: ``line``;
+    its user agents, rules, Crawl-delay (the first valid one),
+    Content-Signal values and Content-Usage rules); the User-agent lines
+    read (``agents_read``) and, by number from 0, those that start a group
+    (``starts``, see :func:`group_starts`; for one agent none: the group's
+    lines are read a chunk at a time, rules as ``patterns`` and their
+    ``line << 1 | allow``, Content-Signal values and Content-Usage rules
+    for all of them)."""
 
     __slots__ = (
+        "agents",
+        "agents_read",
         "delay",
         "groups",
         "line",
         "metas",
         "patterns",
         "records",
+        "rules",
         "signals",
         "sitemaps",
         "starts",
@@ -367,48 +449,45 @@ class _Reading:
         self.metas: list[int] = []
         self.sitemaps: dict[str, None] = {}
         self.records: list[Record] = []
+        self.agents: list[str] = []
+        self.rules: list[Rule] = []
         self.delay: float | None = None
         self.signals: dict[str, bool | str] = {}
         self.usage: list[UsageRule] = []
         self.line = line
+        self.agents_read = 0
         self.starts: AbstractSet[int] = _NO_STARTS
 
-
-def _group(
-    agents: list[str],
-    rules: list[Rule],
-    delay: float | None,
-    signals: dict[str, bool | str],
-    line: int,
-    usage: list[UsageRule],
-) -> Group:
-    # Group(...) without its dataclass __init__ (six object.__setattr__
-    # calls), which costs four times as much: parse() makes thousands.
-    group = _object_new(Group)
-    fields = group.__dict__
-    fields["user_agents"] = tuple(agents)
-    fields["rules"] = tuple(rules)
-    fields["crawl_delay"] = delay
-    fields["content_signals"] = signals
-    fields["line"] = line
-    fields["content_usage"] = tuple(usage)
-    return group
+    def end_group(self) -> None:
+        """The group being read is done (if any): a new one starts."""
+        if self.line and self.groups is not None:
+            # Group(...) without its dataclass __init__ (six
+            # object.__setattr__ calls), which costs four times as much.
+            group = _object_new(Group)
+            fields = group.__dict__
+            fields["user_agents"] = tuple(self.agents)
+            fields["rules"] = tuple(self.rules)
+            fields["crawl_delay"] = self.delay
+            fields["content_signals"] = self.signals
+            fields["line"] = self.line
+            fields["content_usage"] = tuple(self.usage)
+            self.groups.append(group)
+        self.agents, self.rules, self.usage = [], [], []
+        self.delay, self.signals = None, {}
 
 
 def read_document(
-    text: str, profile: Profile, report: Reporter | None = None
+    text: str, profile: Profile, handler: Handler | None = None
 ) -> tuple[tuple[Group, ...], tuple[str, ...], tuple[Record, ...]]:
     """The groups, sitemaps and records of ``text`` (as :func:`body_text`
-    gives it).  ``report``, if given, hears about every user-agent and
-    sitemap line and every line read leniently or ignored (what
-    :func:`~scrapy_rfc9309.lint.lint` reports)."""
+    gives it), telling ``handler`` about its lines."""
     text = _line_ends(text)
     reading = _Reading()
     # The whole text in one read, told which User-agent lines start a
-    # group (one call: a call per group would cost more than reading most
-    # groups).
+    # group (a call per group would cost more than reading most groups).
     reading.starts = set(group_starts(text, profile)[1])
-    read_chunk(text, 1, profile, reading, report)
+    read_chunk(text, 1, profile, reading, handler)
+    reading.end_group()
     assert reading.groups is not None
     return tuple(reading.groups), tuple(reading.sitemaps), tuple(reading.records)
 
@@ -507,29 +586,138 @@ def read_chunk(
     number: int,
     profile: Profile,
     reading: _Reading,
-    report: Reporter | None = None,
+    handler: Handler | None = None,
 ) -> None:
     """Read the lines of ``chunk`` (its line ends as :func:`_line_ends`
     leaves them, its first line numbered ``number``) into ``reading``,
-    telling ``report`` about them.
+    telling ``handler`` about them; the group being read is left open.
 
-    The text is cut at each ``\\nDisallow: `` first, so that most rule
-    lines cost a strip and two appends; the other lines are read one by
-    one.  A User-agent line starts a group if its number (among the
-    User-agent lines of ``chunk``, from 0) is in ``reading.starts`` (see
-    :func:`group_starts`).
+    Without a handler the text is cut at each ``\\nDisallow: `` first, so
+    that most rule lines cost a strip and two appends; the other lines are
+    read one by one.  A User-agent line starts a group if its number (among
+    the User-agent lines read, from 0) is in ``reading.starts``.
     """
-    # Each line cut at a "#" (a comment) and at a NUL (which ends its
-    # content), before the cap: the rest goes whatever the cap leaves of it.
+    # Each piece after the first starts with a "Disallow: " line's pattern;
+    # with a handler, the lines are read one by one, as written.
+    pieces = iter(_pieces(chunk) if handler is None else [chunk])
+    one_agent = reading.groups is None
+    lines: list[str] | None
+    lines, number = _head(next(pieces), number, one_agent)
+    first = reading.line  # the group being read, 0 before the first
+    add_rule = reading.rules.append
+    add_pattern = reading.patterns.append
+    add_meta = reading.metas.append
+    kinds = _KIND_CACHE[profile].data
+    no_colon = _NO_COLON.data
+    colon_needed = _COLON_NEEDED[profile]
+    whitespace = WHITESPACE
+    # Hot loop, written for speed: the common lines cost no call, the rare
+    # ones are read by helpers, a handler is told only where one is given.
+    # ``number`` is that of the line before ``lines``.
+    while lines is not None:
+        numbered: Iterable[tuple[int, str]] = enumerate(lines, number + 1)
+        if one_agent:
+            numbered = compress(numbered, map(_MATTERS, lines))
+        elif handler is not None:
+            numbered = _as_written(numbered, handler)
+        for line_number, line in numbered:
+            key, colon, value = line.partition(":")
+            if colon:
+                value = value.strip(whitespace)
+            elif not line:
+                continue
+            else:
+                found = no_colon.get(line, _UNKNOWN)
+                if found is _UNKNOWN:
+                    found = _without_colon(line)
+                if found is None or colon_needed:
+                    if handler is not None:
+                        _ignored(handler, line_number, line, found)
+                    continue
+                key, value = found
+            kind = kinds.get(key)
+            if kind is None:
+                kind = _kind(key, profile)
+            if handler is not None:
+                _lenient_key(handler, line_number, colon, kind, key)
+            if kind > _ALLOW:
+                _other_line(reading, kind, key, value, line_number, line, handler)
+                if kind == _USER_AGENT:
+                    first, add_rule = reading.line, reading.rules.append
+            elif not first:
+                if handler is not None:
+                    handler.rule_outside_group(line_number, value)
+            elif one_agent:
+                if value:
+                    add_pattern(value)
+                    add_meta(line_number << 1 | kind)
+            else:
+                add_rule(_new(Rule, (kind == _ALLOW, value, line_number)))
+        # The "Disallow: " pieces, counted in metas: ``line << 1``.
+        meta = number + len(lines) << 1
+        lines, number = _disallow_pieces(
+            pieces, meta, one_agent, add_rule, add_pattern, add_meta
+        )
+
+
+def _head(head: str, number: int, one_agent: bool) -> tuple[list[str], int]:
+    """The lines of ``head`` (the text before the first "Disallow: " piece,
+    its first line numbered ``number``) to read, and the number of the line
+    before them; for one agent, none if none may matter."""
+    if one_agent and ("\n" not in head or not _RELEVANT(head)):
+        return [], number + head.count("\n")
+    return head.split("\n"), number - 1
+
+
+def _disallow_pieces(
+    pieces: Iterator[str],
+    meta: int,
+    one_agent: bool,
+    add_rule: Callable[[Rule], None],
+    add_pattern: Callable[[str], None],
+    add_meta: Callable[[int], None],
+) -> tuple[list[str] | None, int]:
+    """Read ``pieces`` (each the pattern of a "Disallow: " line, ``meta``
+    that of the line before the first) up to one followed by other lines
+    that may matter: those lines and the number of the line before them
+    (``None`` when no piece is left)."""
+    whitespace = WHITESPACE
+    for piece in pieces:
+        meta += 2
+        if "\n" not in piece:
+            if not one_agent:
+                add_rule(_new(Rule, (False, piece.strip(whitespace), meta >> 1)))
+            else:
+                # For one agent, an empty pattern (it matches nothing) is
+                # left out.
+                pattern = piece.strip(whitespace)
+                if pattern:
+                    add_pattern(pattern)
+                    add_meta(meta)
+            continue
+        after = piece.index("\n")
+        pattern = piece[:after].strip(whitespace)
+        if not one_agent:
+            add_rule(_new(Rule, (False, pattern, meta >> 1)))
+        elif pattern:
+            add_pattern(pattern)
+            add_meta(meta)
+        if after + 1 == len(piece) or (one_agent and not _RELEVANT(piece, after)):
+            # Nothing after the pattern's line, or nothing that matters.
+            meta += piece.count("\n") << 1
+            continue
+        return piece[after + 1 :].split("\n"), meta >> 1
+    return None, 0
+
+
+def _pieces(chunk: str) -> list[str]:
+    """``chunk`` without comments and what follows a NUL, each line capped,
+    cut at each ``\\nDisallow: ``."""
     if "#" in chunk:
         chunk = _COMMENT("", chunk)
     if "\0" in chunk:
         chunk = _AFTER_NUL("", chunk)
-    # The first piece is read line by line; each other piece starts with
-    # the pattern of a "Disallow: " line, and any line after it in the same
-    # piece is of another kind.  Rules read before the first group are
-    # dropped when it starts (reported: line by line).
-    pieces = chunk.split(_DISALLOW_LINE) if report is None else [chunk]
+    pieces = chunk.split(_DISALLOW_LINE)
     # No line of a text this short in characters can be over the cap, nor
     # one of more characters if it is ASCII; a piece's line is "Disallow: "
     # longer.
@@ -538,201 +726,113 @@ def read_chunk(
         if len(chunk) > longest and max(map(len, pieces)) >= longest - 11:
             lines = chunk.split("\n")
             if max(map(len, lines)) > longest:
-                chunk = "\n".join(map(cap_line, lines))
-                pieces = chunk.split(_DISALLOW_LINE) if report is None else [chunk]
-    groups = reading.groups
-    one_agent = groups is None
-    # The User-agent lines read, by number from 0: reading.starts holds
-    # those that start a group.
-    starts = reading.starts
-    agent_number = -1
-    # Reading the rules of one agent: a piece whose lines cannot matter is
-    # not split into lines.
-    relevant = _RELEVANT if one_agent else None
-    sitemaps = reading.sitemaps
-    add_record = reading.records.append
-    # The group being read (reading the rules of one agent, the group whose
-    # first line is reading.line).
-    first = reading.line
-    agents: list[str] = []
-    rules: list[Rule] = []
-    add_rule = rules.append
-    patterns = reading.patterns
-    metas = reading.metas
-    delay = reading.delay
-    signals = reading.signals
-    usage = reading.usage
-    add_pattern = patterns.append
-    add_meta = metas.append
-    kinds = _KIND_CACHE[profile].data
-    no_colon = _NO_COLON.data
-    colon_needed = _COLON_NEEDED[profile]
-    whitespace = _WHITESPACE
-    # The head (before the first "Disallow: " line) is read line by line,
-    # unless nothing in it can matter; then the other pieces, each the
-    # pattern of a "Disallow: " line and, if other lines follow it, those
-    # lines, read line by line.
-    pieces_left = iter(pieces)
-    head = next(pieces_left)
-    if relevant is not None and ("\n" not in head or not relevant(head)):
-        number += head.count("\n")
-        lines = []
+                pieces = "\n".join(map(cap_line, lines)).split(_DISALLOW_LINE)
+    return pieces
+
+
+def _as_written(
+    numbered: Iterable[tuple[int, str]], handler: Handler
+) -> Iterator[tuple[int, str]]:
+    """The lines of ``numbered`` as :func:`_pieces` leaves them, telling
+    ``handler`` of their NUL bytes and over-long lines as written."""
+    for number, line in numbered:
+        content = line
+        if "\0" in line:
+            handler.nul_byte(number)
+            content = line.partition("\0")[0]
+        written = content[:-1] if content.endswith("\r") else content
+        if len(written) > _SAFE_CHARS:
+            size = len(encode(written))
+            if size > MAX_LINE_BYTES:
+                handler.line_too_long(number, size)
+        yield number, cap_line(content.partition("#")[0])
+
+
+def _other_line(
+    reading: _Reading,
+    kind: int,
+    key: str,
+    value: str,
+    number: int,
+    line: str,
+    handler: Handler | None,
+) -> None:
+    """Read a line other than a rule (of ``kind``) into ``reading``."""
+    if kind == _USER_AGENT:
+        if reading.agents_read in reading.starts:
+            # A new group (group_starts() says where).
+            reading.end_group()
+            reading.line = number
+        reading.agents_read += 1
+        reading.agents.append(value)
+        if handler is not None:
+            handler.user_agent(number, value)
+    elif kind == _RECORD:
+        name = key.strip(WHITESPACE).lower()
+        reading.records.append(_new(Record, (name, value, number)))
+        if handler is not None:
+            handler.record(number, name)
+    elif kind == _SITEMAP:
+        if value:
+            reading.sitemaps[value] = None
+        if handler is not None:
+            handler.sitemap(number, value)
+    elif kind == _NO_KEY:
+        if handler is not None:
+            handler.unparsable_line(number, line.strip(WHITESPACE))
+    elif not reading.line:
+        if handler is not None:
+            handler.directive_outside_group(number, key.strip(WHITESPACE).lower())
+    elif kind == _CRAWL_DELAY:
+        seconds = parse_crawl_delay(value)
+        if handler is not None:
+            if seconds is None:
+                handler.invalid_crawl_delay(number, value)
+            elif reading.delay is not None:
+                handler.duplicate_crawl_delay(number, value)
+            else:
+                handler.crawl_delay(number, seconds)
+        if reading.delay is None:
+            reading.delay = seconds
+    elif kind == _CONTENT_USAGE:
+        reading.usage.append(usage_rule(value, number))
+        if handler is not None:
+            handler.content_usage(number, value)
     else:
-        lines = head.split("\n")
-        number -= 1
-    # Hot loops, written for speed: a piece is nearly always one line, and
-    # the branches go in the order of how common they are, reporting only
-    # where there is something to report.  ``number`` is that of the line
-    # before ``lines``.
-    while True:
-        numbered: Iterable[tuple[int, str]] = enumerate(lines, number + 1)
-        if one_agent:
-            numbered = compress(numbered, map(_MATTERS, lines))
-        for line_number, line in numbered:
-            key, colon, value = line.partition(":")
-            if colon:
-                value = value.strip(whitespace)
-            elif not line:
-                continue
-            else:
-                # Google's GetKeyAndValueFrom when a line has no colon:
-                # whitespace may stand for it between exactly two tokens.
-                found = no_colon.get(line, _UNKNOWN)
-                if found is _UNKNOWN:
-                    found = _without_colon(line)
-                if found is None:
-                    if report is not None and line.strip(whitespace):
-                        report(line_number, "unparsable-line", line.strip(whitespace))
-                    continue
-                if colon_needed:
-                    if report is not None:
-                        report(line_number, "missing-colon-ignored", found[0])
-                    continue
-                key, value = found
-            kind = kinds.get(key)
-            if kind is None:
-                kind = _kind(key, profile)
-            if report is not None:
-                _report_key(report, line_number, colon, kind, key)
-            if kind <= _ALLOW:
-                if not first:
-                    if report is not None:
-                        report(line_number, "rule-outside-group", value)
-                elif one_agent:
-                    if value:
-                        add_pattern(value)
-                        add_meta(line_number << 1 | kind)
-                else:
-                    add_rule(_new(Rule, (kind == _ALLOW, value, line_number)))
-            elif kind == _USER_AGENT:
-                agent_number += 1
-                if agent_number in starts:
-                    # A new group (group_starts() says where): the one being
-                    # read (if any) is done.
-                    if first and groups is not None:
-                        groups.append(
-                            _group(agents, rules, delay, signals, first, usage)
-                        )
-                    agents, rules, usage = [], [], []
-                    delay, signals, first = None, {}, line_number
-                    add_rule = rules.append
-                agents.append(value)
-                if report is not None:
-                    report(line_number, "user-agent", value)
-            elif kind == _RECORD:
-                name = key.strip(whitespace).lower()
-                add_record(_new(Record, (name, value, line_number)))
-                if report is not None:
-                    report(line_number, "record", name)
-            elif kind == _SITEMAP:
-                if value:
-                    sitemaps[value] = None
-                if report is not None:
-                    report(line_number, "sitemap", value)
-            elif kind == _NO_KEY:
-                if report is not None:
-                    report(line_number, "unparsable-line", line.strip(whitespace))
-            elif not first:
-                if report is not None:
-                    name = key.strip(whitespace).lower()
-                    report(line_number, "directive-outside-group", name)
-            elif kind == _CRAWL_DELAY:
-                seconds = parse_crawl_delay(value)
-                if report is not None:
-                    event = (
-                        "invalid-crawl-delay"
-                        if seconds is None
-                        else "duplicate-crawl-delay"
-                        if delay is not None
-                        else "crawl-delay"
-                    )
-                    report(line_number, event, value)
-                if delay is None:
-                    delay = seconds
-            elif kind == _CONTENT_USAGE:
-                usage.append(usage_rule(value, line_number))
-                if report is not None:
-                    report(line_number, "content-usage", value)
-            else:
-                merge_signals(signals, parse_content_signal(value)[0])
-                if report is not None:
-                    report(line_number, "content-signal", value)
-        # The pieces, counted in metas: ``line << 1`` of a "Disallow: " line.
-        meta = number + len(lines) << 1
-        for piece in pieces_left:
-            meta += 2
-            if "\n" not in piece:
-                if one_agent:
-                    # For one agent, an empty pattern (which matches
-                    # nothing) is left out.
-                    pattern = piece.strip(whitespace)
-                    if pattern:
-                        add_pattern(pattern)
-                        add_meta(meta)
-                else:
-                    add_rule(_new(Rule, (False, piece.strip(whitespace), meta >> 1)))
-                continue
-            # The pattern's line, then the others.
-            after = piece.index("\n")
-            pattern = piece[:after].strip(whitespace)
-            if not one_agent:
-                add_rule(_new(Rule, (False, pattern, meta >> 1)))
-            elif pattern:
-                add_pattern(pattern)
-                add_meta(meta)
-            if after + 1 == len(piece) or (
-                relevant is not None and not relevant(piece, after)
-            ):
-                # Nothing after the pattern's line, or nothing that matters.
-                meta += piece.count("\n") << 1
-                continue
-            lines = piece[after + 1 :].split("\n")
-            number = meta >> 1
-            break
-        else:
-            break
-    reading.delay = delay
-    if first and groups is not None:
-        groups.append(_group(agents, rules, delay, signals, first, usage))
+        merge_signals(reading.signals, parse_content_signal(value)[0])
+        if handler is not None:
+            handler.content_signal(number, value)
 
 
-def _report_key(report: Reporter, number: int, colon: str, kind: int, key: str) -> None:
-    """Report a key read leniently: without a colon, or misspelt."""
+def _ignored(
+    handler: Handler, number: int, line: str, found: tuple[str, str] | None
+) -> None:
+    """Tell ``handler`` of a line without a colon that is not read."""
+    if found is not None:
+        handler.missing_colon_ignored(number, found[0])
+    elif line.strip(WHITESPACE):
+        handler.unparsable_line(number, line.strip(WHITESPACE))
+
+
+def _lenient_key(
+    handler: Handler, number: int, colon: str, kind: int, key: str
+) -> None:
+    """Tell ``handler`` of a key read leniently: without a colon, or misspelt."""
     if not colon and kind != _RECORD:
-        report(number, "missing-colon", key)
-    name = key.strip(_WHITESPACE).lower()
+        handler.missing_colon(number, key)
+    name = key.strip(WHITESPACE).lower()
     canonical = _CANONICAL.get(kind)
     if canonical not in (None, name):
-        report(number, "typo-accepted", f"{name}\0{canonical}")
+        handler.typo_accepted(number, name, canonical)
 
 
 def _without_colon(line: str) -> tuple[str, str] | None:
     """``(key, value)`` of a line without a colon, or ``None``; kept in the
     cache."""
-    stripped = line.strip(_WHITESPACE)
+    stripped = line.strip(WHITESPACE)
     # One token (most junk: "}", "</div>") needs no regex to tell.
     two = _TWO_TOKENS(stripped) if " " in stripped or "\t" in stripped else None
-    found = None if two is None else (two[1], two[2].strip(_WHITESPACE))
+    found = None if two is None else (two[1], two[2].strip(WHITESPACE))
     if not _NO_COLON.full:
         _NO_COLON.put(line, found)
     return found
@@ -740,22 +840,10 @@ def _without_colon(line: str) -> tuple[str, str] | None:
 
 def _kind(key: str, profile: Profile) -> int:
     """What ``key`` (as written) is in ``profile``; kept in the cache."""
-    name = key.strip(_WHITESPACE).lower()
+    name = key.strip(WHITESPACE).lower()
     found = key_kind(name, profile) if name else _NO_KEY
     kind = _RECORD if found is None else found
     kinds = _KIND_CACHE[profile]
     if not kinds.full:
         kinds.put(key, kind)
     return kind
-
-
-def oversize_allows_all(source: str | bytes, max_bytes: int, profile: Profile) -> bool:
-    """Whether ``profile`` reads ``source`` as allowing everything because
-    it is over ``max_bytes`` octets (its status policy's ``oversize``)."""
-    if RULES[profile].status["oversize"] == "parsed":
-        return False
-    if isinstance(source, str):
-        size = len(source) if source.isascii() else len(encode(source))
-    else:
-        size = len(source)
-    return size > max_bytes

@@ -26,7 +26,7 @@ from scrapy_rfc9309.urls import (
     normalize_pattern,
     request_path,
 )
-from tests.support.utils import read_document
+from tests.support.utils import Recorder, read_document
 
 PROFILES = st.sampled_from(["rfc9309", "google"])
 # Reading and linting: every profile (the bounded ones answer for their
@@ -354,11 +354,11 @@ def test_reporting_changes_nothing_read(source: str | bytes, profile: str) -> No
     # One reader serves parse() and lint(): what it reports about a body
     # never changes how it reads it.
     text = body_text(source, 512_000)
-    events: list[tuple[int, str, str]] = []
-    reported = read_text(text, profile, lambda *event: events.append(event))
+    recorder = Recorder()
+    reported = read_text(text, profile, recorder)
     assert parse(source, profile=profile) == Document(*reported, profile=profile)
     lines = text.replace("\r\n", "\n").replace("\r", "\n").count("\n") + 1
-    assert all(1 <= line <= lines for line, _, _ in events)
+    assert all(1 <= line <= lines for line, _, _ in recorder.events)
 
 
 @SETTINGS

@@ -26,6 +26,7 @@ from scrapy_rfc9309._read import (
 )
 from scrapy_rfc9309.parse import Document
 from scrapy_rfc9309.profiles import RULES
+from tests.support.utils import Recorder
 
 PROFILES = ("rfc9309", "google")
 # Whether a Content-Usage line ends a group, per profile (issue 26).
@@ -74,6 +75,7 @@ def rfc9309_groups(text: str, profile: str) -> list[tuple[int, list[str], list[i
         # A group is open (line=1), so a rule line alone is read as one.
         reading = _Reading(line=1)
         read_chunk(line, 1, profile, reading)
+        reading.end_group()
         assert reading.groups
         group = reading.groups[0]
         agents, rules = group.user_agents, group.rules
@@ -229,11 +231,11 @@ def test_groups_start_where_rfc9309_says(name: str, profile: str) -> None:
 
 def assert_reporting_changes_nothing(text: str, profile: str) -> None:
     # lint's route (line by line, with a reporter) reads what parse's does.
-    events: list[tuple[int, str, str]] = []
-    reported = read_document(text, profile, lambda *event: events.append(event))
+    recorder = Recorder()
+    reported = read_document(text, profile, recorder)
     assert reported == read_document(text, profile)
     lines = text.replace("\r\n", "\n").replace("\r", "\n").count("\n") + 1
-    assert all(1 <= line <= lines for line, _, _ in events)
+    assert all(1 <= line <= lines for line, _, _ in recorder.events)
 
 
 def test_one_agent_finds_rules_line_numbers_and_values() -> None:

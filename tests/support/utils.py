@@ -11,6 +11,7 @@ from typing import Any
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.reactor import is_reactor_installed
 
+from scrapy_rfc9309._read import Handler
 from scrapy_rfc9309.parse import Document
 from scrapy_rfc9309.stores.contract import SAMPLE_SHA256, sample_outcome
 
@@ -77,3 +78,23 @@ def read_document(document: Document) -> Document:
     return Document(
         document.groups, document.sitemaps, document.records, document.profile
     )
+
+
+class Recorder(Handler):
+    """A reader's handler that keeps every event it hears, in order, as
+    ``(line, method, arguments)``."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[int, str, tuple[Any, ...]]] = []
+
+
+def _recording(name: str) -> Callable[..., None]:
+    def record(self: Recorder, line: int, *arguments: Any) -> None:
+        self.events.append((line, name, arguments))
+
+    return record
+
+
+for _name in vars(Handler):
+    if not _name.startswith("_"):
+        setattr(Recorder, _name, _recording(_name))
