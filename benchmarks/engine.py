@@ -50,7 +50,7 @@ from typing import Any
 from protego import Protego
 
 from benchmarks._corpus import corpus
-from scrapy_rfc9309._read import encode
+from scrapy_rfc9309._bytes import encode
 from scrapy_rfc9309.match import Decision, explain, is_allowed
 from scrapy_rfc9309.outcome import Lifetimes, explain_compiled, parsed
 from scrapy_rfc9309.parse import Document, parse, product_token

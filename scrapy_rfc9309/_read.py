@@ -1,148 +1,76 @@
-"""The reader: a robots.txt body -> lines -> the model (RFC 9309 2.1-2.2).
+"""The reader: robots.txt text -> lines -> the model (RFC 9309 2.1-2.2).
 
-Byte preparation (:func:`body_text`), the key tables of each profile, the
-value parsers and the tokenizer (:func:`read_chunk`), which reads lines
-into the values of :mod:`scrapy_rfc9309._model`: a whole document
+The key tables of each profile and the tokenizer (:func:`read_chunk`),
+which reads the text :func:`~scrapy_rfc9309._bytes.body_text` gives into
+the values of :mod:`scrapy_rfc9309._model`: a whole document
 (:func:`read_document`), or only the groups for one agent
-(:func:`rules_for`).  A :class:`Handler`, if given, hears what it reads
-leniently or ignores and the facts of the bytes and lines as written (lint
-is one).  Pure: no Scrapy, no Twisted, no I/O.
+(:func:`rules_for`).  A :class:`Handler`, if given, hears what is read
+leniently or ignored and the facts of the bytes and of the lines as
+written (lint is one).  Pure: no Scrapy, no Twisted, no I/O.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from itertools import compress
 
 from ._agents import WHITESPACE, agent_token, merge_signals
+from ._bytes import MAX_LINE_BYTES, SAFE_CHARS, cap_line, encode
 from ._caches import BoundedCache
-from ._model import Group, Profile, Record, Rule, UsageRule
+from ._model import (
+    Group,
+    Profile,
+    Record,
+    Rule,
+    UsageRule,
+    parse_content_signal,
+    parse_crawl_delay,
+    usage_rule,
+)
 from .profiles import PROFILES, RULES
-
-#: Google's ``kMaxLineLen`` (2083 * 8) less its terminating NUL: the octets
-#: of a line kept; the rest of a longer line is ignored.
-MAX_LINE_BYTES = 2083 * 8 - 1
 
 
 class Handler:
     """What the reader tells besides what it reads, as google/robotstxt's
-    ``RobotsParseHandler``: one method per event, each given the 1-based
-    line it is about (0: the whole body).  Each does nothing here: a
-    handler overrides those it wants.  Reading without one costs nothing."""
+    ``RobotsParseHandler``: one method per event, given the 1-based line it
+    is about, each a no-op here (a handler overrides those it wants).
+    Reading without a handler costs nothing.
 
-    # Facts of the bytes (body_text) and of the lines as written.
-    def body_cut(self, line: int, size: int, kept: int) -> None:
-        """The body, ``size`` octets, is cut to its first ``kept``; ``line``
-        is the first line dropped."""
-
-    def byte_order_mark(self, line: int, skipped: int) -> None:
-        """The first ``skipped`` octets of a UTF-8 byte-order mark (3: all
-        of it, fewer: a broken one) start the body and are skipped."""
-
-    def invalid_utf8(self, line: int) -> None:
-        """The first octet that is not UTF-8 is on ``line``."""
-
-    def nul_byte(self, line: int) -> None:
-        """A NUL ends the line's content."""
-
-    def line_too_long(self, line: int, size: int) -> None:
-        """The line is ``size`` octets: only :data:`MAX_LINE_BYTES` are read."""
-
-    # Lines read.
-    def user_agent(self, line: int, value: str) -> None:
-        """A User-agent line."""
-
-    def sitemap(self, line: int, url: str) -> None:
-        """A Sitemap line."""
-
-    def record(self, line: int, name: str) -> None:
-        """A line of another key (``name`` lower-cased)."""
-
-    def crawl_delay(self, line: int, seconds: float) -> None:
-        """The group's first valid Crawl-delay."""
-
-    def invalid_crawl_delay(self, line: int, value: str) -> None:
-        """A Crawl-delay that is no number of seconds (ignored)."""
-
-    def duplicate_crawl_delay(self, line: int, value: str) -> None:
-        """A valid Crawl-delay after the group's first (ignored)."""
-
-    def content_signal(self, line: int, value: str) -> None:
-        """A Content-Signal line."""
-
-    def content_usage(self, line: int, value: str) -> None:
-        """A Content-Usage line."""
-
-    # Lines read leniently or ignored.
-    def unparsable_line(self, line: int, text: str) -> None:
-        """Neither ``key: value`` nor two tokens; ignored."""
-
-    def missing_colon(self, line: int, key: str) -> None:
-        """Two tokens, read as ``key: value``."""
-
-    def missing_colon_ignored(self, line: int, key: str) -> None:
-        """Two tokens, ignored: the profile needs the colon."""
-
-    def typo_accepted(self, line: int, name: str, canonical: str) -> None:
-        """Key ``name`` read as ``canonical``."""
-
-    def rule_outside_group(self, line: int, pattern: str) -> None:
-        """A rule before any User-agent line (ignored)."""
-
-    def directive_outside_group(self, line: int, name: str) -> None:
-        """A group's key before any User-agent line (ignored)."""
-
-
-def usage_rule(value: str, line: int) -> UsageRule:
-    """The :class:`UsageRule` of a ``Content-Usage`` value (stripped): a
-    value starting with ``/`` gives a path up to the first space or tab,
-    any other value is all preference (attach-05 section 3.2)."""
-    if value[:1] != "/":
-        return UsageRule("", value, line)
-    end = len(value)
-    for blank in " \t":
-        found = value.find(blank)
-        if 0 <= found < end:
-            end = found
-    # The ABNF's 1*WS between them is no part of the Dictionary (a strict
-    # RFC 9651 parser rejects a leading tab).
-    return UsageRule(value[:end], value[end:].lstrip(" \t"), line)
-
-
-def parse_crawl_delay(value: str) -> float | None:
-    """A Crawl-delay value in seconds; ``None`` unless finite and >= 0."""
-    try:
-        delay = float(value)
-    except ValueError:
-        return None
-    return delay if math.isfinite(delay) and delay >= 0 else None
-
-
-def parse_content_signal(value: str) -> tuple[dict[str, bool | str], list[str]]:
-    """``search=yes, ai-train=no`` as ``{"search": True, "ai-train": False}``.
-
-    Keys lower-cased, ``yes``/``no`` as booleans, any other value kept as
-    text.  Also returns the parts that are not ``key=value`` (ignored).
+    First the facts of the bytes and of the lines as written: the body,
+    ``size`` octets, cut to its first ``kept`` (``line``: the first one
+    dropped); the first ``skipped`` octets of a byte-order mark (3: all of
+    it, fewer: a broken one); the first octet that is not UTF-8; a NUL that
+    ends a line's content; a line of ``size`` octets, over
+    :data:`MAX_LINE_BYTES`.  Then the lines read (``record``: another key,
+    its ``name`` lower-cased; a Crawl-delay is a group's first valid one,
+    or is ignored), and those read leniently (two tokens without a colon,
+    a misspelt key) or ignored (no ``key: value``, no colon where the
+    profile needs it, a rule or a group's key before any User-agent line).
     """
-    signals: dict[str, bool | str] = {}
-    invalid: list[str] = []
-    for part in value.split(","):
-        key, equals, text = part.partition("=")
-        key = key.strip().lower()
-        if not equals or not key:
-            if part.strip():
-                invalid.append(part.strip())
-            continue
-        text = text.strip()
-        lowered = text.lower()
-        signal: bool | str = (
-            True if lowered == "yes" else False if lowered == "no" else text
-        )
-        merge_signals(signals, {key: signal})
-    return signals, invalid
+
+    def body_cut(self, line: int, size: int, kept: int) -> None: ...
+    def byte_order_mark(self, line: int, skipped: int) -> None: ...
+    def invalid_utf8(self, line: int) -> None: ...
+    def nul_byte(self, line: int) -> None: ...
+    def line_too_long(self, line: int, size: int) -> None: ...
+
+    def user_agent(self, line: int, value: str) -> None: ...
+    def sitemap(self, line: int, url: str) -> None: ...
+    def record(self, line: int, name: str) -> None: ...
+    def crawl_delay(self, line: int, seconds: float) -> None: ...
+    def invalid_crawl_delay(self, line: int, value: str) -> None: ...
+    def duplicate_crawl_delay(self, line: int, value: str) -> None: ...
+    def content_signal(self, line: int, value: str) -> None: ...
+    def content_usage(self, line: int, value: str) -> None: ...
+
+    def unparsable_line(self, line: int, text: str) -> None: ...
+    def missing_colon(self, line: int, key: str) -> None: ...
+    def missing_colon_ignored(self, line: int, key: str) -> None: ...
+    def typo_accepted(self, line: int, name: str, canonical: str) -> None: ...
+    def rule_outside_group(self, line: int, pattern: str) -> None: ...
+    def directive_outside_group(self, line: int, name: str) -> None: ...
 
 
 # Kinds of line; Disallow and Allow first, so that "kind <= _ALLOW" tells
@@ -188,91 +116,6 @@ def key_kind(key: str, profile: Profile) -> int | None:
             if key.startswith(names):
                 return kind
     return _KEYS[profile].get(key)
-
-
-UTF8_BOM = b"\xef\xbb\xbf"
-# No line of a shorter text can exceed the cap, whatever its characters.
-_SAFE_CHARS = MAX_LINE_BYTES // 4
-# What the UTF-8 decoder's surrogateescape makes of an invalid octet.
-_ESCAPED = re.compile("[\udc80-\udcff]").search
-
-
-def body_text(
-    source: str | bytes, max_bytes: int, handler: Handler | None = None
-) -> str:
-    """A robots.txt body as text, as Google's parser reads it, telling
-    ``handler`` what it finds.
-
-    Cut at ``max_bytes`` octets on the last whole line, a (possibly
-    truncated) UTF-8 byte-order mark skipped, invalid UTF-8 kept as
-    surrogate escapes (see :func:`encode`).
-    """
-    if isinstance(source, str) and len(source) <= max_bytes and source.isascii():
-        return source
-    data = encode(source) if isinstance(source, str) else bytes(source)
-    if len(data) > max_bytes:
-        kept = cut(data, max_bytes)
-        if handler is not None:
-            handler.body_cut(_line_count(kept.decode("latin-1")), len(data), len(kept))
-        data = kept
-    skip = 0
-    if data[:1] == b"\xef":
-        while skip < 3 and data[skip : skip + 1] == UTF8_BOM[skip : skip + 1]:
-            skip += 1
-        if handler is not None:
-            handler.byte_order_mark(1, skip)
-    text = data[skip:].decode("utf-8", "surrogateescape")
-    escaped = None if handler is None or text.isascii() else _ESCAPED(text)
-    if handler is not None and escaped is not None:
-        handler.invalid_utf8(_line_count(text[: escaped.start()]))
-    return text
-
-
-def _line_count(text: str) -> int:
-    """The number of the line that ``text`` ends on: its line ends (CR, LF,
-    CRLF) plus one."""
-    return text.count("\n") + text.count("\r") - text.count("\r\n") + 1
-
-
-def encode(text: str) -> bytes:
-    """``text`` as UTF-8, surrogate escapes (invalid UTF-8 read with
-    ``surrogateescape``) back to their octets; never raises."""
-    try:
-        return text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass")
-
-
-def cut(data: bytes, max_bytes: int) -> bytes:
-    """``data`` cut to at most ``max_bytes``, on the last whole line."""
-    if len(data) <= max_bytes:
-        return data
-    if data[max_bytes : max_bytes + 1] in (b"\n", b"\r"):
-        return data[:max_bytes]
-    end = max(data.rfind(b"\n", 0, max_bytes), data.rfind(b"\r", 0, max_bytes))
-    return data[: end + 1]
-
-
-def cap_line(line: str) -> str:
-    """``line`` cut to :data:`MAX_LINE_BYTES` octets of UTF-8."""
-    if len(line) <= _SAFE_CHARS:
-        return line
-    data = encode(line)
-    if len(data) <= MAX_LINE_BYTES:
-        return line
-    return data[:MAX_LINE_BYTES].decode("utf-8", "surrogateescape")
-
-
-def oversize_allows_all(source: str | bytes, max_bytes: int, profile: Profile) -> bool:
-    """Whether ``profile`` reads ``source`` as allowing everything because
-    it is over ``max_bytes`` octets (its status policy's ``oversize``)."""
-    if RULES[profile].status["oversize"] == "parsed":
-        return False
-    if isinstance(source, str):
-        size = len(source) if source.isascii() else len(encode(source))
-    else:
-        size = len(source)
-    return size > max_bytes
 
 
 _new = tuple.__new__
@@ -378,7 +221,7 @@ def _agent_of(line: str, profile: Profile) -> str | None:
         and _KIND_CACHE[profile].data.get(key) == _USER_AGENT
         and "#" not in value
         and "\0" not in value
-        and len(line) <= _SAFE_CHARS
+        and len(line) <= SAFE_CHARS
     ):
         # How read_chunk() reads the usual ones, without its setting up.
         agent: str | None = agent_token(value.strip(WHITESPACE))
@@ -721,8 +564,8 @@ def _pieces(chunk: str) -> list[str]:
     # No line of a text this short in characters can be over the cap, nor
     # one of more characters if it is ASCII; a piece's line is "Disallow: "
     # longer.
-    if len(chunk) > _SAFE_CHARS:
-        longest = MAX_LINE_BYTES if chunk.isascii() else _SAFE_CHARS
+    if len(chunk) > SAFE_CHARS:
+        longest = MAX_LINE_BYTES if chunk.isascii() else SAFE_CHARS
         if len(chunk) > longest and max(map(len, pieces)) >= longest - 11:
             lines = chunk.split("\n")
             if max(map(len, lines)) > longest:
@@ -741,7 +584,7 @@ def _as_written(
             handler.nul_byte(number)
             content = line.partition("\0")[0]
         written = content[:-1] if content.endswith("\r") else content
-        if len(written) > _SAFE_CHARS:
+        if len(written) > SAFE_CHARS:
             size = len(encode(written))
             if size > MAX_LINE_BYTES:
                 handler.line_too_long(number, size)

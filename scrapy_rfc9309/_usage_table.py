@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._read import encode
+from ._bytes import encode
 from .match import Matcher
 from .parse import Profile, UsageRule
 from .profiles import RULES

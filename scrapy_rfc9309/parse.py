@@ -12,15 +12,10 @@ from dataclasses import FrozenInstanceError, replace
 from typing import Any
 
 from ._agents import applicable_groups, merge_groups, product_token
+from ._bytes import MAX_LINE_BYTES, body_text, oversize_allows_all
 from ._caches import renew
-from ._model import Group, Profile, Record, Rule, UsageRule
-from ._read import (
-    MAX_LINE_BYTES,
-    body_text,
-    oversize_allows_all,
-    parse_crawl_delay,
-    read_document,
-)
+from ._model import Group, Profile, Record, Rule, UsageRule, parse_crawl_delay
+from ._read import read_document
 from ._read import rules_for as rules_for  # match.py's, until it imports _read
 from .licenses import license_records
 from .profiles import (

@@ -24,8 +24,8 @@ from typing import NamedTuple
 
 import http_sf
 
+from ._bytes import encode
 from ._caches import BoundedCache
-from ._read import encode
 from ._usage_table import UsageTable
 from .match import Matcher, compile
 from .parse import Document, Profile, UsageRule

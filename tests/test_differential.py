@@ -40,7 +40,7 @@ import pytest
 from protego import Protego
 
 from scrapy_rfc9309._agents import agent_token, applicable_groups, product_token
-from scrapy_rfc9309._read import MAX_LINE_BYTES, cap_line, cut
+from scrapy_rfc9309._bytes import MAX_LINE_BYTES, cap_line, cut
 from scrapy_rfc9309.match import Matcher, compile, explain
 from scrapy_rfc9309.parse import Document, parse
 from tests.conftest import load_vectors

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from scrapy_rfc9309 import match
 from scrapy_rfc9309._agents import applicable_groups
-from scrapy_rfc9309._read import body_text
+from scrapy_rfc9309._bytes import body_text
 from scrapy_rfc9309._read import read_document as read_text
 from scrapy_rfc9309.lint import CODES, lint
 from scrapy_rfc9309.match import Decision, compile, explain

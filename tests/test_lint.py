@@ -190,7 +190,8 @@ def test_every_event_the_linter_hears_is_a_reader_event() -> None:
 
 
 def test_the_reader_tells_a_handler_typed_events_and_line_facts() -> None:
-    from scrapy_rfc9309._read import body_text, read_document
+    from scrapy_rfc9309._bytes import body_text
+    from scrapy_rfc9309._read import read_document
     from tests.support.utils import Recorder
 
     long_line = b"Disallow: /" + b"z" * MAX_LINE_BYTES

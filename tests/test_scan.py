@@ -15,11 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309._agents import applicable_groups, merge_signals
+from scrapy_rfc9309._bytes import MAX_LINE_BYTES, body_text
 from scrapy_rfc9309._read import (
-    MAX_LINE_BYTES,
     AgentRules,
     _Reading,
-    body_text,
     read_chunk,
     read_document,
     rules_for,
