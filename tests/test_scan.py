@@ -4,7 +4,7 @@ what the groups of ``read_document()`` that apply give, merged: the same
 patterns, line numbers, Crawl-delay, Content-Signal values and Content-Usage
 rules, whatever the text.  Both take where groups start from
 ``group_starts()``, which is held to RFC 9309 section 2.2.4 applied line by
-line.  And a reporter (lint's) changes nothing read."""
+line.  And a handler (lint's) changes nothing read."""
 
 from __future__ import annotations
 
@@ -229,7 +229,7 @@ def test_groups_start_where_rfc9309_says(name: str, profile: str) -> None:
 
 
 def assert_reporting_changes_nothing(text: str, profile: str) -> None:
-    # lint's route (line by line, with a reporter) reads what parse's does.
+    # lint's route (line by line, with a handler) reads what parse's does.
     recorder = Recorder()
     reported = read_document(text, profile, recorder)
     assert reported == read_document(text, profile)
