@@ -91,15 +91,16 @@ _TOKEN = re.compile("[A-Za-z_-]+")
 class _Linter(Handler):
     """What the reader tells, as diagnostics."""
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: Profile, max_bytes: int) -> None:
         self.profile = profile
+        self.max_bytes = max_bytes
         self.rules_of = RULES[profile]
         # Keys read exactly (Yandex, Bing): a spelling another profile reads
         # is worth a warning of its own.
         self.strict_keys = self.rules_of.keys != RULES[RFC9309].keys
         self.diagnostics: list[Diagnostic] = []
         self.sitemaps: set[str] = set()
-        self.max_bytes = 0
+        # How many octets of a byte-order mark start the body.
         self.bom = 0
 
     def add(self, line: int, code: str, message: str) -> None:
@@ -136,8 +137,8 @@ class _Linter(Handler):
         )
 
     def html(self, text: str) -> None:
-        """Whether the first 4,096 octets of the body (``text`` as the
-        reader gives it) hold an HTML tag."""
+        """An HTML tag in the first 4,096 octets of the body (``text`` as
+        :func:`body_text` gives it, the byte-order mark skipped)."""
         head = UTF8_BOM[: self.bom] + encode(text[:4096])
         html = _HTML.search(head, 0, 4096)
         if html is not None:
@@ -354,8 +355,8 @@ def lint(
     they seem to.  Never raises on content.
     """
     check_profile(profile)
-    linter = _Linter(profile)
-    linter.max_bytes = max_bytes = effective_max_bytes(profile, max_bytes)
+    max_bytes = effective_max_bytes(profile, max_bytes)
+    linter = _Linter(profile, max_bytes)
     if oversize_allows_all(source, max_bytes, profile):
         size = len(encode(source) if isinstance(source, str) else source)
         linter.add(
