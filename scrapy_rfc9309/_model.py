@@ -66,6 +66,10 @@ class Group:
     content_usage: tuple[UsageRule, ...] = ()
 
 
+#: What a document holds: its groups, sitemaps and other records.
+Parts = tuple[tuple[Group, ...], tuple[str, ...], tuple[Record, ...]]
+
+
 def usage_rule(value: str, line: int) -> UsageRule:
     """The :class:`UsageRule` of a ``Content-Usage`` value (stripped): a
     value starting with ``/`` gives a path up to the first space or tab,

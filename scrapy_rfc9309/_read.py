@@ -21,6 +21,7 @@ from ._bytes import MAX_LINE_BYTES, SAFE_CHARS, cap_line, encode
 from ._caches import BoundedCache
 from ._model import (
     Group,
+    Parts,
     Profile,
     Record,
     Rule,
@@ -319,9 +320,7 @@ class _Reading:
         self.delay, self.signals = None, {}
 
 
-def read_document(
-    text: str, profile: Profile, handler: Handler | None = None
-) -> tuple[tuple[Group, ...], tuple[str, ...], tuple[Record, ...]]:
+def read_document(text: str, profile: Profile, handler: Handler | None = None) -> Parts:
     """The groups, sitemaps and records of ``text`` (as :func:`body_text`
     gives it), telling ``handler`` about its lines."""
     text = _line_ends(text)

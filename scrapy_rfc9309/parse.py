@@ -14,7 +14,15 @@ from typing import Any
 from ._agents import applicable_groups, merge_groups, product_token
 from ._bytes import MAX_LINE_BYTES, body_text, oversize_allows_all
 from ._caches import renew
-from ._model import Group, Profile, Record, Rule, UsageRule, parse_crawl_delay
+from ._model import (
+    Group,
+    Parts,
+    Profile,
+    Record,
+    Rule,
+    UsageRule,
+    parse_crawl_delay,
+)
 from ._read import read_document
 from ._read import rules_for as rules_for  # match.py's, until it imports _read
 from .licenses import license_records
@@ -65,7 +73,7 @@ class Document:
     """
 
     __slots__ = ("_matchers", "_parts", "_text", "profile")
-    _parts: tuple[tuple[Group, ...], tuple[str, ...], tuple[Record, ...]] | None
+    _parts: Parts | None
     #: The text not read yet into groups (``None`` once read).
     _text: str | None
     # Matchers compiled for this document, by user agent (see
@@ -96,9 +104,7 @@ class Document:
         _set(document, "profile", profile)
         return document
 
-    def _read(
-        self,
-    ) -> tuple[tuple[Group, ...], tuple[str, ...], tuple[Record, ...]]:
+    def _read(self) -> Parts:
         parts = self._parts
         if parts is None:
             text = self._text
