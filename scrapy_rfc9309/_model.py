@@ -14,10 +14,19 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ._agents import merge_signals
+from .profiles import PROFILES
 
 #: A profile name: ``"rfc9309"``, ``"google"``, ``"yandex"`` or ``"bing"``
 #: (see :func:`parse` and :mod:`scrapy_rfc9309.profiles`).
 Profile = str
+
+
+def check_profile(profile: Profile) -> None:
+    """``ValueError`` unless ``profile`` is a profile name."""
+    if profile not in PROFILES:
+        raise ValueError(
+            f"unknown robots.txt profile {profile!r}; use one of {PROFILES}"
+        )
 
 
 class Rule(NamedTuple):

@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 
 from ._agents import product_token
 from ._bytes import MAX_LINE_BYTES, UTF8_BOM, body_text, encode, oversize_allows_all
-from ._model import parse_content_signal, usage_rule
+from ._model import check_profile, parse_content_signal, usage_rule
 from ._read import Handler, key_kind, read_document
-from .parse import RFC9309, Profile, Rule, check_profile
+from .parse import RFC9309, Profile, Rule
 from .profiles import GOOGLE, MAX_BYTES, RULES, effective_max_bytes
 from .usage import preference_problems
 

@@ -21,6 +21,7 @@ from ._model import (
     Record,
     Rule,
     UsageRule,
+    check_profile,
     parse_crawl_delay,
 )
 from ._read import read_document
@@ -304,11 +305,3 @@ def parse(
         return Document(profile=profile)
     renew()  # one robots.txt more: full caches are renewed now and then
     return Document._unread(body_text(source, max_bytes), profile)
-
-
-def check_profile(profile: Profile) -> None:
-    """``ValueError`` unless ``profile`` is a profile name."""
-    if profile not in PROFILES:
-        raise ValueError(
-            f"unknown robots.txt profile {profile!r}; use one of {PROFILES}"
-        )
