@@ -50,9 +50,10 @@ from typing import Any
 from protego import Protego
 
 from benchmarks._corpus import corpus
+from scrapy_rfc9309._bytes import encode
 from scrapy_rfc9309.match import Decision, explain, is_allowed
 from scrapy_rfc9309.outcome import Lifetimes, explain_compiled, parsed
-from scrapy_rfc9309.parse import Document, encode, parse, product_token
+from scrapy_rfc9309.parse import Document, parse, product_token
 from scrapy_rfc9309.stores.memory import new_entry
 
 #: URLs built per file: "/" and variants of the file's own rule paths.
@@ -66,12 +67,12 @@ def clear_caches() -> None:
     longer there is passed over)."""
     modules = sys.modules
     _clear(
-        modules["scrapy_rfc9309.parse"],
+        modules["scrapy_rfc9309._read"],
         "_KIND_CACHE",
-        "_AGENT_TOKENS",
         "_NO_COLON",
         "_AGENT_LINE_TOKENS",
     )
+    _clear(modules["scrapy_rfc9309._agents"], "AGENT_TOKENS")
     _clear(
         modules["scrapy_rfc9309.match"], "_NORMALS", "_TOKENS", "_DECISIONS", "_CACHE"
     )

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ._bytes import encode
 from .match import Matcher
-from .parse import Profile, UsageRule, encode
+from .parse import Profile, UsageRule
 from .profiles import RULES
 from .urls import _normal
 

@@ -8,26 +8,14 @@ Every :class:`Diagnostic` has a stable ``code`` (docs/engine.md lists them all);
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Literal, NamedTuple
 from urllib.parse import urlsplit
 
-from .parse import (
-    MAX_LINE_BYTES,
-    RFC9309,
-    Profile,
-    Rule,
-    body_text,
-    check_profile,
-    cut,
-    encode,
-    key_kind,
-    oversize_allows_all,
-    parse_content_signal,
-    product_token,
-    read_document,
-    usage_rule,
-)
+from ._agents import product_token
+from ._bytes import MAX_LINE_BYTES, UTF8_BOM, body_text, encode, oversize_allows_all
+from ._model import check_profile, parse_content_signal, usage_rule
+from ._read import Handler, key_kind, read_document
+from .parse import RFC9309, Profile, Rule
 from .profiles import GOOGLE, MAX_BYTES, RULES, effective_max_bytes
 from .usage import preference_problems
 
@@ -100,123 +88,110 @@ _HTML = re.compile(rb"<(?:!doctype\s+html|html[\s>]|head[\s>]|body[\s>]|title>)"
 _TOKEN = re.compile("[A-Za-z_-]+")
 
 
-class _Linter:
-    def __init__(self, profile: Profile) -> None:
+class _Linter(Handler):
+    """What the reader tells, as diagnostics."""
+
+    def __init__(self, profile: Profile, max_bytes: int) -> None:
         self.profile = profile
+        self.max_bytes = max_bytes
         self.rules_of = RULES[profile]
         # Keys read exactly (Yandex, Bing): a spelling another profile reads
         # is worth a warning of its own.
         self.strict_keys = self.rules_of.keys != RULES[RFC9309].keys
         self.diagnostics: list[Diagnostic] = []
         self.sitemaps: set[str] = set()
+        # How many octets of a byte-order mark start the body.
+        self.bom = 0
 
     def add(self, line: int, code: str, message: str) -> None:
         self.diagnostics.append(Diagnostic(line, CODES[code], code, message))
 
-    def body(self, data: bytes, max_bytes: int) -> None:
-        if len(data) > max_bytes:
-            kept = cut(data, max_bytes)
-            first_dropped = _line_at(data, len(kept))
+    def body_cut(self, line: int, size: int, kept: int) -> None:
+        self.add(
+            line,
+            "body-too-large",
+            f"the body is {_size(size, self.max_bytes)}; everything after the "
+            f"first {kept:,} (the last whole line within {self.max_bytes:,}) "
+            "is ignored",
+        )
+
+    def byte_order_mark(self, line: int, skipped: int) -> None:
+        self.bom = skipped
+        if skipped == 3:
             self.add(
-                first_dropped,
-                "body-too-large",
-                f"the body is {_size(len(data), max_bytes)}; everything after the "
-                f"first {len(kept):,} (the last whole line within {max_bytes:,}) "
-                "is ignored",
-            )
-            data = kept
-        if data.startswith(b"\xef\xbb\xbf"):
-            self.add(
-                1,
+                line,
                 "byte-order-mark",
                 "a UTF-8 byte-order mark starts the file; it is skipped",
             )
-        elif data[:1] == b"\xef":
+        else:
             self.add(
-                1,
+                line,
                 "broken-byte-order-mark",
                 "the file starts with a truncated or broken byte-order mark; "
                 "its first bytes are skipped and the rest of the line may not read",
             )
-        # The bytes of a broken byte-order mark are skipped (as parse does).
-        skip = 0
-        while skip < 3 and data[skip : skip + 1] == b"\xef\xbb\xbf"[skip : skip + 1]:
-            skip += 1
-        try:
-            data[skip:].decode("utf-8")
-        except UnicodeDecodeError as exc:
-            self.add(
-                _line_at(data, skip + exc.start),
-                "invalid-utf8",
-                "not valid UTF-8; the invalid bytes match no URL",
-            )
-        html = _HTML.search(data, 0, 4096)
+
+    def invalid_utf8(self, line: int) -> None:
+        self.add(
+            line, "invalid-utf8", "not valid UTF-8; the invalid bytes match no URL"
+        )
+
+    def html(self, text: str) -> None:
+        """An HTML tag in the first 4,096 octets of the body (``text`` as
+        :func:`body_text` gives it, the byte-order mark skipped)."""
+        head = UTF8_BOM[: self.bom] + encode(text[:4096])
+        html = _HTML.search(head, 0, 4096)
         if html is not None:
-            line = _line_at(data, html.start())
             self.add(
-                line,
+                _line_at(head, html.start()),
                 "html-body",
                 "this looks like an HTML page, not a robots.txt; its lines are "
                 "read as robots.txt lines, which is rarely what was meant",
             )
 
-    def lines(self, text: str) -> None:
-        for number, line in enumerate(_split(text), 1):
-            if "\0" in line:
-                self.add(
-                    number, "nul-byte", "a NUL byte ends the line; the rest is ignored"
-                )
-                line = line.partition("\0")[0]
-            size = len(encode(line)) if len(line) > MAX_LINE_BYTES // 4 else 0
-            if size > MAX_LINE_BYTES:
-                self.add(
-                    number,
-                    "line-too-long",
-                    f"the line is {size:,} bytes; only the first "
-                    f"{MAX_LINE_BYTES:,} are read",
-                )
+    def nul_byte(self, line: int) -> None:
+        self.add(line, "nul-byte", "a NUL byte ends the line; the rest is ignored")
 
-    def event(self, line: int, event: str, detail: str) -> None:
-        handler: Callable[[int, str], None] | None = getattr(
-            self, "on_" + event.replace("-", "_"), None
+    def line_too_long(self, line: int, size: int) -> None:
+        self.add(
+            line,
+            "line-too-long",
+            f"the line is {size:,} bytes; only the first {MAX_LINE_BYTES:,} are read",
         )
-        if handler is not None:
-            handler(line, detail)
 
-    def on_unparsable_line(self, line: int, text: str) -> None:
+    def unparsable_line(self, line: int, text: str) -> None:
         self.add(
             line, "unparsable-line", f"not a 'key: value' line, ignored: {text[:60]!r}"
         )
 
-    def on_missing_colon(self, line: int, key: str) -> None:
+    def missing_colon(self, line: int, key: str) -> None:
         self.add(line, "missing-colon", f"no ':' after {key!r}; read as '{key}: ...'")
 
-    def on_missing_colon_ignored(self, line: int, key: str) -> None:
+    def missing_colon_ignored(self, line: int, key: str) -> None:
         self.add(
             line,
             "missing-colon-ignored",
             f"no ':' after {key!r}; {self.rules_of.vendor} ignores the line",
         )
 
-    def on_typo_accepted(self, line: int, detail: str) -> None:
-        written, canonical = detail.split("\0")
-        self.add(line, "typo-accepted", f"{written!r} is read as {canonical!r}")
+    def typo_accepted(self, line: int, name: str, canonical: str) -> None:
+        self.add(line, "typo-accepted", f"{name!r} is read as {canonical!r}")
 
-    def on_rule_outside_group(self, line: int, value: str) -> None:
+    def rule_outside_group(self, line: int, pattern: str) -> None:
         self.add(
             line,
             "rule-outside-group",
             "a rule before any User-agent line applies to no one and is ignored",
         )
 
-    def on_directive_outside_group(self, line: int, name: str) -> None:
+    def directive_outside_group(self, line: int, name: str) -> None:
         self.add(
             line,
             "directive-outside-group",
             f"{name!r} before any User-agent line applies to no one and is ignored",
         )
 
-    def on_user_agent(self, line: int, value: str) -> None:
+    def user_agent(self, line: int, value: str) -> None:
         name = value.strip().lower()
         if self.rules_of.selectors is not None and value and value != "*":
             # Whether any of the profile's agents can read the group.
@@ -248,7 +223,7 @@ class _Linter:
                 f"{value!r} is not a product token ([A-Za-z_-]+) and {meaning}",
             )
 
-    def on_record(self, line: int, name: str) -> None:
+    def record(self, line: int, name: str) -> None:
         if self.strict_keys and (
             key_kind(name, RFC9309) is not None or key_kind(name, GOOGLE) is not None
         ):
@@ -264,7 +239,8 @@ class _Linter:
         else:
             self.add(line, "unknown-directive", f"unknown directive {name!r}, ignored")
 
-    def on_sitemap(self, line: int, value: str) -> None:
+    def sitemap(self, line: int, url: str) -> None:
+        value = url
         try:
             parts = urlsplit(value)
             absolute = parts.scheme in ("http", "https") and bool(parts.netloc)
@@ -280,21 +256,21 @@ class _Linter:
             self.add(line, "duplicate-sitemap", f"Sitemap {value!r} is listed again")
         self.sitemaps.add(value)
 
-    def on_invalid_crawl_delay(self, line: int, value: str) -> None:
+    def invalid_crawl_delay(self, line: int, value: str) -> None:
         self.add(
             line,
             "invalid-crawl-delay",
             f"Crawl-delay {value!r} is not a number of seconds (finite, >= 0); ignored",
         )
 
-    def on_duplicate_crawl_delay(self, line: int, value: str) -> None:
+    def duplicate_crawl_delay(self, line: int, value: str) -> None:
         self.add(
             line,
             "duplicate-crawl-delay",
             "the group already has a Crawl-delay; this one is ignored",
         )
 
-    def on_content_signal(self, line: int, value: str) -> None:
+    def content_signal(self, line: int, value: str) -> None:
         signals, invalid = parse_content_signal(value)
         for part in invalid:
             self.add(
@@ -310,7 +286,7 @@ class _Linter:
                     f"{key}={signal!r} is neither yes nor no; kept as text",
                 )
 
-    def on_content_usage(self, line: int, value: str) -> None:
+    def content_usage(self, line: int, value: str) -> None:
         for code, message in preference_problems(usage_rule(value, line)):
             self.add(line, code, message)
 
@@ -356,11 +332,6 @@ class _Linter:
                 )
 
 
-def _split(text: str) -> list[str]:
-    # Lines as parse() counts them: CR, LF and CRLF each end one.
-    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-
-
 def _size(size: int, max_bytes: int) -> str:
     # A download stops one byte past the limit: "over" is all that is known.
     if size == max_bytes + 1:
@@ -384,21 +355,22 @@ def lint(
     they seem to.  Never raises on content.
     """
     check_profile(profile)
-    linter = _Linter(profile)
-    data = encode(source) if isinstance(source, str) else bytes(source)
     max_bytes = effective_max_bytes(profile, max_bytes)
-    if oversize_allows_all(data, max_bytes, profile):
+    linter = _Linter(profile, max_bytes)
+    if oversize_allows_all(source, max_bytes, profile):
+        size = len(encode(source) if isinstance(source, str) else source)
         linter.add(
             0,
             "body-over-vendor-limit",
-            f"the body is {len(data):,} bytes, over {max_bytes:,}:"
+            f"the body is {size:,} bytes, over {max_bytes:,}:"
             f" {linter.rules_of.vendor} then allows everything",
         )
         return linter.diagnostics
-    linter.body(data, max_bytes)
-    text = body_text(source, max_bytes)
-    linter.lines(text)
-    groups = read_document(text, profile, linter.event)[0]
+    # One read: the reader tells the linter what it finds in the bytes and
+    # the lines as it reads them.
+    text = body_text(source, max_bytes, linter)
+    linter.html(text)
+    groups = read_document(text, profile, linter)[0]
     for group in groups:
         linter.rules(group.rules)
     if not groups:

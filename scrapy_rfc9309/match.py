@@ -16,16 +16,14 @@ from itertools import accumulate, compress, count, repeat
 from operator import add, and_, is_not, lshift
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ._agents import applicable_groups, merge_groups, product_token
+from ._read import rules_for
 from .parse import (
     Document,
     Group,
     Profile,
     Rule,
     UsageRule,
-    applicable_groups,
-    merge_groups,
-    product_token,
-    rules_for,
 )
 from .profiles import RULES, Percent
 from .reasons import Cause, Reason

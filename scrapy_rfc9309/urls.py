@@ -11,8 +11,8 @@ from urllib.parse import urljoin, urlsplit
 
 from w3lib.url import safe_url_string
 
+from ._bytes import encode
 from ._caches import BoundedCache
-from .parse import encode
 
 __all__ = [
     "escape_pattern",

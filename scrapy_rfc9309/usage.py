@@ -24,10 +24,11 @@ from typing import NamedTuple
 
 import http_sf
 
+from ._bytes import encode
 from ._caches import BoundedCache
 from ._usage_table import UsageTable
 from .match import Matcher, compile
-from .parse import Document, Profile, UsageRule, encode
+from .parse import Document, Profile, UsageRule
 from .profiles import RULES
 from .urls import _normal
 

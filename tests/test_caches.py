@@ -16,16 +16,11 @@ from typing import Any
 import pytest
 
 from scrapy_rfc9309 import _caches
+from scrapy_rfc9309._agents import AGENT_TOKENS, agent_token, product_token
 from scrapy_rfc9309._caches import CACHES, BoundedCache
+from scrapy_rfc9309._read import _KIND_CACHE
 from scrapy_rfc9309.match import compile, is_allowed
-from scrapy_rfc9309.parse import (
-    _AGENT_TOKENS,
-    _KIND_CACHE,
-    RFC9309,
-    agent_token,
-    parse,
-    product_token,
-)
+from scrapy_rfc9309.parse import RFC9309, parse
 from scrapy_rfc9309.urls import (
     _NORMALS,
     _ORIGINS,
@@ -226,7 +221,7 @@ def test_long_keys_are_answered_right_and_not_kept() -> None:
     assert is_allowed(document, AGENT, "http://a.test/a~x")
     value = "LongBot" + "x" * 5000
     assert agent_token(value) == product_token(value) == value.lower()
-    assert value not in _AGENT_TOKENS
+    assert value not in AGENT_TOKENS
     key = "Disallow" + " " * 3000
     document = parse(f"User-agent: *\n{key}: /x\n")
     assert not is_allowed(document, AGENT, "http://a.test/x")

@@ -39,17 +39,10 @@ from urllib.parse import quote
 import pytest
 from protego import Protego
 
+from scrapy_rfc9309._agents import agent_token, applicable_groups, product_token
+from scrapy_rfc9309._bytes import MAX_LINE_BYTES, cap_line, cut
 from scrapy_rfc9309.match import Matcher, compile, explain
-from scrapy_rfc9309.parse import (
-    MAX_LINE_BYTES,
-    Document,
-    agent_token,
-    applicable_groups,
-    cap_line,
-    cut,
-    parse,
-    product_token,
-)
+from scrapy_rfc9309.parse import Document, parse
 from tests.conftest import load_vectors
 
 # -- 1. the two profiles over the conformance vectors -------------------------------

@@ -13,16 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309 import match
+from scrapy_rfc9309._agents import applicable_groups
+from scrapy_rfc9309._bytes import body_text
+from scrapy_rfc9309._read import read_document as read_text
 from scrapy_rfc9309.lint import CODES, lint
 from scrapy_rfc9309.match import Decision, compile, explain
-from scrapy_rfc9309.parse import (
-    Document,
-    applicable_groups,
-    body_text,
-    parse,
-    product_token,
-)
-from scrapy_rfc9309.parse import read_document as read_text
+from scrapy_rfc9309.parse import Document, parse, product_token
 from scrapy_rfc9309.stringify import stringify
 from scrapy_rfc9309.urls import (
     escape_pattern,
@@ -30,7 +26,7 @@ from scrapy_rfc9309.urls import (
     normalize_pattern,
     request_path,
 )
-from tests.support.utils import read_document
+from tests.support.utils import Recorder, read_document
 
 PROFILES = st.sampled_from(["rfc9309", "google"])
 # Reading and linting: every profile (the bounded ones answer for their
@@ -358,11 +354,11 @@ def test_reporting_changes_nothing_read(source: str | bytes, profile: str) -> No
     # One reader serves parse() and lint(): what it reports about a body
     # never changes how it reads it.
     text = body_text(source, 512_000)
-    events: list[tuple[int, str, str]] = []
-    reported = read_text(text, profile, lambda *event: events.append(event))
+    recorder = Recorder()
+    reported = read_text(text, profile, recorder)
     assert parse(source, profile=profile) == Document(*reported, profile=profile)
     lines = text.replace("\r\n", "\n").replace("\r", "\n").count("\n") + 1
-    assert all(1 <= line <= lines for line, _, _ in events)
+    assert all(1 <= line <= lines for line, _, _ in recorder.events)
 
 
 @SETTINGS

@@ -321,18 +321,17 @@ def _work(function: Callable[[], object]) -> int:
 
 
 def test_work_counts_what_c_reads_and_restores_the_regexes() -> None:
-    # The module, not the function the package exports under its name.
-    parse_module = importlib.import_module("scrapy_rfc9309.parse")
-    pattern = parse_module._TWO_TOKENS
+    reader = importlib.import_module("scrapy_rfc9309._read")
+    pattern = reader._TWO_TOKENS
     # One line without a colon: two C calls or so, 10,000 characters read
     # by str methods and by the regex that splits it in two tokens.
     line = "a" * 5_000 + " " + "b" * 5_000
     assert _work(lambda: parse(line).groups) > 2 * len(line)
     counted = []
     with _counted_regexes(counted.append):
-        parse_module._TWO_TOKENS(line)
+        reader._TWO_TOKENS(line)
     assert counted == [len(line)]
-    assert parse_module._TWO_TOKENS is pattern
+    assert reader._TWO_TOKENS is pattern
 
 
 #: ``work(4n) / work(n)`` must stay under this for a linear algorithm (4,

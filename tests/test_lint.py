@@ -174,3 +174,43 @@ def test_every_code_is_documented_with_a_severity() -> None:
 def test_unknown_profile() -> None:
     with pytest.raises(ValueError, match="profile"):
         lint("", profile="msn")
+
+
+def test_every_event_the_linter_hears_is_a_reader_event() -> None:
+    # The linter is a reader Handler: a method misspelt would never be
+    # called, so every method it defines is one of the Handler's or one of
+    # its own few.
+    from scrapy_rfc9309._read import Handler
+    from scrapy_rfc9309.lint import _Linter
+
+    own = {"add", "html", "rules"}
+    defined = {name for name in vars(_Linter) if not name.startswith("_")}
+    assert defined - own <= set(vars(Handler))
+    assert own <= defined
+
+
+def test_the_reader_tells_a_handler_typed_events_and_line_facts() -> None:
+    from scrapy_rfc9309._bytes import body_text
+    from scrapy_rfc9309._read import read_document
+    from tests.support.utils import Recorder
+
+    long_line = b"Disallow: /" + b"z" * MAX_LINE_BYTES
+    kept = (
+        b"\xef\xbbUseragent: a\nDisallow /x\nAllow: /\0y\n"
+        + long_line
+        + b"\nSitemap: /\xff\n"
+    )
+    body = kept + b"Crawl-delay: 1\n"
+    recorder = Recorder()
+    read_document(body_text(body, len(kept), recorder), "rfc9309", recorder)
+    assert recorder.events == [
+        (6, "body_cut", (len(body), len(kept))),
+        (1, "byte_order_mark", (2,)),
+        (5, "invalid_utf8", ()),
+        (1, "typo_accepted", ("useragent", "user-agent")),
+        (1, "user_agent", ("a",)),
+        (2, "missing_colon", ("Disallow",)),
+        (3, "nul_byte", ()),
+        (4, "line_too_long", (len(long_line),)),
+        (5, "sitemap", ("/\udcff",)),
+    ]

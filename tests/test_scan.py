@@ -4,7 +4,7 @@ what the groups of ``read_document()`` that apply give, merged: the same
 patterns, line numbers, Crawl-delay, Content-Signal values and Content-Usage
 rules, whatever the text.  Both take where groups start from
 ``group_starts()``, which is held to RFC 9309 section 2.2.4 applied line by
-line.  And a reporter (lint's) changes nothing read."""
+line.  And a handler (lint's) changes nothing read."""
 
 from __future__ import annotations
 
@@ -14,19 +14,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scrapy_rfc9309.parse import (
-    MAX_LINE_BYTES,
+from scrapy_rfc9309._agents import applicable_groups, merge_signals
+from scrapy_rfc9309._bytes import MAX_LINE_BYTES, body_text
+from scrapy_rfc9309._read import (
     AgentRules,
-    Document,
     _Reading,
-    applicable_groups,
-    body_text,
-    merge_signals,
     read_chunk,
     read_document,
     rules_for,
 )
+from scrapy_rfc9309.parse import Document
 from scrapy_rfc9309.profiles import RULES
+from tests.support.utils import Recorder
 
 PROFILES = ("rfc9309", "google")
 # Whether a Content-Usage line ends a group, per profile (issue 26).
@@ -75,6 +74,7 @@ def rfc9309_groups(text: str, profile: str) -> list[tuple[int, list[str], list[i
         # A group is open (line=1), so a rule line alone is read as one.
         reading = _Reading(line=1)
         read_chunk(line, 1, profile, reading)
+        reading.end_group()
         assert reading.groups
         group = reading.groups[0]
         agents, rules = group.user_agents, group.rules
@@ -229,12 +229,12 @@ def test_groups_start_where_rfc9309_says(name: str, profile: str) -> None:
 
 
 def assert_reporting_changes_nothing(text: str, profile: str) -> None:
-    # lint's route (line by line, with a reporter) reads what parse's does.
-    events: list[tuple[int, str, str]] = []
-    reported = read_document(text, profile, lambda *event: events.append(event))
+    # lint's route (line by line, with a handler) reads what parse's does.
+    recorder = Recorder()
+    reported = read_document(text, profile, recorder)
     assert reported == read_document(text, profile)
     lines = text.replace("\r\n", "\n").replace("\r", "\n").count("\n") + 1
-    assert all(1 <= line <= lines for line, _, _ in events)
+    assert all(1 <= line <= lines for line, _, _ in recorder.events)
 
 
 def test_one_agent_finds_rules_line_numbers_and_values() -> None:

@@ -23,9 +23,13 @@ PACKAGE = Path(__file__).resolve().parent.parent / "scrapy_rfc9309"
 
 #: The engine: modules a library user imports without Scrapy.
 ENGINE = (
+    "_agents",
+    "_bytes",
     "_caches",
     "_decode",
     "_defaults",
+    "_model",
+    "_read",
     "_redact",
     "_retryafter",
     "_sitemap_read",
@@ -75,14 +79,10 @@ MODULE_LINES = 700
 FUNCTION_LINES = 80
 
 #: Rooms over the bound today, with their size now: issue 25 splits them
-#: (the reader out of parse.py, table building out of match.py).  Each
-#: size is a ceiling: it may go down, never up.
+#: (table building out of match.py).  Each size is a ceiling: it may go
+#: down, never up.
 OVERSIZED = {
-    "parse.py": 1209,
     "match.py": 1125,
-    # The tokenizer (issue 25 item 2 moves it into a reader module with a
-    # typed handler protocol).
-    "parse.py:read_chunk": 212,
     # Table building and the query (issue 25 item 3).
     "match.py:Matcher._setup": 164,
     "match.py:Matcher._find": 122,
@@ -94,7 +94,6 @@ OVERSIZED = {
 #: with the reason: other branches of issue 25 are reshaping them.  The list
 #: may only shrink: an entry no longer needed fails here.
 UNDECLARED = {
-    "parse": "the reader branch moves its internals to _read.py and _agents.py",
     "match": "the tables branch moves table building to _tables.py",
     "usage": "the tables branch moves the usage tables to _tables.py",
     "licenses.license_records": "imported by parse.py, the reader branch's room",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.reactor import is_reactor_installed
 
+from scrapy_rfc9309._read import Handler
 from scrapy_rfc9309.parse import Document
 from scrapy_rfc9309.stores.contract import SAMPLE_SHA256, sample_outcome
 
@@ -110,3 +111,23 @@ def raw_deflate(data: bytes) -> bytes:
     ``Content-Encoding: deflate``."""
     compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
     return compressor.compress(data) + compressor.flush()
+
+
+class Recorder(Handler):
+    """A reader's handler that keeps every event it hears, in order, as
+    ``(line, method, arguments)``."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[int, str, tuple[Any, ...]]] = []
+
+
+def _recording(name: str) -> Callable[..., None]:
+    def record(self: Recorder, line: int, *arguments: Any) -> None:
+        self.events.append((line, name, arguments))
+
+    return record
+
+
+for _name in vars(Handler):
+    if not _name.startswith("_"):
+        setattr(Recorder, _name, _recording(_name))
