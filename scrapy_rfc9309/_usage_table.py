@@ -37,10 +37,7 @@ def _matcher_of(profile: Profile, paths: Sequence[str], ids: Sequence[int]) -> M
     """A matcher of ``paths`` as Disallow rules, the rule of each on line
     ``id + 1``: a URL that a path matches is disallowed by it (or by a path
     ranked higher)."""
-    matcher = Matcher.__new__(Matcher)
-    matcher._setup(profile, None, {}, paths, [(path_id + 1) << 1 for path_id in ids])
-    matcher._usage = ()
-    return matcher
+    return Matcher.from_rules(profile, paths, [(path_id + 1) << 1 for path_id in ids])
 
 
 def _matched(matcher: Matcher, url: str) -> int:

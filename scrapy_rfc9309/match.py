@@ -550,7 +550,50 @@ class Matcher:
         rules = group.rules
         allows, patterns, lines = zip(*rules, strict=True) if rules else ((), (), ())
         metas = list(map(add, map(lshift, lines, repeat(1)), allows))
-        rules_of = RULES[document.profile]
+        self._build(
+            document.profile,
+            patterns,
+            metas,
+            group.crawl_delay,
+            group.content_signals,
+            group.content_usage,
+        )
+
+    @classmethod
+    def from_rules(
+        cls,
+        profile: Profile,
+        patterns: Sequence[str],
+        metas: list[int],
+        crawl_delay: float | None = None,
+        content_signals: dict[str, bool | str] | None = None,
+        content_usage: Sequence[UsageRule] = (),
+    ) -> Matcher:
+        """The matcher of the rules of one agent under ``profile``: their
+        ``patterns`` in file order, with ``line << 1 | allow`` of each
+        (``metas``), and what else applies to the agent.
+
+        The one way a matcher is built: every profile rule (an empty
+        Disallow, a limit on the number of rules, the ranking and
+        percent-encoding of patterns) applies here.
+        """
+        matcher = cls.__new__(cls)
+        matcher._build(
+            profile, patterns, metas, crawl_delay, content_signals, content_usage
+        )
+        return matcher
+
+    def _build(
+        self,
+        profile: Profile,
+        patterns: Sequence[str],
+        metas: list[int],
+        crawl_delay: float | None,
+        content_signals: dict[str, bool | str] | None,
+        content_usage: Sequence[UsageRule],
+    ) -> None:
+        """See :meth:`from_rules`."""
+        rules_of = RULES[profile]
         empties: list[int] = []
         if "" in patterns:
             if rules_of.empty_disallow == "allow_all":
@@ -567,10 +610,8 @@ class Matcher:
         if rules_of.max_rules is not None and len(patterns) > rules_of.max_rules:
             # Profile hook: past its limit, Yandex allows everything.
             patterns, metas, empties = (), [], []
-        self._setup(
-            document.profile, group.crawl_delay, group.content_signals, patterns, metas
-        )
-        self._usage = group.content_usage
+        self._setup(profile, crawl_delay, content_signals or {}, patterns, metas)
+        self._usage = tuple(content_usage) if content_usage else ()
         if empties:
             self._mark_empty(empties)
 
@@ -1049,9 +1090,7 @@ def compile(document: Document, user_agent: str) -> Matcher:
     matcher = matchers.get(user_agent)
     if matcher is None:
         text = document._text
-        if text is None or RULES[document.profile].selectors is not None:
-            # Profile hook: a bounded profile selects groups by its own
-            # rules, read from the whole document.
+        if text is None or document.profile not in _FROM_TEXT:
             matcher = Matcher(document, user_agent)
         else:
             matcher = _compile_text(text, document.profile, user_agent)
@@ -1063,6 +1102,15 @@ def compile(document: Document, user_agent: str) -> Matcher:
 
 # Agents a document keeps a matcher for: a crawler asks for one or two.
 _MATCHERS_PER_DOCUMENT = 4
+# The profiles whose rules for one agent parse.rules_for() reads in full
+# from the text: it selects groups by product token (a bounded profile
+# selects by its own rules, from the whole document) and leaves empty
+# patterns out (which Yandex reads as "Allow: /").
+_FROM_TEXT = frozenset(
+    name
+    for name, rules in RULES.items()
+    if rules.selectors is None and rules.empty_disallow == "inert"
+)
 
 
 # The product tokens of the agents compiled for (a crawler has one or two).
@@ -1079,10 +1127,7 @@ def _compile_text(text: str, profile: Profile, user_agent: str) -> Matcher:
         if len(_TOKENS) < _TOKENS_SIZE:
             _TOKENS[user_agent] = token
     patterns, metas, delay, signals, usage = rules_for(text, profile, token)
-    matcher = Matcher.__new__(Matcher)
-    matcher._setup(profile, delay, signals, patterns, metas)
-    matcher._usage = tuple(usage) if usage else ()
-    return matcher
+    return Matcher.from_rules(profile, patterns, metas, delay, signals, usage)
 
 
 def explain(document: Document, user_agent: str, url: str) -> Decision:

@@ -218,10 +218,7 @@ def purposes_from_content_signals(
 def _path_matcher(profile: Profile, path: str) -> Matcher:
     """A matcher of the one pattern ``path`` (as a Disallow rule on line
     1: a URL matches where it decides)."""
-    matcher = Matcher.__new__(Matcher)
-    matcher._setup(profile, None, {}, [path], [1 << 1])
-    matcher._usage = ()
-    return matcher
+    return Matcher.from_rules(profile, [path], [1 << 1])
 
 
 def _length(profile: Profile, path: str) -> int:
