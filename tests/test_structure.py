@@ -29,6 +29,7 @@ ENGINE = (
     "_retryafter",
     "_sitemap_read",
     "_ssrf",
+    "_tables",
     "_usage_table",
     "directives",
     "licenses",
@@ -77,12 +78,10 @@ FUNCTION_LINES = 80
 #: size is a ceiling: it may go down, never up.
 OVERSIZED = {
     "parse.py": 1209,
-    "match.py": 1156,
     # The tokenizer (issue 25 item 2 moves it into a reader module with a
     # typed handler protocol).
     "parse.py:read_chunk": 212,
-    # Table building and the query (issue 25 item 3).
-    "match.py:Matcher._setup": 164,
+    # The query (issue 25 item 3).
     "match.py:Matcher._find": 122,
 }
 
