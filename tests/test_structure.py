@@ -27,6 +27,7 @@ ENGINE = (
     "_defaults",
     "_redact",
     "_retryafter",
+    "_sizes",
     "_sitemap_read",
     "_ssrf",
     "_tables",
