@@ -30,6 +30,7 @@ from ._tables import (
     _FIND_STAR,
     _SUFFIX,
     _WILDCARDS_END,
+    _Headed,
     _rank,
     _Special,
     _untail,
@@ -275,10 +276,10 @@ class Matcher:
         """The entry deciding for ``url``, or a negative code; with
         ``verdict_only``, perhaps another entry that gives the same verdict."""
         # Hot path, written for speed: one regex for the usual URL shape,
-        # one bisection for the plain prefixes and heads, C-level string
-        # tests for the rest, everything in local variables.
-        # The plain prefixes are kept as bytes (smaller), the rest as str
-        # (bytes substring tests are slower): the path is needed as both.
+        # one bisection for the plain prefixes and heads, everything in
+        # local variables.  The plain prefixes are kept as bytes (smaller),
+        # the rest as str (bytes substring tests are slower): the path is
+        # needed as both.
         if self._normalize:
             found = _NORMAL_PATH(url)
             if found is None:
@@ -294,11 +295,11 @@ class Matcher:
             text = request_path(url) if found is None else found[1]
             path = text.encode("utf-8", "surrogatepass")
         plain = self._plain
+        parents = self._parent
         # The greatest prefix not after the path: the longest one the path
         # starts with, or a string that one of those is a prefix of.
         node = bisect_right(plain, path) - 1
         if node >= 0 and not path.startswith(plain[node]):
-            parents = self._parent
             if parents is None:
                 node = _NO_RULE
             else:
@@ -308,91 +309,103 @@ class Matcher:
         special = self._special
         if special is None:
             return node
-        contains, ends, headed, verdict = special
-        meta = self._meta
-        parents = self._parent
         best = node
-        if headed is not None:
+        if special.headed is not None:
             # The longest plain prefix is the first one from there on that
             # is not only a head.
+            meta = self._meta
             while best >= 0 and not meta[best]:
                 best = _NO_RULE if parents is None else parents[best]
+        verdict = special.verdict
         if (
             verdict_only
             and verdict >= 0
-            and (meta[best] & 1 == verdict if best >= 0 else verdict)
+            and (self._meta[best] & 1 == verdict if best >= 0 else verdict)
         ):
             # No other entry could give another verdict.
             return best
+        return self._find_special(special, text, node, best)
+
+    def _find_special(self, special: _Special, text: str, node: int, best: int) -> int:
+        """:meth:`_find` where there are entries that are not plain
+        prefixes, for the path ``text`` that the plain prefix ``node`` (or
+        none) is the longest prefix of, and ``best`` the longest rule."""
+        contains, ends, headed, _ = special
+        meta = self._meta
         # The best special entry that matches, found table by table: in
         # each, the first entry that matches is its best; ranks are negated,
         # lower is better (see _rank()).  The plain prefix is ranked only if
         # one matches.
         candidate = _NO_RULE
         bound = 0
-        if contains is not None or ends is not None:
-            rest = text[1:]
-            if contains is not None:
-                texts, ranks, base = contains
-                for needle in texts:
-                    if needle in rest:
-                        index = texts.index(needle)
+        rest = text[1:]
+        if contains is not None:
+            texts, ranks, base = contains
+            for needle in texts:
+                if needle in rest:
+                    index = texts.index(needle)
+                    candidate = base + index
+                    bound = ranks[index]
+                    break
+        if ends is not None and rest.endswith(ends.texts):
+            texts, ranks, base = ends
+            for needle in texts:
+                if rest.endswith(needle):
+                    index = texts.index(needle)
+                    if ranks[index] < bound:
                         candidate = base + index
                         bound = ranks[index]
-                        break
-            if ends is not None:
-                texts, ranks, base = ends
-                if rest.endswith(texts):
-                    for needle in texts:
-                        if rest.endswith(needle):
-                            index = texts.index(needle)
-                            if ranks[index] < bound:
-                                candidate = base + index
-                                bound = ranks[index]
-                            break
+                    break
         if headed is not None:
-            starts, needs, pieces, ranks, tails, base = headed
-            # The entries filed under each head the path starts with: that
-            # node and its parents.
-            while node >= 0:
-                start = starts[node]
-                stop = starts[node + 1]
-                if start < stop:
-                    size = len(plain[node])
-                    # A text each entry needs somewhere in the path rules
-                    # out most of them in one test.
-                    for index in range(start, stop):
-                        needed = needs[index]
-                        if needed not in text:
-                            continue
-                        rank = ranks[index]
-                        if rank >= bound:
-                            break
-                        tail = tails[index]
-                        if tail <= _FIND_STAR:
-                            if text.find(needed, size) == -1:
-                                continue
-                        elif tail == _SUFFIX:
-                            if len(text) - len(needed) < size or not text.endswith(
-                                needed
-                            ):
-                                continue
-                        elif tail == _END:
-                            if len(text) != size:
-                                continue
-                        elif tail <= _WILDCARDS_END and not _wildcards_match(
-                            text, size, pieces[index], tail == _WILDCARDS_END
-                        ):
-                            continue
-                        candidate = base + index
-                        bound = rank
-                        break
-                node = _NO_RULE if parents is None else parents[node]
+            candidate, bound = self._find_headed(headed, text, node, candidate, bound)
         if candidate >= 0 and (
-            best < 0 or bound < -_rank(len(plain[best]), meta[best])
+            best < 0 or bound < -_rank(len(self._plain[best]), meta[best])
         ):
             return candidate
         return best
+
+    def _find_headed(
+        self, headed: _Headed, text: str, node: int, candidate: int, bound: int
+    ) -> tuple[int, int]:
+        """The entry of ``headed`` that matches the path ``text`` and ranks
+        best, under the plain prefix ``node`` and its parents, and its
+        rank, if it ranks better than ``bound`` (``candidate``'s)."""
+        starts, needs, pieces, ranks, tails, base = headed
+        plain = self._plain
+        parents = self._parent
+        while node >= 0:
+            start = starts[node]
+            stop = starts[node + 1]
+            if start < stop:
+                size = len(plain[node])
+                # A text each entry needs somewhere in the path rules out
+                # most of them in one test.
+                for index in range(start, stop):
+                    needed = needs[index]
+                    if needed not in text:
+                        continue
+                    rank = ranks[index]
+                    if rank >= bound:
+                        break
+                    tail = tails[index]
+                    if tail <= _FIND_STAR:
+                        if text.find(needed, size) == -1:
+                            continue
+                    elif tail == _SUFFIX:
+                        if len(text) - len(needed) < size or not text.endswith(needed):
+                            continue
+                    elif tail == _END:
+                        if len(text) != size:
+                            continue
+                    elif tail <= _WILDCARDS_END and not _wildcards_match(
+                        text, size, pieces[index], tail == _WILDCARDS_END
+                    ):
+                        continue
+                    candidate = base + index
+                    bound = rank
+                    break
+            node = _NO_RULE if parents is None else parents[node]
+        return candidate, bound
 
     def _pattern(self, entry: int) -> str:
         """The pattern, as written, of ``entry``."""

@@ -82,8 +82,6 @@ OVERSIZED = {
     # The tokenizer (issue 25 item 2 moves it into a reader module with a
     # typed handler protocol).
     "parse.py:read_chunk": 212,
-    # The query (issue 25 item 3).
-    "match.py:Matcher._find": 122,
 }
 
 
