@@ -16,22 +16,19 @@ from operator import and_, is_not
 from typing import Any, NamedTuple
 
 from .profiles import Percent, ProfileRules
-from .urls import _normal
+from .urls import SAFE_CLASS, SAFE_OCTETS, normal_pattern
 
-# A pattern that is not a plain prefix of printable ASCII without "%", "*"
-# or "$" (which reads the same in both profiles).
-_SPECIAL = re.compile(r"[^!-#&-)+-~]").search
+# A pattern that is not a plain prefix of octets that stand for
+# themselves (which reads the same in every profile).
+_SPECIAL = re.compile(f"[^{SAFE_CLASS}]").search
 # Whether normalising may change a pattern: in the rfc9309 profile, any
-# octet but printable ASCII, "*" and a final "$" (see normalize_pattern());
-# for Google's escaping, "%" or an octet outside ASCII.
-_CHANGES = re.compile(r"[^!-$&-~]|\$.").search
+# octet but those, "*" and a final "$" (see normalize_pattern()); for
+# Google's escaping, "%" or an octet outside ASCII.
+_CHANGES = re.compile(f"[^{SAFE_CLASS}*$]|\\$.").search
 _GOOGLE_CHANGES = re.compile(r"[^\x00-$&-\x7f]").search
-_PLAIN_OCTETS = bytes(octet for octet in range(0x21, 0x7F) if octet not in b"$%*")
 # The octets normalising leaves as they are in either profile (a "$" not
 # at the end aside): deleting them leaves those to look at.
-_UNCHANGED_OCTETS = bytes(
-    octet for octet in b"\n" + bytes(range(0x21, 0x7F)) if octet != 0x25
-)
+_UNCHANGED_OCTETS = b"\n*$" + SAFE_OCTETS
 
 
 # The shapes of a normalised pattern with a "*" (those without one are a
@@ -277,7 +274,7 @@ def _special_octets(joined: str) -> set[str]:
     """The ASCII octets of ``joined`` (patterns without separator) that
     make a pattern special, found at C speed (deleting the others is far
     quicker than a regex over the text)."""
-    return set(joined.encode("ascii", "ignore").translate(None, _PLAIN_OCTETS).decode())
+    return set(joined.encode("ascii", "ignore").translate(None, SAFE_OCTETS).decode())
 
 
 def _specials(
@@ -331,7 +328,7 @@ def _normalized(
         if ascii_only:
             return patterns
         return [
-            pattern if pattern.isascii() else _normal(pattern, percent)
+            pattern if pattern.isascii() else normal_pattern(pattern, percent)
             for pattern in patterns
         ]
     normalize = percent == "normalize"
@@ -346,7 +343,7 @@ def _normalized(
     elif not joined.isascii():
         changes = _CHANGES if normalize else _GOOGLE_CHANGES
         return [
-            _normal(pattern, percent) if changes(pattern) else pattern
+            normal_pattern(pattern, percent) if changes(pattern) else pattern
             for pattern in patterns
         ]
     else:
@@ -356,14 +353,15 @@ def _normalized(
         ends = joined.count("$\n") + joined.endswith("$")
         if joined.count("$") != ends or octets.strip(b"%"):
             return [
-                _normal(pattern, percent) if _CHANGES(pattern) else pattern
+                normal_pattern(pattern, percent) if _CHANGES(pattern) else pattern
                 for pattern in patterns
             ]
     if b"%" not in octets:
         return patterns
     # Only escapes to normalise (most often): in the patterns that hold one.
     return [
-        _normal(pattern, percent) if "%" in pattern else pattern for pattern in patterns
+        normal_pattern(pattern, percent) if "%" in pattern else pattern
+        for pattern in patterns
     ]
 
 

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from .match import Matcher
 from .parse import Profile, UsageRule, encode
 from .profiles import RULES
-from .urls import _normal
+from .urls import normal_pattern
 
 __all__ = ["UsageTable"]
 
@@ -166,7 +166,7 @@ class UsageTable:
             if not path:
                 pathless.append(position)
                 continue
-            normal = _normal(path, percent)
+            normal = normal_pattern(path, percent)
             path_id = ids.get(normal)
             if path_id is None:
                 path_id = ids[normal] = len(paths)

@@ -49,7 +49,7 @@ from .parse import (
 )
 from .profiles import RULES
 from .reasons import Cause, Reason
-from .urls import normalize_path, request_path
+from .urls import SAFE_CLASS, normalize_path, request_path
 
 if TYPE_CHECKING:
     from ._usage_table import UsageTable
@@ -95,8 +95,10 @@ _ROBOTS_TXT = -2
 _AUTHORITY = r'(?:[A-Za-z][A-Za-z0-9+.-]*://[!"$-.0-:<->@-~]*|(?!//))'
 _PLAIN_PATH = re.compile(_AUTHORITY + r"(/[^#]*)").fullmatch
 # /robots.txt itself takes the slow route too (it is always allowed there).
+# The path holds only octets that stand for themselves ("#" would start a
+# fragment).
 _NORMAL_PATH = re.compile(
-    _AUTHORITY + r'(?!/robots\.txt(?:\?|\Z))(/[!"&-)+-~]*)'
+    _AUTHORITY + r"(?!/robots\.txt(?:\?|\Z))(/[" + SAFE_CLASS.replace("\\#", "") + "]*)"
 ).fullmatch
 
 

@@ -29,7 +29,7 @@ from ._usage_table import UsageTable
 from .match import Matcher, compile
 from .parse import Document, Profile, UsageRule, encode
 from .profiles import RULES
-from .urls import _normal
+from .urls import normal_pattern
 
 __all__ = [
     "VOCABULARY",
@@ -227,7 +227,7 @@ def _length(profile: Profile, path: str) -> int:
     if not path:
         return 0
     # Normalised as the matcher normalises Allow/Disallow patterns (cached).
-    return len(encode(_normal(path, RULES[profile].percent)))
+    return len(encode(normal_pattern(path, RULES[profile].percent)))
 
 
 def deciding_rules(
