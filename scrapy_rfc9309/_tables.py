@@ -32,30 +32,30 @@ _UNCHANGED_OCTETS = b"\n*$" + SAFE_OCTETS
 
 
 # The shapes of a normalised pattern with a "*" (those without one are a
-# plain prefix or "head$", told in Matcher._setup()): "/*text" (or "*text"),
+# plain prefix or "head$", told in build()): "/*text" (or "*text"),
 # "/*text$", or another, filed by its head (the text before its first "*").
-_CONTAINS, _ENDS, _HEADED = range(3)
+CONTAINS, ENDS, HEADED = range(3)
 # What follows the head of a pattern filed by its head: "*text" (or
 # "*text*"), "*text$", more wildcards (anchored or not), only "*"s (the head
 # is enough), or "$" (the head and nothing more).
-_FIND, _FIND_STAR, _SUFFIX, _WILDCARDS, _WILDCARDS_END, _ANY, _END = range(7)
+FIND, FIND_STAR, SUFFIX, WILDCARDS, WILDCARDS_END, ANY, END = range(7)
 #: What matching an entry filed by its head needs (see _tail()).
 _Piece = str | tuple[str, ...]
 
 
-class _Texts(NamedTuple):
+class Texts(NamedTuple):
     """The "/*text" (or "/*text$") entries: the first text the path holds
     (or ends with) is the best of them."""
 
     #: The texts, highest rank first.
     texts: tuple[str, ...]
-    #: Their negated ranks (see _rank()), ascending.
+    #: Their negated ranks (see rank_of()), ascending.
     ranks: array[int]
     #: The number of the first entry.
     base: int
 
 
-class _Headed(NamedTuple):
+class Headed(NamedTuple):
     """The entries filed by their head (the text before the first "*"),
     which is among the plain prefixes: those of plain prefix ``i`` are
     ``starts[i]`` to ``starts[i + 1]``, highest rank first."""
@@ -66,20 +66,20 @@ class _Headed(NamedTuple):
     #: What matching needs, by the kind of tail: a str or a tuple of them
     #: (see _tail()).
     pieces: tuple[Any, ...]
-    #: Negated ranks (see _rank()).
+    #: Negated ranks (see rank_of()).
     ranks: array[int]
-    #: The kind of tail of each entry (_FIND ... _END), one octet each.
+    #: The kind of tail of each entry (FIND ... END), one octet each.
     tails: bytes
     #: The number of the first entry.
     base: int
 
 
-class _Special(NamedTuple):
+class Special(NamedTuple):
     """The entries that are not plain prefixes."""
 
-    contains: _Texts | None
-    ends: _Texts | None
-    headed: _Headed | None
+    contains: Texts | None
+    ends: Texts | None
+    headed: Headed | None
     #: The verdict all of them give (1 allow, 0 disallow), -1 if they differ.
     verdict: int
 
@@ -97,7 +97,7 @@ _Shape = tuple[int, str, int, _Piece, str]
 _LINE_BITS = 40
 
 
-def _rank(size: int, meta: int) -> int:
+def rank_of(size: int, meta: int) -> int:
     """The rank of an entry of normalised length ``size`` and ``meta``
     (``line << 1 | allow``): the higher one wins."""
     return ((size << 1 | meta & 1) << _LINE_BITS) - (meta >> 1)
@@ -122,7 +122,7 @@ def _shape(pattern: str) -> tuple[int, str]:
         # Only trailing "*"s: "/a*" is the prefix "/a", which ranks as long
         # as "/a*" though: not with the plain prefixes (ranked by their own
         # length).
-        return (_CONTAINS, "") if body in ("", "/") else (_HEADED, pattern)
+        return (CONTAINS, "") if body in ("", "/") else (HEADED, pattern)
     # Paths start with "/", so "*text" (text not starting with "/") matches
     # where "/*text" does.
     if body.startswith("/*"):
@@ -130,10 +130,10 @@ def _shape(pattern: str) -> tuple[int, str]:
     elif body.startswith("*") and body[1:2] != "/":
         text = body[1:]
     else:
-        return _HEADED, pattern
+        return HEADED, pattern
     if "*" in text:
-        return _HEADED, pattern
-    return (_ENDS if anchored else _CONTAINS), text
+        return HEADED, pattern
+    return (ENDS if anchored else CONTAINS), text
 
 
 def _tail(pattern: str, size: int) -> tuple[int, _Piece]:
@@ -142,27 +142,27 @@ def _tail(pattern: str, size: int) -> tuple[int, _Piece]:
     texts after each "*" of more wildcards, else the pattern itself."""
     tail = pattern[size:]
     if tail == "$":
-        return _END, pattern
+        return END, pattern
     anchored = tail.endswith("$")
     body = tail[:-1] if anchored else tail.rstrip("*")
     if not body.strip("*"):
-        return _ANY, pattern
+        return ANY, pattern
     stars = len(tail) - len(body)
     if body.find("*", 1) == -1 and stars <= 1:
-        return (_SUFFIX if anchored else (_FIND_STAR if stars else _FIND)), body[1:]
+        return (SUFFIX if anchored else (FIND_STAR if stars else FIND)), body[1:]
     parts = tuple((tail[:-1] if anchored else tail)[1:].split("*"))
-    return (_WILDCARDS_END if anchored else _WILDCARDS), parts
+    return (WILDCARDS_END if anchored else WILDCARDS), parts
 
 
-def _untail(head: str, kind: int, piece: _Piece) -> str:
+def untail(head: str, kind: int, piece: _Piece) -> str:
     """The normalised pattern of an entry filed under ``head``."""
     if isinstance(piece, tuple):
-        return head + "*" + "*".join(piece) + ("$" if kind == _WILDCARDS_END else "")
-    if kind == _FIND:
+        return head + "*" + "*".join(piece) + ("$" if kind == WILDCARDS_END else "")
+    if kind == FIND:
         return head + "*" + piece
-    if kind == _FIND_STAR:
+    if kind == FIND_STAR:
         return head + "*" + piece + "*"
-    if kind == _SUFFIX:
+    if kind == SUFFIX:
         return head + "*" + piece + "$"
     return piece
 
@@ -179,7 +179,7 @@ def _any_shape(pattern: str) -> _Shape:
     one filed by its head, the head, :func:`_tail` and the text the path
     must hold."""
     shape, text = _shape(pattern)
-    if shape == _HEADED:
+    if shape == HEADED:
         head = pattern[: pattern.find("*")]
         kind, piece = _tail(pattern, len(head))
         # A text the path must hold: the longest, which rules out the
@@ -188,7 +188,7 @@ def _any_shape(pattern: str) -> _Shape:
             max(piece, key=len)
             if isinstance(piece, tuple)
             else piece
-            if kind <= _SUFFIX
+            if kind <= SUFFIX
             else ""
         )
         return (shape, head, kind, piece, needed)
@@ -405,7 +405,7 @@ Tables = tuple[
     tuple[bytes, ...],
     "array[int] | None",
     "dict[int, str] | None",
-    "_Special | None",
+    "Special | None",
 ]
 _NO_TABLES: Tables = (_NO_METAS, (), None, None, None)
 # A "/*text" (or "/*text$") entry while compiling: (negated rank, meta,
@@ -475,7 +475,7 @@ def build(rules: ProfileRules, patterns: Sequence[str], metas: list[int]) -> Tab
     # Only their verdicts: those of the plain prefixes were filed first.
     allows = sum(map(and_, metas[len(plain) :], repeat(1)))
     verdict = 1 if allows == len(metas) - len(plain) else 0 if not allows else -1
-    special = _Special(contains, ends, headed, verdict)
+    special = Special(contains, ends, headed, verdict)
     return _uints(metas), encoded, _parents(encoded), originals or None, special
 
 
@@ -529,24 +529,24 @@ def _filed(
             if head == "/" or (not head and tail[:1] != "/"):
                 texts[end == "$"].append((rank, meta, tail, pattern))
             elif not tail:
-                filed.append((head, rank, _ANY, entry, "", meta, entry, pattern))
+                filed.append((head, rank, ANY, entry, "", meta, entry, pattern))
             else:
-                kind = _SUFFIX if end == "$" else _FIND_STAR if end else _FIND
+                kind = SUFFIX if end == "$" else FIND_STAR if end else FIND
                 filed.append((head, rank, kind, tail, tail, meta, entry, pattern))
         elif "*" in other:
             # More wildcards.
             shape, text, kind, piece, needed = _any_shape(entry)
-            if shape == _HEADED:
+            if shape == HEADED:
                 filed.append((text, rank, kind, piece, needed, meta, entry, pattern))
             else:
-                texts[shape - _CONTAINS].append((rank, meta, text, pattern))
+                texts[shape - CONTAINS].append((rank, meta, text, pattern))
         elif other[-1] == "$":
             # "head$": the head and nothing more.
-            filed.append((other[:-1], rank, _END, entry, "", meta, entry, pattern))
+            filed.append((other[:-1], rank, END, entry, "", meta, entry, pattern))
         else:
             # A plain prefix once normalised.
             known = prefixes.get(entry)
-            if known is None or _rank(0, meta) > _rank(0, known):
+            if known is None or rank_of(0, meta) > rank_of(0, known):
                 prefixes[entry] = meta
                 if entry == pattern:
                     written.pop(entry, None)
@@ -557,7 +557,7 @@ def _filed(
 
 def _texts(
     items: list[_TextItem], suffix: str, metas: list[int], originals: dict[int, str]
-) -> _Texts | None:
+) -> Texts | None:
     """The table of the "/*text" (``suffix`` "") or "/*text$" entries
     ``items``, numbered from ``len(metas)`` on (their metas appended)."""
     if not items:
@@ -570,7 +570,7 @@ def _texts(
     for offset, (text, pattern) in enumerate(zip(item_texts, written_as)):  # noqa: B905
         if pattern != "/*" + text + suffix:
             originals[base + offset] = pattern
-    return _Texts(item_texts, array("q", ranks), base)
+    return Texts(item_texts, array("q", ranks), base)
 
 
 def _headed(
@@ -578,7 +578,7 @@ def _headed(
     filed: list[_Filed],
     metas: list[int],
     originals: dict[int, str],
-) -> _Headed:
+) -> Headed:
     """The table of the entries ``filed`` by head."""
     # By head, highest rank first within each.  Rules of a parsed file
     # never share both (a rank holds the line), so the rest of the
@@ -601,6 +601,6 @@ def _headed(
         sizes[bisect_left(plain, head) + 1] = end - start
         start = end
     starts = list(accumulate(sizes))
-    return _Headed(
+    return Headed(
         _indices(starts), needs, pieces, array("q", ranks), bytes(kinds), base
     )

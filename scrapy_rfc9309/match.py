@@ -26,15 +26,15 @@ from ._sizes import (
     extras_size,
 )
 from ._tables import (
-    _END,
-    _FIND_STAR,
-    _SUFFIX,
-    _WILDCARDS_END,
-    _Headed,
-    _rank,
-    _Special,
-    _untail,
+    END,
+    FIND_STAR,
+    SUFFIX,
+    WILDCARDS_END,
+    Headed,
+    Special,
     build,
+    rank_of,
+    untail,
 )
 from .parse import (
     Document,
@@ -141,7 +141,7 @@ class Matcher:
     Entries are numbered.  First the plain prefixes, sorted, as bytes
     (bisection finds the longest one a path starts with), with the heads of
     the entries filed by head among them (``/s``); then the
-    :class:`_Special` entries, ``/*text`` ones, ``/*text$`` ones, and those
+    :class:`Special` entries, ``/*text`` ones, ``/*text$`` ones, and those
     filed by head::
 
         entry             0      1       2      3        4       5
@@ -154,8 +154,8 @@ class Matcher:
         _meta             4      7       0      13       8       10
 
     ``_meta`` holds ``line << 1 | allow`` (0: a head that is no rule of its
-    own).  The best entry is the one of highest rank (:func:`_rank`): the
-    longest normalised pattern, then Allow, then the earlier line.
+    own).  The best entry is the one of highest rank (``_tables.rank_of()``):
+    the longest normalised pattern, then Allow, then the earlier line.
     """
 
     __slots__ = (
@@ -177,7 +177,7 @@ class Matcher:
     _parent: array[int] | None
     _plain: tuple[bytes, ...]
     _signals: tuple[tuple[str, bool | str], ...]
-    _special: _Special | None
+    _special: Special | None
     # The Content-Usage rules that apply, in file order (see
     # scrapy_rfc9309.usage): few, and asked only by a crawl with purposes.
     _usage: tuple[UsageRule, ...]
@@ -328,7 +328,7 @@ class Matcher:
             return best
         return self._find_special(special, text, node, best)
 
-    def _find_special(self, special: _Special, text: str, node: int, best: int) -> int:
+    def _find_special(self, special: Special, text: str, node: int, best: int) -> int:
         """:meth:`_find` where there are entries that are not plain
         prefixes, for the path ``text`` that the plain prefix ``node`` (or
         none) is the longest prefix of, and ``best`` the longest rule."""
@@ -336,7 +336,7 @@ class Matcher:
         meta = self._meta
         # The best special entry that matches, found table by table: in
         # each, the first entry that matches is its best; ranks are negated,
-        # lower is better (see _rank()).  The plain prefix is ranked only if
+        # lower is better (see rank_of()).  The plain prefix is ranked only if
         # one matches.
         candidate = _NO_RULE
         bound = 0
@@ -361,13 +361,13 @@ class Matcher:
         if headed is not None:
             candidate, bound = self._find_headed(headed, text, node, candidate, bound)
         if candidate >= 0 and (
-            best < 0 or bound < -_rank(len(self._plain[best]), meta[best])
+            best < 0 or bound < -rank_of(len(self._plain[best]), meta[best])
         ):
             return candidate
         return best
 
     def _find_headed(
-        self, headed: _Headed, text: str, node: int, candidate: int, bound: int
+        self, headed: Headed, text: str, node: int, candidate: int, bound: int
     ) -> tuple[int, int]:
         """The entry of ``headed`` that matches the path ``text`` and ranks
         best, under the plain prefix ``node`` and its parents, and its
@@ -390,17 +390,17 @@ class Matcher:
                     if rank >= bound:
                         break
                     tail = tails[index]
-                    if tail <= _FIND_STAR:
+                    if tail <= FIND_STAR:
                         if text.find(needed, size) == -1:
                             continue
-                    elif tail == _SUFFIX:
+                    elif tail == SUFFIX:
                         if len(text) - len(needed) < size or not text.endswith(needed):
                             continue
-                    elif tail == _END:
+                    elif tail == END:
                         if len(text) != size:
                             continue
-                    elif tail <= _WILDCARDS_END and not _wildcards_match(
-                        text, size, pieces[index], tail == _WILDCARDS_END
+                    elif tail <= WILDCARDS_END and not _wildcards_match(
+                        text, size, pieces[index], tail == WILDCARDS_END
                     ):
                         continue
                     candidate = base + index
@@ -424,7 +424,7 @@ class Matcher:
         if headed is not None and entry >= headed.base:
             index = entry - headed.base
             head = self._plain[bisect_right(headed.starts, index) - 1]
-            return _untail(head.decode(), headed.tails[index], headed.pieces[index])
+            return untail(head.decode(), headed.tails[index], headed.pieces[index])
         contains = special.contains
         if contains is not None and entry - contains.base < len(contains.texts):
             return "/*" + contains.texts[entry - contains.base]
