@@ -438,14 +438,7 @@ class Matcher:
             return ROBOTS_TXT if entry == _ROBOTS_TXT else DEFAULT_ALLOW
         # Made afresh: a crawl asks many origins in turn, so a cache of
         # decisions would mostly miss, and making one costs about as much.
-        # Hot path: the pattern of a plain prefix without a spelling of its
-        # own is read here, the rest by _pattern().
-        plain = self._plain
-        originals = self._originals
-        if entry < len(plain) and (originals is None or entry not in originals):
-            pattern = plain[entry].decode()
-        else:
-            pattern = self._pattern(entry)
+        pattern = self._pattern(entry)
         meta = self._meta[entry]
         if meta & 1:
             if not pattern:
