@@ -32,6 +32,7 @@ from ._tables import (
     WILDCARDS_END,
     Headed,
     Special,
+    Texts,
     build,
     rank_of,
     untail,
@@ -311,33 +312,37 @@ class Matcher:
         special = self._special
         if special is None:
             return node
+        contains, ends, headed, verdict = special
+        meta = self._meta
         best = node
-        if special.headed is not None:
+        if headed is not None:
             # The longest plain prefix is the first one from there on that
             # is not only a head.
-            meta = self._meta
             while best >= 0 and not meta[best]:
                 best = _NO_RULE if parents is None else parents[best]
-        verdict = special.verdict
         if (
             verdict_only
             and verdict >= 0
-            and (self._meta[best] & 1 == verdict if best >= 0 else verdict)
+            and (meta[best] & 1 == verdict if best >= 0 else verdict)
         ):
             # No other entry could give another verdict.
             return best
-        return self._find_special(special, text, node, best)
+        return self._find_special(contains, ends, headed, text, node, best)
 
-    def _find_special(self, special: Special, text: str, node: int, best: int) -> int:
-        """:meth:`_find` where there are entries that are not plain
-        prefixes, for the path ``text`` that the plain prefix ``node`` (or
-        none) is the longest prefix of, and ``best`` the longest rule."""
-        contains, ends, headed, _ = special
-        meta = self._meta
-        # The best special entry that matches, found table by table: in
-        # each, the first entry that matches is its best; ranks are negated,
-        # lower is better (see rank_of()).  The plain prefix is ranked only if
-        # one matches.
+    def _find_special(
+        self,
+        contains: Texts | None,
+        ends: Texts | None,
+        headed: Headed | None,
+        text: str,
+        node: int,
+        best: int,
+    ) -> int:
+        """:meth:`_find` among the entries that are not plain prefixes, for
+        the path ``text``: the plain prefix ``node`` (or none) is the
+        longest it starts with, ``best`` the longest rule of them."""
+        # Table by table: in each, the first entry that matches is its best;
+        # ranks are negated, lower is better (see rank_of()).
         candidate = _NO_RULE
         bound = 0
         rest = text[1:]
@@ -346,68 +351,62 @@ class Matcher:
             for needle in texts:
                 if needle in rest:
                     index = texts.index(needle)
-                    candidate = base + index
-                    bound = ranks[index]
+                    candidate, bound = base + index, ranks[index]
                     break
-        if ends is not None and rest.endswith(ends.texts):
+        if ends is not None and rest.endswith(ends[0]):
             texts, ranks, base = ends
             for needle in texts:
                 if rest.endswith(needle):
                     index = texts.index(needle)
                     if ranks[index] < bound:
-                        candidate = base + index
-                        bound = ranks[index]
+                        candidate, bound = base + index, ranks[index]
                     break
-        if headed is not None:
-            candidate, bound = self._find_headed(headed, text, node, candidate, bound)
-        if candidate >= 0 and (
-            best < 0 or bound < -rank_of(len(self._plain[best]), meta[best])
-        ):
-            return candidate
-        return best
-
-    def _find_headed(
-        self, headed: Headed, text: str, node: int, candidate: int, bound: int
-    ) -> tuple[int, int]:
-        """The entry of ``headed`` that matches the path ``text`` and ranks
-        best, under the plain prefix ``node`` and its parents, and its
-        rank, if it ranks better than ``bound`` (``candidate``'s)."""
-        starts, needs, pieces, ranks, tails, base = headed
         plain = self._plain
         parents = self._parent
+        # The entries filed under each head the path starts with: that node
+        # and its parents.
+        if headed is None:
+            node = _NO_RULE
+        else:
+            starts, needs, pieces, ranks, tails, base = headed
         while node >= 0:
             start = starts[node]
             stop = starts[node + 1]
-            if start < stop:
-                size = len(plain[node])
-                # A text each entry needs somewhere in the path rules out
-                # most of them in one test.
-                for index in range(start, stop):
-                    needed = needs[index]
-                    if needed not in text:
-                        continue
-                    rank = ranks[index]
-                    if rank >= bound:
-                        break
-                    tail = tails[index]
-                    if tail <= FIND_STAR:
-                        if text.find(needed, size) == -1:
-                            continue
-                    elif tail == SUFFIX:
-                        if len(text) - len(needed) < size or not text.endswith(needed):
-                            continue
-                    elif tail == END:
-                        if len(text) != size:
-                            continue
-                    elif tail <= WILDCARDS_END and not _wildcards_match(
-                        text, size, pieces[index], tail == WILDCARDS_END
-                    ):
-                        continue
-                    candidate = base + index
-                    bound = rank
+            if start == stop:
+                node = _NO_RULE if parents is None else parents[node]
+                continue
+            size = len(plain[node])
+            # A text each entry needs somewhere in the path rules out most
+            # of them in one test.
+            for index in range(start, stop):
+                needed = needs[index]
+                if needed not in text:
+                    continue
+                if ranks[index] >= bound:
                     break
+                tail = tails[index]
+                if tail <= FIND_STAR:
+                    if text.find(needed, size) == -1:
+                        continue
+                elif tail == SUFFIX:
+                    if len(text) - len(needed) < size or not text.endswith(needed):
+                        continue
+                elif tail == END:
+                    if len(text) != size:
+                        continue
+                elif tail <= WILDCARDS_END and not _wildcards_match(
+                    text, size, pieces[index], tail == WILDCARDS_END
+                ):
+                    continue
+                candidate, bound = base + index, ranks[index]
+                break
             node = _NO_RULE if parents is None else parents[node]
-        return candidate, bound
+        # The plain prefix is ranked only if a special entry matches.
+        if candidate >= 0 and (
+            best < 0 or bound < -rank_of(len(plain[best]), self._meta[best])
+        ):
+            return candidate
+        return best
 
     def _pattern(self, entry: int) -> str:
         """The pattern, as written, of ``entry``."""
