@@ -370,7 +370,7 @@ def _earliest(patterns: Sequence[str], metas: Sequence[int]) -> dict[str, int]:
     Allow of the same pattern wins the tie."""
     # Nearly always each pattern once: then any order of building will do,
     # and in file order is quickest.
-    earliest = dict(zip(patterns, metas))  # noqa: B905 (see _setup())
+    earliest = dict(zip(patterns, metas))  # noqa: B905 (see build())
     if len(earliest) < len(patterns):
         # The last value given for a key stays, so in reverse...
         earliest = dict(zip(reversed(patterns), reversed(metas), strict=True))

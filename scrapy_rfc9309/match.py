@@ -129,7 +129,8 @@ _new = tuple.__new__
 class Matcher:
     """The rules of one robots.txt for one agent, ready to match URLs.
 
-    Built by :func:`compile`.  ``crawl_delay`` and ``content_signals`` are
+    Built by :func:`compile` (or :meth:`from_rules`, which every way of
+    building one goes through).  ``crawl_delay`` and ``content_signals`` are
     those of the groups that apply to the agent.  Compact: a matcher keeps
     one string and a few integers per pattern; a rule's :class:`Decision`
     is made when that rule decides.
