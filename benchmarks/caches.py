@@ -119,7 +119,7 @@ def run_f4(rules: int = 16_000, requests: int = 300) -> None:
     document = parse("\n".join(lines) + "\n", max_bytes=4 << 20)
     matcher = compile(document, AGENT)
     counted = [0, 0]
-    find, setup = Matcher._find, Matcher._setup
+    find, setup = Matcher._find, Matcher._build
 
     def counting_find(self: Matcher, url: str, verdict_only: bool = False) -> int:
         counted[0] += 1
@@ -130,13 +130,13 @@ def run_f4(rules: int = 16_000, requests: int = 300) -> None:
         setup(self, *args)
 
     Matcher._find = counting_find  # type: ignore[method-assign]
-    Matcher._setup = counting_setup  # type: ignore[method-assign]
+    Matcher._build = counting_setup  # type: ignore[method-assign]
     try:
         for i in range(requests):
             matched_usage(matcher, f"http://a.test/section{i * 50}/page")
     finally:
         Matcher._find = find  # type: ignore[method-assign]
-        Matcher._setup = setup  # type: ignore[method-assign]
+        Matcher._build = setup  # type: ignore[method-assign]
     print(f"F4: {requests} requests, {rules:,} Content-Usage rules")
     print(f"  matcher lookups: {counted[0]:,}")
     print(f"  matchers built: {counted[1]:,}")

@@ -29,7 +29,7 @@ from ._bytes import encode
 from .match import Matcher
 from .parse import Profile, UsageRule
 from .profiles import RULES
-from .urls import _normal
+from .urls import normal_pattern
 
 __all__ = ["UsageTable"]
 
@@ -38,10 +38,7 @@ def _matcher_of(profile: Profile, paths: Sequence[str], ids: Sequence[int]) -> M
     """A matcher of ``paths`` as Disallow rules, the rule of each on line
     ``id + 1``: a URL that a path matches is disallowed by it (or by a path
     ranked higher)."""
-    matcher = Matcher.__new__(Matcher)
-    matcher._setup(profile, None, {}, paths, [(path_id + 1) << 1 for path_id in ids])
-    matcher._usage = ()
-    return matcher
+    return Matcher.from_rules(profile, paths, [(path_id + 1) << 1 for path_id in ids])
 
 
 def _matched(matcher: Matcher, url: str) -> int:
@@ -170,7 +167,7 @@ class UsageTable:
             if not path:
                 pathless.append(position)
                 continue
-            normal = _normal(path, percent)
+            normal = normal_pattern(path, percent)
             path_id = ids.get(normal)
             if path_id is None:
                 path_id = ids[normal] = len(paths)

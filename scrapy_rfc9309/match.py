@@ -11,13 +11,34 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
-from itertools import accumulate, compress, count, repeat
-from operator import add, and_, is_not, lshift
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Sequence
+from itertools import compress, repeat
+from operator import add, lshift
+from typing import TYPE_CHECKING, NamedTuple
 
 from ._agents import applicable_groups, merge_groups, product_token
 from ._read import rules_for
+from ._sizes import (
+    MATCHER_CHAR,
+    MATCHER_RULE_BYTES,
+    MATCHER_SPECIAL_BYTES,
+    MATCHER_SPECIAL_TABLES_BYTES,
+    WILDCARD_BYTES,
+    chars,
+    extras_size,
+)
+from ._tables import (
+    END,
+    FIND_STAR,
+    SUFFIX,
+    WILDCARDS_END,
+    Headed,
+    Special,
+    Texts,
+    build,
+    rank_of,
+    untail,
+)
 from .parse import (
     Document,
     Group,
@@ -25,9 +46,9 @@ from .parse import (
     Rule,
     UsageRule,
 )
-from .profiles import RULES, Percent
+from .profiles import RULES
 from .reasons import Cause, Reason
-from .urls import _normal, normalize_path, request_path
+from .urls import SAFE_CLASS, normalize_path, request_path
 
 if TYPE_CHECKING:
     from ._usage_table import UsageTable
@@ -73,187 +94,11 @@ _ROBOTS_TXT = -2
 _AUTHORITY = r'(?:[A-Za-z][A-Za-z0-9+.-]*://[!"$-.0-:<->@-~]*|(?!//))'
 _PLAIN_PATH = re.compile(_AUTHORITY + r"(/[^#]*)").fullmatch
 # /robots.txt itself takes the slow route too (it is always allowed there).
+# The path holds only octets that stand for themselves ("#" would start a
+# fragment).
 _NORMAL_PATH = re.compile(
-    _AUTHORITY + r'(?!/robots\.txt(?:\?|\Z))(/[!"&-)+-~]*)'
+    _AUTHORITY + r"(?!/robots\.txt(?:\?|\Z))(/[" + SAFE_CLASS.replace("\\#", "") + "]*)"
 ).fullmatch
-# A pattern that is not a plain prefix of printable ASCII without "%", "*"
-# or "$" (which reads the same in both profiles).
-_SPECIAL = re.compile(r"[^!-#&-)+-~]").search
-# Whether normalising may change a pattern: in the rfc9309 profile, any
-# octet but printable ASCII, "*" and a final "$" (see normalize_pattern());
-# for Google's escaping, "%" or an octet outside ASCII.
-_CHANGES = re.compile(r"[^!-$&-~]|\$.").search
-_GOOGLE_CHANGES = re.compile(r"[^\x00-$&-\x7f]").search
-_PLAIN_OCTETS = bytes(octet for octet in range(0x21, 0x7F) if octet not in b"$%*")
-# The octets normalising leaves as they are in either profile (a "$" not
-# at the end aside): deleting them leaves those to look at.
-_UNCHANGED_OCTETS = bytes(
-    octet for octet in b"\n" + bytes(range(0x21, 0x7F)) if octet != 0x25
-)
-
-
-# The shapes of a normalised pattern with a "*" (those without one are a
-# plain prefix or "head$", told in Matcher._setup()): "/*text" (or "*text"),
-# "/*text$", or another, filed by its head (the text before its first "*").
-_CONTAINS, _ENDS, _HEADED = range(3)
-# What follows the head of a pattern filed by its head: "*text" (or
-# "*text*"), "*text$", more wildcards (anchored or not), only "*"s (the head
-# is enough), or "$" (the head and nothing more).
-_FIND, _FIND_STAR, _SUFFIX, _WILDCARDS, _WILDCARDS_END, _ANY, _END = range(7)
-#: What matching an entry filed by its head needs (see _tail()).
-_Piece = str | tuple[str, ...]
-
-
-class _Texts(NamedTuple):
-    """The "/*text" (or "/*text$") entries: the first text the path holds
-    (or ends with) is the best of them."""
-
-    #: The texts, highest rank first.
-    texts: tuple[str, ...]
-    #: Their negated ranks (see _rank()), ascending.
-    ranks: array[int]
-    #: The number of the first entry.
-    base: int
-
-
-class _Headed(NamedTuple):
-    """The entries filed by their head (the text before the first "*"),
-    which is among the plain prefixes: those of plain prefix ``i`` are
-    ``starts[i]`` to ``starts[i + 1]``, highest rank first."""
-
-    starts: array[int]
-    #: For each entry, a text the path must hold somewhere ("" if none).
-    needs: tuple[str, ...]
-    #: What matching needs, by the kind of tail: a str or a tuple of them
-    #: (see _tail()).
-    pieces: tuple[Any, ...]
-    #: Negated ranks (see _rank()).
-    ranks: array[int]
-    #: The kind of tail of each entry (_FIND ... _END), one octet each.
-    tails: bytes
-    #: The number of the first entry.
-    base: int
-
-
-class _Special(NamedTuple):
-    """The entries that are not plain prefixes."""
-
-    contains: _Texts | None
-    ends: _Texts | None
-    headed: _Headed | None
-    #: The verdict all of them give (1 allow, 0 disallow), -1 if they differ.
-    verdict: int
-
-
-# An entry filed by head, while compiling: (head, negated rank, kind of
-# tail, piece, needed text, meta, normalised, as written).
-_Filed = tuple[str, int, int, _Piece, str, int, str, str]
-# How a normalised pattern with a "*" matches: (shape, text or head, kind
-# of tail, piece, needed text); see _any_shape().
-_Shape = tuple[int, str, int, _Piece, str]
-
-# The rank of an entry as one integer: pattern length, then Allow before
-# Disallow, then the earlier line (RFC 9309 2.2.2, and which rule reports).
-# Lines stay below 2 ** 40 (a terabyte of robots.txt).
-_LINE_BITS = 40
-
-
-def _rank(size: int, meta: int) -> int:
-    """The rank of an entry of normalised length ``size`` and ``meta``
-    (``line << 1 | allow``): the higher one wins."""
-    return ((size << 1 | meta & 1) << _LINE_BITS) - (meta >> 1)
-
-
-def _specificity(pattern: str) -> int:
-    """How long a normalised ``pattern`` counts for Yandex: its octets
-    other than ``*`` and a final ``$`` (``StrLenWithoutStars``); a lone
-    ``*`` counts as the ``/*`` Yandex reads it as."""
-    size = len(pattern) - pattern.count("*") - pattern.endswith("$")
-    return size if size or not pattern.startswith("*") else 1
-
-
-def _shape(pattern: str) -> tuple[int, str]:
-    """How a normalised ``pattern`` holding a "*" matches, and the text it
-    needs: the text after the "*" for "/*text" and "/*text$", else the
-    pattern."""
-    anchored = pattern.endswith("$")
-    # A trailing "*" matches anything, even nothing: "/a*b*" is "/a*b".
-    body = pattern[:-1] if anchored else pattern.rstrip("*")
-    if "*" not in body:
-        # Only trailing "*"s: "/a*" is the prefix "/a", which ranks as long
-        # as "/a*" though: not with the plain prefixes (ranked by their own
-        # length).
-        return (_CONTAINS, "") if body in ("", "/") else (_HEADED, pattern)
-    # Paths start with "/", so "*text" (text not starting with "/") matches
-    # where "/*text" does.
-    if body.startswith("/*"):
-        text = body[2:]
-    elif body.startswith("*") and body[1:2] != "/":
-        text = body[1:]
-    else:
-        return _HEADED, pattern
-    if "*" in text:
-        return _HEADED, pattern
-    return (_ENDS if anchored else _CONTAINS), text
-
-
-def _tail(pattern: str, size: int) -> tuple[int, _Piece]:
-    """What follows the head (``size`` characters) of ``pattern``: its kind
-    and what matching needs: the text of "*text", "*text*" and "*text$", the
-    texts after each "*" of more wildcards, else the pattern itself."""
-    tail = pattern[size:]
-    if tail == "$":
-        return _END, pattern
-    anchored = tail.endswith("$")
-    body = tail[:-1] if anchored else tail.rstrip("*")
-    if not body.strip("*"):
-        return _ANY, pattern
-    stars = len(tail) - len(body)
-    if body.find("*", 1) == -1 and stars <= 1:
-        return (_SUFFIX if anchored else (_FIND_STAR if stars else _FIND)), body[1:]
-    parts = tuple((tail[:-1] if anchored else tail)[1:].split("*"))
-    return (_WILDCARDS_END if anchored else _WILDCARDS), parts
-
-
-def _untail(head: str, kind: int, piece: _Piece) -> str:
-    """The normalised pattern of an entry filed under ``head``."""
-    if isinstance(piece, tuple):
-        return head + "*" + "*".join(piece) + ("$" if kind == _WILDCARDS_END else "")
-    if kind == _FIND:
-        return head + "*" + piece
-    if kind == _FIND_STAR:
-        return head + "*" + piece + "*"
-    if kind == _SUFFIX:
-        return head + "*" + piece + "$"
-    return piece
-
-
-# Most wildcard patterns are "head*text", then perhaps a "*" or a "$": one
-# regex over the patterns of a file, a match a line, reads them (quicker
-# than a match each); group 4 holds any other pattern.  Each match takes
-# its line's "\n", so that the next one starts where it ended.
-_ONE_STAR_LINES = re.compile(r"(?:([^*$\n]*)\*([^*$\n]*)([*$]?)|(.+))(?:\n|\Z)").findall
-
-
-def _any_shape(pattern: str) -> _Shape:
-    """:func:`_shape` of a normalised ``pattern`` holding a "*", and for
-    one filed by its head, the head, :func:`_tail` and the text the path
-    must hold."""
-    shape, text = _shape(pattern)
-    if shape == _HEADED:
-        head = pattern[: pattern.find("*")]
-        kind, piece = _tail(pattern, len(head))
-        # A text the path must hold: the longest, which rules out the
-        # most paths.
-        needed = (
-            max(piece, key=len)
-            if isinstance(piece, tuple)
-            else piece
-            if kind <= _SUFFIX
-            else ""
-        )
-        return (shape, head, kind, piece, needed)
-    return (shape, text, 0, "", "")
 
 
 def _wildcards_match(
@@ -275,213 +120,15 @@ def _wildcards_match(
     return find(last, pos) != -1
 
 
-def _indices(values: list[int]) -> array[int]:
-    """Indices into a matcher's tables (-1: none): two octets each, unless
-    a table is over 32,767 entries long (four)."""
-    try:
-        return array("h", values)
-    except OverflowError:
-        return array("i", values)
-
-
-def _uints(values: list[int]) -> array[int]:
-    # Two octets an entry (lines up to 32,767), unless a line number needs more.
-    largest = max(values, default=0)
-    typecode = "H" if largest < 1 << 16 else "I" if largest < 1 << 32 else "Q"
-    return array(typecode, values)
-
-
-def _parents(prefixes: Sequence[bytes]) -> array[int] | None:
-    """For each of the sorted ``prefixes``, the index of the longest other
-    one that it starts with (-1: none); ``None`` if none has one."""
-    size = len(prefixes)
-    if size < 2:
-        return None
-    # "" and "/" start every path: they are linked last, in bulk.
-    empty = 0 if not prefixes[0] else -1
-    slash = bisect_left(prefixes, b"/")
-    if slash == size or prefixes[slash] != b"/":
-        slash = -1
-    # In sorted order, a string's prefixes come before it, and every string
-    # between one of them and it starts with that prefix too: so a string
-    # that does not start with the one before it has no prefix but among
-    # the prefixes of that one.  Where no string starts with the one before
-    # it (most of the table), nothing has a parent.  removeprefix() gives
-    # back the very string when it does not start so (and, unlike
-    # startswith(), takes its argument without a tuple built per call).
-    tails = prefixes[1:]
-    follows = list(map(is_not, map(bytes.removeprefix, tails, prefixes[:-1]), tails))
-    for root in (empty, slash):
-        if 0 <= root < size - 1:
-            follows[root] = False
-    if True not in follows and empty < 0 and slash < 0:
-        return None
-    parents = [-1] * size
-    index = follows.index(True) + 1 if True in follows else size
-    while index < size:
-        if follows[index - 1]:
-            parents[index] = index - 1
-        else:
-            parent = parents[index - 1]
-            if parent < 0:
-                try:
-                    index = follows.index(True, index) + 1
-                except ValueError:
-                    break
-                continue
-            prefix = prefixes[index]
-            while parent >= 0 and not prefix.startswith(prefixes[parent]):
-                parent = parents[parent]
-            parents[index] = parent
-        index += 1
-    if slash >= 0:
-        # Every string from "/" to "0" (the character after "/") starts with "/".
-        end = bisect_left(prefixes, b"0", slash)
-        parents[slash + 1 : end] = [
-            slash if parent < 0 else parent for parent in parents[slash + 1 : end]
-        ]
-        if empty >= 0:
-            parents[slash] = empty
-    if empty >= 0:
-        parents[1:] = [empty if parent < 0 else parent for parent in parents[1:]]
-        parents[0] = -1
-        if slash >= 0:
-            parents[slash] = empty
-    return _indices(parents)
-
-
-def _special_octets(joined: str) -> set[str]:
-    """The ASCII octets of ``joined`` (patterns without separator) that
-    make a pattern special, found at C speed (deleting the others is far
-    quicker than a regex over the text)."""
-    return set(joined.encode("ascii", "ignore").translate(None, _PLAIN_OCTETS).decode())
-
-
-def _specials(
-    patterns: Iterable[str], ascii_only: bool, found: set[str]
-) -> list[str] | None:
-    """Those of ``patterns`` (ASCII only or not, holding the special
-    octets ``found``) that are not plain prefixes of printable ASCII without
-    "%", "*" or "$"; ``None`` if none is."""
-    # The cheapest test per pattern that tells ("in" is quicker than any
-    # regex): nearly always a wildcard or an anchor.
-    if ascii_only and not found:
-        return None
-    if not found <= _USUAL_SPECIAL:
-        special = _SPECIAL
-        return [pattern for pattern in patterns if special(pattern)]
-    if not ascii_only:
-        return [
-            pattern
-            for pattern in patterns
-            if not pattern.isascii()
-            or "*" in pattern
-            or "$" in pattern
-            or "%" in pattern
-        ]
-    if len(found) == 1:
-        octet = next(iter(found))
-        return [pattern for pattern in patterns if octet in pattern]
-    if "%" not in found:
-        return [pattern for pattern in patterns if "*" in pattern or "$" in pattern]
-    return [
-        pattern
-        for pattern in patterns
-        if "*" in pattern or "$" in pattern or "%" in pattern
-    ]
-
-
-# The octets that make most special patterns special.
-_USUAL_SPECIAL = frozenset("*$%")
-_WILDCARDS_AND_ANCHORS = frozenset("*$")
-
-
-def _normalized(
-    patterns: list[str], percent: Percent, ascii_only: bool, found: set[str]
-) -> list[str]:
-    """``patterns`` normalised as the profile's ``percent`` says (see
-    scrapy_rfc9309.profiles), looking only at those it may change: the special
-    octets ``found`` in them (and whether they are ASCII only) may tell
-    that there is none."""
-    if percent == "verbatim":
-        # Only octets outside ASCII are encoded.
-        if ascii_only:
-            return patterns
-        return [
-            pattern if pattern.isascii() else _normal(pattern, percent)
-            for pattern in patterns
-        ]
-    normalize = percent == "normalize"
-    # Printable ASCII, "*" and "$" only: only a "$" may change (not the
-    # last of a pattern, in the rfc9309 profile); no octet scan below.
-    anchors_only = ascii_only and found <= _WILDCARDS_AND_ANCHORS
-    if anchors_only and ("$" not in found or not normalize):
-        return patterns
-    joined = "\n".join(patterns)
-    if anchors_only:
-        octets = b""
-    elif not joined.isascii():
-        changes = _CHANGES if normalize else _GOOGLE_CHANGES
-        return [
-            _normal(pattern, percent) if changes(pattern) else pattern
-            for pattern in patterns
-        ]
-    else:
-        octets = joined.encode("ascii").translate(None, _UNCHANGED_OCTETS)
-    if normalize:
-        # Anything but printable ASCII and "*", or a "$" before the end.
-        ends = joined.count("$\n") + joined.endswith("$")
-        if joined.count("$") != ends or octets.strip(b"%"):
-            return [
-                _normal(pattern, percent) if _CHANGES(pattern) else pattern
-                for pattern in patterns
-            ]
-    if b"%" not in octets:
-        return patterns
-    # Only escapes to normalise (most often): in the patterns that hold one.
-    return [
-        _normal(pattern, percent) if "%" in pattern else pattern for pattern in patterns
-    ]
-
-
-def _earliest(patterns: Sequence[str], metas: Sequence[int]) -> dict[str, int]:
-    """Each of ``patterns`` -> its meta: of its earliest line, unless an
-    Allow of the same pattern wins the tie."""
-    # Nearly always each pattern once: then any order of building will do,
-    # and in file order is quickest.
-    earliest = dict(zip(patterns, metas))  # noqa: B905 (see _setup())
-    if len(earliest) < len(patterns):
-        # The last value given for a key stays, so in reverse...
-        earliest = dict(zip(reversed(patterns), reversed(metas), strict=True))
-        # ...then the Allows again, over the Disallows of the same pattern.
-        allows = list(map(and_, metas, repeat(1)))
-        earliest.update(
-            zip(
-                reversed(list(compress(patterns, allows))),
-                reversed(list(compress(metas, allows))),
-                strict=True,
-            )
-        )
-    return earliest
-
-
-def _encoded(strings: list[str]) -> tuple[bytes, ...]:
-    """``strings`` (none holding a newline) encoded, in one call."""
-    if not strings:
-        return ()
-    return tuple("\n".join(strings).encode("utf-8", "surrogatepass").split(b"\n"))
-
-
 _EMPTY_GROUP = Group(())
-# The metas of a matcher without entries (never written to, so shared).
-_NO_METAS = array("I")
 _new = tuple.__new__
 
 
 class Matcher:
     """The rules of one robots.txt for one agent, ready to match URLs.
 
-    Built by :func:`compile`.  ``crawl_delay`` and ``content_signals`` are
+    Built by :func:`compile` (or :meth:`from_rules`, which every way of
+    building one goes through).  ``crawl_delay`` and ``content_signals`` are
     those of the groups that apply to the agent.  Compact: a matcher keeps
     one string and a few integers per pattern; a rule's :class:`Decision`
     is made when that rule decides.
@@ -494,7 +141,7 @@ class Matcher:
     Entries are numbered.  First the plain prefixes, sorted, as bytes
     (bisection finds the longest one a path starts with), with the heads of
     the entries filed by head among them (``/s``); then the
-    :class:`_Special` entries, ``/*text`` ones, ``/*text$`` ones, and those
+    :class:`Special` entries, ``/*text`` ones, ``/*text$`` ones, and those
     filed by head::
 
         entry             0      1       2      3        4       5
@@ -507,8 +154,8 @@ class Matcher:
         _meta             4      7       0      13       8       10
 
     ``_meta`` holds ``line << 1 | allow`` (0: a head that is no rule of its
-    own).  The best entry is the one of highest rank (:func:`_rank`): the
-    longest normalised pattern, then Allow, then the earlier line.
+    own).  The best entry is the one of highest rank (``_tables.rank_of()``):
+    the longest normalised pattern, then Allow, then the earlier line.
     """
 
     __slots__ = (
@@ -530,7 +177,7 @@ class Matcher:
     _parent: array[int] | None
     _plain: tuple[bytes, ...]
     _signals: tuple[tuple[str, bool | str], ...]
-    _special: _Special | None
+    _special: Special | None
     # The Content-Usage rules that apply, in file order (see
     # scrapy_rfc9309.usage): few, and asked only by a crawl with purposes.
     _usage: tuple[UsageRule, ...]
@@ -548,7 +195,50 @@ class Matcher:
         rules = group.rules
         allows, patterns, lines = zip(*rules, strict=True) if rules else ((), (), ())
         metas = list(map(add, map(lshift, lines, repeat(1)), allows))
-        rules_of = RULES[document.profile]
+        self._build(
+            document.profile,
+            patterns,
+            metas,
+            group.crawl_delay,
+            group.content_signals,
+            group.content_usage,
+        )
+
+    @classmethod
+    def from_rules(
+        cls,
+        profile: Profile,
+        patterns: Sequence[str],
+        metas: list[int],
+        crawl_delay: float | None = None,
+        content_signals: dict[str, bool | str] | None = None,
+        content_usage: Sequence[UsageRule] = (),
+    ) -> Matcher:
+        """The matcher of the rules of one agent under ``profile``: their
+        ``patterns`` in file order, with ``line << 1 | allow`` of each
+        (``metas``), and what else applies to the agent.
+
+        The one way a matcher is built: every profile rule (an empty
+        Disallow, a limit on the number of rules, the ranking and
+        percent-encoding of patterns) applies here.
+        """
+        matcher = cls.__new__(cls)
+        matcher._build(
+            profile, patterns, metas, crawl_delay, content_signals, content_usage
+        )
+        return matcher
+
+    def _build(
+        self,
+        profile: Profile,
+        patterns: Sequence[str],
+        metas: list[int],
+        crawl_delay: float | None,
+        content_signals: dict[str, bool | str] | None,
+        content_usage: Sequence[UsageRule],
+    ) -> None:
+        """See :meth:`from_rules`."""
+        rules_of = RULES[profile]
         empties: list[int] = []
         if "" in patterns:
             if rules_of.empty_disallow == "allow_all":
@@ -565,10 +255,13 @@ class Matcher:
         if rules_of.max_rules is not None and len(patterns) > rules_of.max_rules:
             # Profile hook: past its limit, Yandex allows everything.
             patterns, metas, empties = (), [], []
-        self._setup(
-            document.profile, group.crawl_delay, group.content_signals, patterns, metas
-        )
-        self._usage = group.content_usage
+        self.profile = profile
+        self.crawl_delay = crawl_delay
+        self._signals = tuple(content_signals.items()) if content_signals else ()
+        self._normalize = rules_of.percent == "normalize"
+        tables = build(rules_of, patterns, metas)
+        self._meta, self._plain, self._parent, self._originals, self._special = tables
+        self._usage = tuple(content_usage) if content_usage else ()
         if empties:
             self._mark_empty(empties)
 
@@ -581,212 +274,14 @@ class Matcher:
             originals[entry] = ""
             self._originals = originals
 
-    def _setup(
-        self,
-        profile: Profile,
-        crawl_delay: float | None,
-        content_signals: dict[str, bool | str],
-        patterns: Sequence[str],
-        metas: list[int],
-    ) -> None:
-        """The tables for the ``patterns`` (not empty, in file order) of the
-        rules that apply, with ``line << 1 | allow`` of each (``metas``).
-
-        The plain prefixes, and the heads of the entries filed by head, are
-        one sorted table, numbered from 0; then come the "/*text" entries
-        and the "/*text$" entries in rank order, and the entries filed by
-        head.  ``_meta`` holds ``line << 1 | allow`` of each entry (0 for a
-        head that is no plain prefix).
-
-        Built for speed (parse() then compile() is timed against Protego): the
-        zip() calls here go without ``strict=True``, which costs about
-        0.15 us a call, on sequences equal in length by construction.
-        """
-        self.profile = profile
-        self.crawl_delay = crawl_delay
-        self._signals = tuple(content_signals.items()) if content_signals else ()
-        rules_of = RULES[profile]
-        self._normalize = rules_of.percent == "normalize"
-        if not patterns:
-            # No rule applies (no group names the agent or "*", or its
-            # rules are empty): nothing to build.
-            self._meta = _NO_METAS
-            self._plain = ()
-            self._parent = None
-            self._originals = None
-            self._special = None
-            return
-        joined = "".join(patterns)
-        if "\n" in joined:
-            # Only a hand-built Rule holds a line break: read as a URL
-            # carries it (the tables are built from newline-joined text).
-            patterns = [pattern.replace("\n", "%0A") for pattern in patterns]
-            joined = "".join(patterns)
-        index_html = rules_of.index_html and "/index.htm" in joined
-        # Each pattern once, with the meta of the rule of it that would win.
-        prefixes = _earliest(patterns, metas)
-        # The patterns with a wildcard or octets to normalise.
-        ascii_only = joined.isascii()
-        found = _special_octets(joined)
-        specials = _specials(prefixes, ascii_only, found)
-        if specials is None and not index_html:
-            # Only plain prefixes (most files): no pattern needs a closer look.
-            plain = sorted(prefixes)
-            self._meta = _uints(list(map(prefixes.__getitem__, plain)))
-            self._plain = _encoded(plain)
-            self._parent = _parents(self._plain)
-            self._originals = None
-            self._special = None
-            return
-        if specials is not None:
-            special_metas = list(map(prefixes.pop, specials))
-        else:
-            specials = []
-            special_metas = []
-        if index_html:
-            # Google: an Allow of ".../index.htm..." also allows ".../$",
-            # an entry of its own even for a plain prefix.
-            for pattern, meta in prefixes.items():
-                if meta & 1 and "/index.htm" in pattern:
-                    specials.append(pattern)
-                    special_metas.append(meta)
-        # Normalising seldom changes anything: only the patterns it may
-        # change are looked at.
-        normals = _normalized(specials, rules_of.percent, ascii_only, found)
-        # Profile hook: Yandex ranks a pattern without its "*" and final "$".
-        by_length = rules_of.rank == "length"
-        # Prefixes only once normalised: normalised -> pattern as written.
-        written: dict[str, str] = {}
-        # "/*text" and "/*text$" entries: (negated rank, meta, text, pattern).
-        texts: tuple[list[tuple[int, int, str, str]], ...] = ([], [])
-        filed: list[_Filed] = []
-        if index_html:
-            # Google: an Allow of ".../index.htm..." also allows ".../$".
-            normals = list(normals)
-            for pattern, meta, normal in zip(
-                specials[:], special_metas[:], normals[:], strict=True
-            ):
-                slash = normal.rfind("/")
-                if meta & 1 and normal.startswith("/index.htm", slash):
-                    specials.append(pattern)
-                    special_metas.append(meta)
-                    normals.append(normal[: slash + 1] + "$")
-        # Hot loop, written for speed: the shape of most patterns is read
-        # off one regex match a line (see _any_shape() for the others).
-        for (head, tail, end, other), pattern, meta, entry in zip(  # noqa: B905
-            _ONE_STAR_LINES("\n".join(normals)), specials, special_metas, normals
-        ):
-            size = len(entry) if by_length else _specificity(entry)
-            rank = (meta >> 1) - ((size << 1 | meta & 1) << _LINE_BITS)
-            if not other:
-                # "head*tail", then perhaps a "*" or a "$" (end).
-                if head == "/" or (not head and tail[:1] != "/"):
-                    texts[end == "$"].append((rank, meta, tail, pattern))
-                elif not tail:
-                    filed.append((head, rank, _ANY, entry, "", meta, entry, pattern))
-                else:
-                    kind = _SUFFIX if end == "$" else _FIND_STAR if end else _FIND
-                    filed.append((head, rank, kind, tail, tail, meta, entry, pattern))
-                continue
-            if "*" in other:
-                # More wildcards.
-                shape, text, kind, piece, needed = _any_shape(entry)
-                if shape == _HEADED:
-                    filed.append(
-                        (text, rank, kind, piece, needed, meta, entry, pattern)
-                    )
-                else:
-                    texts[shape - _CONTAINS].append((rank, meta, text, pattern))
-            elif other[-1] == "$":
-                # "head$": the head and nothing more.
-                filed.append((other[:-1], rank, _END, entry, "", meta, entry, pattern))
-            else:
-                # A plain prefix once normalised.
-                known = prefixes.get(entry)
-                if known is None or _rank(0, meta) > _rank(0, known):
-                    prefixes[entry] = meta
-                    if entry == pattern:
-                        written.pop(entry, None)
-                    else:
-                        written[entry] = pattern
-        # Each head among the plain prefixes, 0 as its meta if it is no
-        # plain prefix itself.
-        for item in filed:
-            prefixes.setdefault(item[0], 0)
-        plain = sorted(prefixes)
-        metas = list(map(prefixes.__getitem__, plain))
-        originals = (
-            {bisect_left(plain, prefix): pattern for prefix, pattern in written.items()}
-            if written
-            else {}
-        )
-        tables: list[_Texts | None] = []
-        for items, suffix in zip(texts, ("", "$")):  # noqa: B905
-            if not items:
-                tables.append(None)
-                continue
-            # Highest rank first: the first text that matches is the best.
-            items.sort()
-            ranks, item_metas, item_texts, written_as = zip(*items)  # noqa: B905
-            base = len(metas)
-            metas.extend(item_metas)
-            for offset, (text, pattern) in enumerate(
-                zip(item_texts, written_as)  # noqa: B905
-            ):
-                if pattern != "/*" + text + suffix:
-                    originals[base + offset] = pattern
-            tables.append(_Texts(item_texts, array("q", ranks), base))
-        self._plain = _encoded(plain)
-        self._parent = _parents(self._plain)
-        headed = self._headed(plain, filed, metas, originals) if filed else None
-        # Only their verdicts: those of the plain prefixes were filed first.
-        allows = sum(map(and_, metas[len(plain) :], repeat(1)))
-        verdict = 1 if allows == len(metas) - len(plain) else 0 if not allows else -1
-        self._special = _Special(tables[0], tables[1], headed, verdict)
-        self._meta = _uints(metas)
-        self._originals = originals or None
-
-    @staticmethod
-    def _headed(
-        plain: list[str],
-        filed: list[_Filed],
-        metas: list[int],
-        originals: dict[int, str],
-    ) -> _Headed:
-        """The table of the entries ``filed`` by head."""
-        # By head, highest rank first within each.  Rules of a parsed file
-        # never share both (a rank holds the line), so the rest of the
-        # tuples decides nothing; a kind always has the same type of piece.
-        filed.sort()
-        columns = zip(*filed)  # noqa: B905
-        heads, ranks, kinds, pieces, needs, filed_metas, normals, written_as = columns
-        base = len(metas)
-        metas.extend(filed_metas)
-        if normals != written_as:
-            for offset, normal, pattern in zip(count(), normals, written_as):
-                if normal != pattern:
-                    originals[base + offset] = pattern
-        # Where the entries of each plain prefix start: all heads are plain
-        # prefixes, so those of one end where those of the next start.
-        ends = dict(zip(heads, range(1, len(heads) + 1)))  # noqa: B905
-        sizes = [0] * (len(plain) + 1)
-        start = 0
-        for head, end in ends.items():
-            sizes[bisect_left(plain, head) + 1] = end - start
-            start = end
-        starts = list(accumulate(sizes))
-        return _Headed(
-            _indices(starts), needs, pieces, array("q", ranks), bytes(kinds), base
-        )
-
     def _find(self, url: str, verdict_only: bool = False) -> int:
         """The entry deciding for ``url``, or a negative code; with
         ``verdict_only``, perhaps another entry that gives the same verdict."""
         # Hot path, written for speed: one regex for the usual URL shape,
-        # one bisection for the plain prefixes and heads, C-level string
-        # tests for the rest, everything in local variables.
-        # The plain prefixes are kept as bytes (smaller), the rest as str
-        # (bytes substring tests are slower): the path is needed as both.
+        # one bisection for the plain prefixes and heads, everything in
+        # local variables.  The plain prefixes are kept as bytes (smaller),
+        # the rest as str (bytes substring tests are slower): the path is
+        # needed as both.
         if self._normalize:
             found = _NORMAL_PATH(url)
             if found is None:
@@ -802,11 +297,11 @@ class Matcher:
             text = request_path(url) if found is None else found[1]
             path = text.encode("utf-8", "surrogatepass")
         plain = self._plain
+        parents = self._parent
         # The greatest prefix not after the path: the longest one the path
         # starts with, or a string that one of those is a prefix of.
         node = bisect_right(plain, path) - 1
         if node >= 0 and not path.startswith(plain[node]):
-            parents = self._parent
             if parents is None:
                 node = _NO_RULE
             else:
@@ -818,7 +313,6 @@ class Matcher:
             return node
         contains, ends, headed, verdict = special
         meta = self._meta
-        parents = self._parent
         best = node
         if headed is not None:
             # The longest plain prefix is the first one from there on that
@@ -832,72 +326,83 @@ class Matcher:
         ):
             # No other entry could give another verdict.
             return best
-        # The best special entry that matches, found table by table: in
-        # each, the first entry that matches is its best; ranks are negated,
-        # lower is better (see _rank()).  The plain prefix is ranked only if
-        # one matches.
+        return self._find_special(contains, ends, headed, text, node, best)
+
+    def _find_special(
+        self,
+        contains: Texts | None,
+        ends: Texts | None,
+        headed: Headed | None,
+        text: str,
+        node: int,
+        best: int,
+    ) -> int:
+        """:meth:`_find` among the entries that are not plain prefixes, for
+        the path ``text``: the plain prefix ``node`` (or none) is the
+        longest it starts with, ``best`` the longest rule of them."""
+        # Table by table: in each, the first entry that matches is its best;
+        # ranks are negated, lower is better (see rank_of()).
         candidate = _NO_RULE
         bound = 0
-        if contains is not None or ends is not None:
-            rest = text[1:]
-            if contains is not None:
-                texts, ranks, base = contains
-                for needle in texts:
-                    if needle in rest:
-                        index = texts.index(needle)
-                        candidate = base + index
-                        bound = ranks[index]
-                        break
-            if ends is not None:
-                texts, ranks, base = ends
-                if rest.endswith(texts):
-                    for needle in texts:
-                        if rest.endswith(needle):
-                            index = texts.index(needle)
-                            if ranks[index] < bound:
-                                candidate = base + index
-                                bound = ranks[index]
-                            break
-        if headed is not None:
+        rest = text[1:]
+        if contains is not None:
+            texts, ranks, base = contains
+            for needle in texts:
+                if needle in rest:
+                    index = texts.index(needle)
+                    candidate, bound = base + index, ranks[index]
+                    break
+        if ends is not None and rest.endswith(ends[0]):
+            texts, ranks, base = ends
+            for needle in texts:
+                if rest.endswith(needle):
+                    index = texts.index(needle)
+                    if ranks[index] < bound:
+                        candidate, bound = base + index, ranks[index]
+                    break
+        plain = self._plain
+        parents = self._parent
+        # The entries filed under each head the path starts with: that node
+        # and its parents.
+        if headed is None:
+            node = _NO_RULE
+        else:
             starts, needs, pieces, ranks, tails, base = headed
-            # The entries filed under each head the path starts with: that
-            # node and its parents.
-            while node >= 0:
-                start = starts[node]
-                stop = starts[node + 1]
-                if start < stop:
-                    size = len(plain[node])
-                    # A text each entry needs somewhere in the path rules
-                    # out most of them in one test.
-                    for index in range(start, stop):
-                        needed = needs[index]
-                        if needed not in text:
-                            continue
-                        rank = ranks[index]
-                        if rank >= bound:
-                            break
-                        tail = tails[index]
-                        if tail <= _FIND_STAR:
-                            if text.find(needed, size) == -1:
-                                continue
-                        elif tail == _SUFFIX:
-                            if len(text) - len(needed) < size or not text.endswith(
-                                needed
-                            ):
-                                continue
-                        elif tail == _END:
-                            if len(text) != size:
-                                continue
-                        elif tail <= _WILDCARDS_END and not _wildcards_match(
-                            text, size, pieces[index], tail == _WILDCARDS_END
-                        ):
-                            continue
-                        candidate = base + index
-                        bound = rank
-                        break
+        while node >= 0:
+            start = starts[node]
+            stop = starts[node + 1]
+            if start == stop:
                 node = _NO_RULE if parents is None else parents[node]
+                continue
+            size = len(plain[node])
+            # A text each entry needs somewhere in the path rules out most
+            # of them in one test.
+            for index in range(start, stop):
+                needed = needs[index]
+                if needed not in text:
+                    continue
+                if ranks[index] >= bound:
+                    break
+                tail = tails[index]
+                if tail <= FIND_STAR:
+                    if text.find(needed, size) == -1:
+                        continue
+                elif tail == SUFFIX:
+                    if len(text) - len(needed) < size or not text.endswith(needed):
+                        continue
+                elif tail == END:
+                    if len(text) != size:
+                        continue
+                elif tail <= WILDCARDS_END and not _wildcards_match(
+                    text, size, pieces[index], tail == WILDCARDS_END
+                ):
+                    continue
+                candidate, bound = base + index, ranks[index]
+                break
+            node = _NO_RULE if parents is None else parents[node]
+        # The plain prefix is ranked only if a special entry matches.
         if candidate >= 0 and (
-            best < 0 or bound < -_rank(len(plain[best]), meta[best])
+            best < 0 or bound < -rank_of(len(plain[best]), self._meta[best])
         ):
             return candidate
         return best
@@ -917,7 +422,7 @@ class Matcher:
         if headed is not None and entry >= headed.base:
             index = entry - headed.base
             head = self._plain[bisect_right(headed.starts, index) - 1]
-            return _untail(head.decode(), headed.tails[index], headed.pieces[index])
+            return untail(head.decode(), headed.tails[index], headed.pieces[index])
         contains = special.contains
         if contains is not None and entry - contains.base < len(contains.texts):
             return "/*" + contains.texts[entry - contains.base]
@@ -931,14 +436,7 @@ class Matcher:
             return ROBOTS_TXT if entry == _ROBOTS_TXT else DEFAULT_ALLOW
         # Made afresh: a crawl asks many origins in turn, so a cache of
         # decisions would mostly miss, and making one costs about as much.
-        # Hot path: the pattern of a plain prefix without a spelling of its
-        # own is read here, the rest by _pattern().
-        plain = self._plain
-        originals = self._originals
-        if entry < len(plain) and (originals is None or entry not in originals):
-            pattern = plain[entry].decode()
-        else:
-            pattern = self._pattern(entry)
+        pattern = self._pattern(entry)
         meta = self._meta[entry]
         if meta & 1:
             if not pattern:
@@ -965,15 +463,19 @@ class Matcher:
         """The Content-Usage rules that apply, in file order."""
         return self._usage
 
-    def _written(self) -> tuple[bytes, list[str]]:
-        """The patterns of the entries this matcher answers with, as
-        written, without making a rule of each: the plain prefixes of ASCII
-        kept as written, one a line in one string, and the other patterns.
-        A rule is one entry, but for Google's reading of an Allow of
-        ``.../index.html``, which also allows ``.../``: two, spelt alike.
+    def estimated_bytes(self) -> int:
+        """The bytes this matcher holds beyond its fixed part, estimated
+        from counts and lengths: deterministic, set to stay above what
+        tracemalloc measures, and quick (no object walk: a robots.txt of
+        tens of thousands of rules must not cost tens of milliseconds).
+        What the memory store counts against ``ROBOTS_MEMORY_MAX_BYTES``.
 
-        For the memory store's size estimate, which a robots.txt of tens of
-        thousands of rules must not turn into tens of milliseconds.
+        Counted on the patterns the entries answer with, as written: the
+        plain prefixes of ASCII kept as written together, one a line in
+        one string, the others one by one (a rule is one entry, but for
+        Google's reading of an Allow of ``.../index.html``, which also
+        allows ``.../``: two, spelt alike); then Content-Signal values and
+        Content-Usage rules.
         """
         plain = self._plain
         meta = self._meta
@@ -996,7 +498,18 @@ class Matcher:
                 if not line.isascii()
             )
             text = b"\n".join(line for line in lines if line.isascii())
-        return text, others
+        # The plain prefixes (most rules): counted together, one a line.
+        rules = text.count(b"\n") + 1 if text else 0
+        size = rules * MATCHER_RULE_BYTES + (len(text) - rules + 1 if text else 0)
+        specials = 0
+        for pattern in others:
+            size += MATCHER_RULE_BYTES + chars(pattern, MATCHER_CHAR)
+            stars = pattern.count("*")
+            if stars or pattern.endswith("$"):
+                specials += 1
+                size += MATCHER_SPECIAL_BYTES + WILDCARD_BYTES * stars
+        size += extras_size(dict(self._signals), self._usage)
+        return size + (MATCHER_SPECIAL_TABLES_BYTES if specials else 0)
 
     def document(self, sitemaps: tuple[str, ...] = ()) -> Document:
         """A document that answers for any agent as this matcher answers:
@@ -1047,9 +560,7 @@ def compile(document: Document, user_agent: str) -> Matcher:
     matcher = matchers.get(user_agent)
     if matcher is None:
         text = document._text
-        if text is None or RULES[document.profile].selectors is not None:
-            # Profile hook: a bounded profile selects groups by its own
-            # rules, read from the whole document.
+        if text is None or document.profile not in _FROM_TEXT:
             matcher = Matcher(document, user_agent)
         else:
             matcher = _compile_text(text, document.profile, user_agent)
@@ -1061,6 +572,15 @@ def compile(document: Document, user_agent: str) -> Matcher:
 
 # Agents a document keeps a matcher for: a crawler asks for one or two.
 _MATCHERS_PER_DOCUMENT = 4
+# The profiles whose rules for one agent parse.rules_for() reads in full
+# from the text: it selects groups by product token (a bounded profile
+# selects by its own rules, from the whole document) and leaves empty
+# patterns out (which Yandex reads as "Allow: /").
+_FROM_TEXT = frozenset(
+    name
+    for name, rules in RULES.items()
+    if rules.selectors is None and rules.empty_disallow == "inert"
+)
 
 
 # The product tokens of the agents compiled for (a crawler has one or two).
@@ -1077,10 +597,7 @@ def _compile_text(text: str, profile: Profile, user_agent: str) -> Matcher:
         if len(_TOKENS) < _TOKENS_SIZE:
             _TOKENS[user_agent] = token
     patterns, metas, delay, signals, usage = rules_for(text, profile, token)
-    matcher = Matcher.__new__(Matcher)
-    matcher._setup(profile, delay, signals, patterns, metas)
-    matcher._usage = tuple(usage) if usage else ()
-    return matcher
+    return Matcher.from_rules(profile, patterns, metas, delay, signals, usage)
 
 
 def explain(document: Document, user_agent: str, url: str) -> Decision:

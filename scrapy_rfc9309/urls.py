@@ -15,8 +15,11 @@ from ._bytes import encode
 from ._caches import BoundedCache
 
 __all__ = [
+    "SAFE_CLASS",
+    "SAFE_OCTETS",
     "escape_pattern",
     "http_url",
+    "normal_pattern",
     "normalize_path",
     "normalize_pattern",
     "request_path",
@@ -132,21 +135,25 @@ def request_path(url: str) -> str:
     return path if path[0] == "/" else "/" + path
 
 
-# Characters a normalised path or pattern may hold as they are: printable
-# ASCII except "%" (which then only ever starts an escape), "*" and "$"
-# (which patterns use as wildcards, so their literal forms stay escaped).
-_NORMAL_SAFE = bytes(c for c in range(0x21, 0x7F) if c not in b"%*$")
+#: The octets a normalised path or pattern holds as they are: printable
+#: ASCII except "%" (which then only ever starts an escape), "*" and "$"
+#: (which patterns use as wildcards, so their literal forms stay escaped).
+#: Said once: the matcher's tests of what normalising may change derive
+#: from it.
+SAFE_OCTETS = bytes(c for c in range(0x21, 0x7F) if c not in b"%*$")
+#: :data:`SAFE_OCTETS` as the body of a regex character class.
+SAFE_CLASS = re.escape(SAFE_OCTETS.decode("ascii"))
 
 
 # Anything but the printable ASCII that stands for itself in the canonical
 # form; one scan tells whether a path needs the (slower) normalisation.
-_NEEDS_NORMALIZING = re.compile(r"[^!-#&-)+-~]").search
-_NEEDS_NORMALIZING_PATTERN = re.compile(r"[^!-#&-~]").search
+_NEEDS_NORMALIZING = re.compile(f"[^{SAFE_CLASS}]").search
+_NEEDS_NORMALIZING_PATTERN = re.compile(f"[^{SAFE_CLASS}*]").search
 
 
 def _canonical(octet: int) -> str:
     """An octet in the canonical form: itself if safe, else ``%XX``."""
-    return chr(octet) if octet in _NORMAL_SAFE else f"%{octet:02X}"
+    return chr(octet) if octet in SAFE_OCTETS else f"%{octet:02X}"
 
 
 # For ASCII text, normalising maps each escape and each other character
@@ -160,7 +167,7 @@ _ASCII_CANONICAL = {
     **{
         chr(octet): _canonical(octet)
         for octet in range(0x80)
-        if octet not in _NORMAL_SAFE
+        if octet not in SAFE_OCTETS
     },
 }
 
@@ -170,17 +177,20 @@ def _ascii_canonical(found: re.Match[str]) -> str:
 
 
 # What normalising changes in ASCII text, and only that: an escape with a
-# lower-case hex digit, or of a safe octet (anything printable but "$", "%"
-# and "*"); a "%" that starts no escape; an unsafe character.  Escapes that
+# lower-case hex digit, or of a safe octet ("2[1-36-9B-F]|...", by high
+# digit); a "%" that starts no escape; an unsafe character.  Escapes that
 # stay as they are (most: octets outside ASCII) cost no call.
-_ESCAPE_CHANGES = (
-    "%(?:[0-9A-F][a-f]|[a-f][0-9A-Fa-f]|2[1-35-9B-F]|[3-6][0-9A-F]|7[0-9A-E])"
-    "|%(?![0-9A-Fa-f]{2})"
+_SAFE_ESCAPES = "|".join(
+    f"{high:X}[" + "".join(f"{o & 15:X}" for o in SAFE_OCTETS if o >> 4 == high) + "]"
+    for high in sorted({octet >> 4 for octet in SAFE_OCTETS})
 )
-_ASCII_CHANGES = re.compile(_ESCAPE_CHANGES + "|[^!-#%&-)+-~]")
+_ESCAPE_CHANGES = (
+    f"%(?:[0-9A-F][a-f]|[a-f][0-9A-Fa-f]|{_SAFE_ESCAPES})|%(?![0-9A-Fa-f]{{2}})"
+)
+_ASCII_CHANGES = re.compile(_ESCAPE_CHANGES + f"|[^{SAFE_CLASS}%]")
 # The same over octets read as Latin-1 characters (one per octet), where a
 # run of octets outside ASCII is encoded in one call.
-_OCTET_CHANGES = re.compile(_ESCAPE_CHANGES + "|([\x80-\xff]+)|[^!-#%&-)+-~]")
+_OCTET_CHANGES = re.compile(_ESCAPE_CHANGES + f"|([\x80-\xff]+)|[^{SAFE_CLASS}%]")
 
 
 def _octet_canonical(found: re.Match[str]) -> str:
@@ -255,7 +265,7 @@ def _escape_octet(match: re.Match[bytes]) -> bytes:
     return b"%%%02X" % match[0][0]
 
 
-def _normal(pattern: str, percent: str) -> str:
+def normal_pattern(pattern: str, percent: str) -> str:
     """``pattern`` normalised as the matcher compares patterns (``percent``
     a profile's :data:`~scrapy_rfc9309.profiles.Percent`); kept in the cache
     (the same escaped patterns come back from file to file)."""

@@ -30,7 +30,7 @@ from ._usage_table import UsageTable
 from .match import Matcher, compile
 from .parse import Document, Profile, UsageRule
 from .profiles import RULES
-from .urls import _normal
+from .urls import normal_pattern
 
 __all__ = [
     "VOCABULARY",
@@ -219,10 +219,7 @@ def purposes_from_content_signals(
 def _path_matcher(profile: Profile, path: str) -> Matcher:
     """A matcher of the one pattern ``path`` (as a Disallow rule on line
     1: a URL matches where it decides)."""
-    matcher = Matcher.__new__(Matcher)
-    matcher._setup(profile, None, {}, [path], [1 << 1])
-    matcher._usage = ()
-    return matcher
+    return Matcher.from_rules(profile, [path], [1 << 1])
 
 
 def _length(profile: Profile, path: str) -> int:
@@ -231,7 +228,7 @@ def _length(profile: Profile, path: str) -> int:
     if not path:
         return 0
     # Normalised as the matcher normalises Allow/Disallow patterns (cached).
-    return len(encode(_normal(path, RULES[profile].percent)))
+    return len(encode(normal_pattern(path, RULES[profile].percent)))
 
 
 def deciding_rules(

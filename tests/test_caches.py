@@ -24,8 +24,8 @@ from scrapy_rfc9309.parse import RFC9309, parse
 from scrapy_rfc9309.urls import (
     _NORMALS,
     _ORIGINS,
-    _normal,
     _origin_robots_url,
+    normal_pattern,
     normalize_pattern,
     robots_url,
 )
@@ -214,7 +214,7 @@ def test_a_hostile_origin_cannot_change_what_others_are_answered() -> None:
 
 def test_long_keys_are_answered_right_and_not_kept() -> None:
     pattern = "/a%7e" + WIDE * 4000
-    assert _normal(pattern, "normalize") == normalize_pattern(pattern)
+    assert normal_pattern(pattern, "normalize") == normalize_pattern(pattern)
     assert pattern not in _NORMALS["normalize"]
     document = parse(f"User-agent: *\nDisallow: {pattern}\n")
     assert not is_allowed(document, AGENT, "http://a.test/a~" + WIDE * 4000 + "x")

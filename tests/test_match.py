@@ -7,13 +7,15 @@ import pytest
 from scrapy_rfc9309.match import (
     Decision,
     Matcher,
+    _compile_text,
     compile,
     content_signals,
     crawl_delay,
     explain,
     is_allowed,
 )
-from scrapy_rfc9309.parse import Document, Group, Rule, parse
+from scrapy_rfc9309.parse import Document, Group, Rule, body_text, parse
+from scrapy_rfc9309.profiles import RULES
 from tests.support.utils import read_document
 
 PROFILES = ["rfc9309", "google"]
@@ -491,3 +493,60 @@ def test_a_rule_far_down_keeps_its_line(blank_lines: int) -> None:
     matcher = compile(parse(body), "bot")
     assert matcher.explain("/a/x").rule == Rule(False, "/a", blank_lines + 2)
     assert matcher.explain("/a/bc").rule == Rule(True, "/a/b*", blank_lines + 3)
+
+
+# Bodies of one "*" group, where every route selects the same rules: an
+# empty Disallow, more rules than Yandex reads, Google's index.html, escapes
+# and wildcards.
+ROUTE_BODIES = [
+    "User-agent: *\nDisallow:\nDisallow: /a\nAllow: /a/b\n",
+    "User-agent: *\n" + "".join(f"Disallow: /p{i}\n" for i in range(10_001)),
+    "User-agent: *\nAllow: /x/index.html\nDisallow: /x/\nDisallow: /y/index.htm\n",
+    "User-agent: *\nDisallow: /%7ea\nDisallow: /*.pdf$\nAllow: /a*b\nDisallow: /ä\n",
+]
+ROUTE_URLS = [
+    "http://a.test/",
+    "http://a.test/a",
+    "http://a.test/a/b",
+    "http://a.test/p5",
+    "http://a.test/p10000x",
+    "http://a.test/x/",
+    "http://a.test/x/index.html",
+    "http://a.test/y/",
+    "http://a.test/~a",
+    "http://a.test/%7Ea",
+    "http://a.test/f.pdf",
+    "http://a.test/azb",
+    "http://a.test/%C3%A4",
+]
+ROUTE_AGENTS = {"yandex": "Yandex", "bing": "bingbot"}
+
+
+@pytest.mark.parametrize("profile", sorted(RULES))
+@pytest.mark.parametrize("body", ROUTE_BODIES, ids=range(len(ROUTE_BODIES)))
+def test_every_route_to_a_matcher_applies_the_profile_rules(
+    profile: str, body: str
+) -> None:
+    # compile() reads the rules for one agent from the text where the
+    # profile allows; Matcher() reads the document's groups; the usage
+    # tables build theirs from paths.  One factory applies the profile's
+    # rules on each: compiling from the text under Yandex once skipped its
+    # limit of rules.
+    agent = ROUTE_AGENTS.get(profile, "bot")
+    routes = [
+        compile(parse(body, profile=profile, max_bytes=1 << 20), agent),
+        Matcher(parse(body, profile=profile, max_bytes=1 << 20), agent),
+    ]
+    if "Disallow:\n" not in body:
+        # The text route, asked even where compile() takes the other (the
+        # one-agent reader leaves empty patterns out).
+        text = body_text(body, 1 << 20)
+        routes.append(_compile_text(text, profile, agent))
+    decisions = [[route.explain(url) for url in ROUTE_URLS] for route in routes]
+    assert all(found == decisions[1] for found in decisions)
+
+
+def test_the_text_route_applies_yandex_s_limit_of_rules() -> None:
+    body = ROUTE_BODIES[1]
+    matcher = _compile_text(body_text(body, 1 << 20), "yandex", "Yandex")
+    assert matcher.explain("http://a.test/p5") == Decision(True, "default_allow", None)

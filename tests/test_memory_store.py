@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 from scrapy.utils.test import get_crawler
 
+from scrapy_rfc9309 import _sizes
 from scrapy_rfc9309.match import Matcher, content_signals, crawl_delay
 from scrapy_rfc9309.outcome import (
     Lifetimes,
@@ -18,7 +19,6 @@ from scrapy_rfc9309.outcome import (
     unreachable,
 )
 from scrapy_rfc9309.parse import Rule, parse
-from scrapy_rfc9309.stores import memory
 from scrapy_rfc9309.stores.base import OutcomeStore
 from scrapy_rfc9309.stores.memory import Entry, MemoryStore, entry_size, new_entry
 from scrapy_rfc9309.usage import matched_usage, usage_explained, usage_preferences
@@ -301,15 +301,15 @@ def _counted_by_rules(origin: str, entry: Entry) -> int:
     specials = 0
     for group in matcher.document().groups:
         for rule in group.rules:
-            size += memory._MATCHER_RULE_BYTES + memory._chars(
-                rule.pattern, memory._MATCHER_CHAR
+            size += _sizes.MATCHER_RULE_BYTES + _sizes.chars(
+                rule.pattern, _sizes.MATCHER_CHAR
             )
             stars = rule.pattern.count("*")
             if stars or rule.pattern.endswith("$"):
                 specials += 1
-                size += memory._MATCHER_SPECIAL_BYTES + memory._WILDCARD_BYTES * stars
-        size += memory._extras_size(group.content_signals, group.content_usage)
-    return size + (memory._MATCHER_SPECIAL_TABLES_BYTES if specials else 0)
+                size += _sizes.MATCHER_SPECIAL_BYTES + _sizes.WILDCARD_BYTES * stars
+        size += _sizes.extras_size(group.content_signals, group.content_usage)
+    return size + (_sizes.MATCHER_SPECIAL_TABLES_BYTES if specials else 0)
 
 
 @pytest.mark.parametrize(

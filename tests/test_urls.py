@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_rfc9309.urls import (
-    _NORMAL_SAFE,
+    SAFE_OCTETS,
     escape_pattern,
     http_url,
     normalize_path,
@@ -170,7 +170,7 @@ def test_normalize_path_of_ascii_is_unquote_then_quote(path: str) -> None:
     # ASCII text takes a shortcut (one regex); it must give what the
     # definition gives: every valid escape decoded, then every octet
     # outside the safe set encoded with upper-case hex.
-    expected = quote_from_bytes(unquote_to_bytes(path.encode()), _NORMAL_SAFE)
+    expected = quote_from_bytes(unquote_to_bytes(path.encode()), SAFE_OCTETS)
     assert normalize_path("/" + path) == "/" + expected
 
 
@@ -197,7 +197,7 @@ def test_normalize_path_of_any_text_is_unquote_then_quote(path: str) -> None:
         octets = path.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
         octets = path.encode("utf-8", "surrogatepass")
-    expected = quote_from_bytes(unquote_to_bytes(octets), _NORMAL_SAFE)
+    expected = quote_from_bytes(unquote_to_bytes(octets), SAFE_OCTETS)
     assert normalize_path("/" + path) == "/" + expected
 
 
@@ -209,7 +209,7 @@ def test_normalize_path_of_every_ascii_escape_and_character() -> None:
     texts += [chr(octet) for octet in range(0x80)]
     for text in texts:
         path = f"/a{text}b"
-        expected = quote_from_bytes(unquote_to_bytes(path.encode()), _NORMAL_SAFE)
+        expected = quote_from_bytes(unquote_to_bytes(path.encode()), SAFE_OCTETS)
         assert normalize_path(path) == expected, path
 
 

@@ -159,13 +159,13 @@ def test_no_origin_costs_another_its_compiled_rules(
     for i in range(0, 4000, 3):
         usage_explained(hostile, AGENT, f"http://a.test/section{i}/page")
     built = [0]
-    setup = Matcher._setup
+    setup = Matcher._build
 
     def counting(self: Matcher, *args: Any) -> None:
         built[0] += 1
         setup(self, *args)
 
-    monkeypatch.setattr(Matcher, "_setup", counting)
+    monkeypatch.setattr(Matcher, "_build", counting)
     benign = parse(
         "User-agent: *\nContent-Usage: /a/ train-ai=n\n"
         "Content-Usage: /b/ train-ai=y\nContent-Usage: /*.pdf$ search=n\n"

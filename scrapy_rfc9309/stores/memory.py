@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from .._config import RobotsConfig
+from .._sizes import LINE_BYTES, TEXT_CHAR, WILDCARD_BYTES, chars, extras_size
 from ..licenses import robots_licenses
 from ..match import compile
 from ..outcome import PARSED
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
     from ..match import Matcher
     from ..outcome import Outcome
-    from ..parse import Document, UsageRule
+    from ..parse import Document
 
 __all__ = ["Entry", "MemoryStore", "entry_size", "new_entry"]
 
@@ -100,100 +101,32 @@ _GROUP_BYTES = 400
 #: A rule of a kept document: the Rule tuple and its line, the matcher's
 #: table slots.
 _RULE_BYTES = 320
-#: Each ``*`` of a pattern: the pieces the matcher splits it into.
-_WILDCARD_BYTES = 12
-#: A rule as a matcher keeps it (each pattern once): its table slots and the
-#: pattern's object; a pattern with a ``*`` or a ``$`` costs more (a text
-#: table entry, and its spelling as written when that differs).
-_MATCHER_RULE_BYTES = 64
-_MATCHER_SPECIAL_BYTES = 100
-#: The tables of those patterns, once per matcher that has any.
-_MATCHER_SPECIAL_TABLES_BYTES = 600
-#: A sitemap URL, other record or Content-Signal pair.
-_LINE_BYTES = 100
-#: A Content-Usage rule: its UsageRule tuple, line, path and preference
-#: strings (text counted apart).
-_USAGE_RULE_BYTES = 260
-#: A Content-Usage rule with a path, in the table its matcher compiles when
-#: first asked (scrapy_rfc9309._usage_table: the path normalised, in two
-#: matchers); a path with a ``*`` or a ``$`` also gets a matcher of its own
-#: and one of its chunk.  Per character: as for a matcher's pattern, twice.
-_USAGE_TABLE_BYTES = 320
-_USAGE_TABLE_SPECIAL_BYTES = 900
-_USAGE_TABLE_CHAR = (2, 40)
 #: A string object beyond its text (CPython's header, rounded up).
 _STRING_BYTES = 64
 # Per character of a pattern: the pattern as written and the matcher's
 # percent-encoded copies.  Beyond ASCII a character takes up to four bytes
 # as text and twelve percent-encoded.
 _PATTERN_CHAR = (3, 20)
-# Per character of a pattern as a matcher alone keeps it.
-_MATCHER_CHAR = (1, 28)
-# Per character of other text (sitemaps, records, Content-Signal values).
-_TEXT_CHAR = (1, 4)
-
-
-def _chars(text: str, costs: tuple[int, int]) -> int:
-    # isascii() is a flag read, not a scan.
-    return len(text) * costs[0 if text.isascii() else 1]
 
 
 def _document_size(document: Document) -> int:
     size = 0
     for group in document.groups:
         size += _GROUP_BYTES + sum(
-            _LINE_BYTES + _chars(agent, _TEXT_CHAR) for agent in group.user_agents
+            LINE_BYTES + chars(agent, TEXT_CHAR) for agent in group.user_agents
         )
         size += sum(
             _RULE_BYTES
-            + _chars(rule.pattern, _PATTERN_CHAR)
-            + _WILDCARD_BYTES * rule.pattern.count("*")
+            + chars(rule.pattern, _PATTERN_CHAR)
+            + WILDCARD_BYTES * rule.pattern.count("*")
             for rule in group.rules
         )
-        size += _extras_size(group.content_signals, group.content_usage)
-    size += sum(_LINE_BYTES + _chars(url, _TEXT_CHAR) for url in document.sitemaps)
+        size += extras_size(group.content_signals, group.content_usage)
+    size += sum(LINE_BYTES + chars(url, TEXT_CHAR) for url in document.sitemaps)
     size += sum(
-        _LINE_BYTES + _chars(record.name, _TEXT_CHAR) + _chars(record.value, _TEXT_CHAR)
+        LINE_BYTES + chars(record.name, TEXT_CHAR) + chars(record.value, TEXT_CHAR)
         for record in document.records
     )
-    return size
-
-
-def _matcher_size(matcher: Matcher) -> int:
-    """What ``matcher`` holds, counted on the rules it answers with."""
-    text, others = matcher._written()
-    # The plain prefixes (most rules): counted together, one a line.
-    rules = text.count(b"\n") + 1 if text else 0
-    size = rules * _MATCHER_RULE_BYTES + (len(text) - rules + 1 if text else 0)
-    specials = 0
-    for pattern in others:
-        size += _MATCHER_RULE_BYTES + _chars(pattern, _MATCHER_CHAR)
-        stars = pattern.count("*")
-        if stars or pattern.endswith("$"):
-            specials += 1
-            size += _MATCHER_SPECIAL_BYTES + _WILDCARD_BYTES * stars
-    size += _extras_size(matcher.content_signals, matcher.content_usage)
-    return size + (_MATCHER_SPECIAL_TABLES_BYTES if specials else 0)
-
-
-def _extras_size(signals: dict[str, bool | str], usage: tuple[UsageRule, ...]) -> int:
-    """Content-Signal values and Content-Usage rules."""
-    return sum(
-        _LINE_BYTES + _chars(f"{key}{value}", _TEXT_CHAR)
-        for key, value in signals.items()
-    ) + sum(
-        _USAGE_RULE_BYTES
-        + _chars(rule.path + rule.preference, _TEXT_CHAR)
-        + (_usage_table_size(rule.path) if rule.path else 0)
-        for rule in usage
-    )
-
-
-def _usage_table_size(path: str) -> int:
-    """What a Content-Usage rule's path costs in its matcher's table."""
-    size = _USAGE_TABLE_BYTES + _chars(path, _USAGE_TABLE_CHAR)
-    if "*" in path or "$" in path:
-        size += _USAGE_TABLE_SPECIAL_BYTES
     return size
 
 
@@ -213,19 +146,19 @@ def entry_size(origin: str, entry: Entry) -> int:
     size = (
         (_ENTRY_BYTES if documents else _LEAN_ENTRY_BYTES)
         + len(origin)
-        + _chars(outcome.detail, _TEXT_CHAR)
+        + chars(outcome.detail, TEXT_CHAR)
     )
     for digest in (outcome.body_sha256, outcome.fallback_sha256):
         if digest is not None:
             size += _STRING_BYTES + len(digest)
     if entry.sitemaps:
         # One string, one a line: its text and its object's header.
-        size += _STRING_BYTES + _chars(entry.sitemaps, _TEXT_CHAR)
+        size += _STRING_BYTES + chars(entry.sitemaps, TEXT_CHAR)
     for url in entry.licenses:
-        size += _STRING_BYTES + _chars(url, _TEXT_CHAR)
+        size += _STRING_BYTES + chars(url, TEXT_CHAR)
     if entry.matcher is not None and not documents:
         # Kept for one agent: the matcher alone holds the rules that apply.
-        size += _matcher_size(entry.matcher)
+        size += entry.matcher.estimated_bytes()
     for document in documents:
         size += _document_size(document)
     return size
