@@ -17,7 +17,7 @@ from urllib.parse import urljoin, urlsplit
 if TYPE_CHECKING:
     from .parse import Document, Group, Record
 
-__all__ = ["link_licenses", "robots_licenses"]
+__all__ = ["license_records", "link_licenses", "robots_licenses"]
 
 #: RSL's media type: a ``rel="license"`` link of another type is an
 #: ordinary licence link (Creative Commons, ...), recorded all the same.

@@ -54,6 +54,8 @@ if TYPE_CHECKING:
     from ._usage_table import UsageTable
 
 __all__ = [
+    "DEFAULT_ALLOW",
+    "ROBOTS_TXT",
     "Cause",
     "Decision",
     "Matcher",
@@ -76,10 +78,12 @@ class Decision(NamedTuple):
     rule: Rule | None
 
 
+#: The decision where no rule matches a URL.
 DEFAULT_ALLOW = Decision(True, "default_allow", None)
 #: Why a Yandex ``Disallow:`` without a value allowed a URL: Yandex reads
 #: it as ``Allow: /`` (the decision's rule is the Disallow line as written).
-EMPTY_DISALLOW: Reason = "empty_disallow"
+_EMPTY_DISALLOW: Reason = "empty_disallow"
+#: The decision for robots.txt itself, which is always allowed.
 ROBOTS_TXT = Decision(True, "robots_txt", None)
 _NO_RULE = -1
 _ROBOTS_TXT = -2
@@ -442,7 +446,7 @@ class Matcher:
             if not pattern:
                 # An empty Disallow that the profile reads as Allow-all.
                 rule = _new(Rule, (False, "", meta >> 1))
-                return _new(Decision, (True, EMPTY_DISALLOW, rule))
+                return _new(Decision, (True, _EMPTY_DISALLOW, rule))
             rule = _new(Rule, (True, pattern, meta >> 1))
             return _new(Decision, (True, "rule_allow", rule))
         rule = _new(Rule, (False, pattern, meta >> 1))
@@ -462,6 +466,18 @@ class Matcher:
     def content_usage(self) -> tuple[UsageRule, ...]:
         """The Content-Usage rules that apply, in file order."""
         return self._usage
+
+    def usage_table(self) -> UsageTable:
+        """Those rules compiled for lookups by URL, built when first asked
+        (a crawl with purposes asks; most never do) and kept."""
+        try:
+            return self._usage_table
+        except AttributeError:
+            # _usage_table builds its path matchers with this module.
+            from ._usage_table import UsageTable
+
+            table = self._usage_table = UsageTable(self._usage, self.profile)
+            return table
 
     def estimated_bytes(self) -> int:
         """The bytes this matcher holds beyond its fixed part, estimated

@@ -26,7 +26,6 @@ import http_sf
 
 from ._bytes import encode
 from ._caches import BoundedCache
-from ._usage_table import UsageTable
 from .match import Matcher, compile
 from .parse import Document, Profile, UsageRule
 from .profiles import RULES
@@ -39,6 +38,7 @@ __all__ = [
     "UsageExplanation",
     "Vocabulary",
     "combine",
+    "deciding_rules",
     "governing",
     "header_preferences",
     "matched_usage",
@@ -275,15 +275,8 @@ def matched_usage(
 ) -> UsageExplanation:
     """The preferences of ``matcher``'s Content-Usage rules for ``url``,
     which its rules allow (the caller has checked), and the deciding rules."""
-    rules = matcher.content_usage
-    if rules:
-        # Compiled once per matcher (per origin), kept with it.
-        table = getattr(matcher, "_usage_table", None)
-        if table is None:
-            table = matcher._usage_table = UsageTable(rules, matcher.profile)
-        chosen = table.deciding(url)
-    else:
-        chosen = ()
+    # The rules compiled once per matcher (per origin), kept with it.
+    chosen = matcher.usage_table().deciding(url) if matcher.content_usage else ()
     preferences = combine(
         (_statement(rule.preference, vocabulary) for rule in chosen), vocabulary
     )
