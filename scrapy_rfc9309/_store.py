@@ -13,8 +13,7 @@ from __future__ import annotations
 import inspect
 import logging
 from functools import cache
-from typing import TYPE_CHECKING
-from weakref import WeakKeyDictionary
+from typing import TYPE_CHECKING, TypeGuard
 
 from scrapy.utils.misc import build_from_crawler, load_object
 
@@ -79,14 +78,18 @@ class _Shared:
         self.failed = False
 
 
-_shared: WeakKeyDictionary[Crawler, _Shared] = WeakKeyDictionary()
+# Where the crawl's store is kept: on the crawler (a WeakKeyDictionary's
+# value holding the middleware's clock, which holds the crawler, would keep
+# a crawl that failed to start alive).
+_ATTRIBUTE = "_scrapy_rfc9309_store"
 
 
 def crawl_store(crawler: Crawler) -> OutcomeStore:
     """The crawl's store, built by the first component that asks."""
-    shared = _shared.get(crawler)
+    shared: _Shared | None = getattr(crawler, _ATTRIBUTE, None)
     if shared is None:
-        shared = _shared[crawler] = _Shared(build_store(crawler))
+        shared = _Shared(build_store(crawler))
+        setattr(crawler, _ATTRIBUTE, shared)
     shared.users += 1
     return shared.store
 
@@ -97,7 +100,7 @@ async def release_store(
     """Give ``store`` back; the last of its users closes it (raising what
     its ``close()`` raises), unless one of them saw it fail (``failed``):
     a store that failed is left alone, as it was for the rest of the crawl."""
-    shared = _shared.get(crawler)
+    shared: _Shared | None = getattr(crawler, _ATTRIBUTE, None)
     if shared is None or shared.store is not store:
         if not failed:
             await store.close()
@@ -106,7 +109,7 @@ async def release_store(
     shared.failed = shared.failed or failed
     if shared.users > 0:
         return
-    del _shared[crawler]
+    delattr(crawler, _ATTRIBUTE)
     if not shared.failed:
         await store.close()
 
@@ -114,30 +117,21 @@ async def release_store(
 # What a store can do beyond outcomes (its optional methods).
 
 
-def keeps_turns(store: OutcomeStore | None) -> bool:
+def keeps_turns(store: OutcomeStore | None) -> TypeGuard[OutcomeStore]:
     """Whether ``store`` is shared and keeps Crawl-delay turns."""
-    return store is not None and store.shared and _implements(store, "reserve")
+    return store is not None and store.shared and store.implements("reserve")
 
 
 def keeps_pauses(store: OutcomeStore | None) -> bool:
     """Whether ``store`` is shared and keeps the fleet's Retry-After pauses
     (:meth:`~scrapy_rfc9309.stores.base.OutcomeStore.hold` and ``held``)."""
-    return keeps_turns(store) and _implements(store, "hold", "held")
+    return keeps_turns(store) and store.implements("hold", "held")
 
 
 def keeps_extends(store: OutcomeStore | None) -> bool:
     """Whether ``store`` is shared, keeps turns and moves them to the end
     of each fetch (:meth:`~scrapy_rfc9309.stores.base.OutcomeStore.extend`)."""
-    return keeps_turns(store) and _implements(store, "extend")
-
-
-def _implements(store: OutcomeStore | None, *methods: str) -> bool:
-    """Whether the class of ``store`` has its own ``methods`` (the base
-    class's optional ones raise ``NotImplementedError``)."""
-    return all(
-        getattr(type(store), name) is not getattr(OutcomeStore, name)
-        for name in methods
-    )
+    return keeps_turns(store) and store.implements("extend")
 
 
 def reserve_turn(

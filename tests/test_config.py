@@ -244,3 +244,17 @@ def test_components_read_the_config_not_the_settings() -> None:
         if calls & _READERS:
             reading[name] = sorted(calls & _READERS)
     assert reading == {}
+
+
+def test_a_crawl_that_never_started_is_collected() -> None:
+    """Its store was built (RobotsMiddleware took it) but the spider never
+    closed to give it back: the store, which holds the middleware's clock,
+    is kept on the crawler, not in a registry that would keep the crawler."""
+    crawler = make_crawler()
+    crawler.spider = crawler._create_spider()
+    robots = RobotsMiddleware.from_crawler(crawler)
+    assert robots.memory.clock.__self__ is robots  # type: ignore[attr-defined]
+    crawled = weakref.ref(crawler)
+    del crawler, robots
+    gc.collect()
+    assert crawled() is None

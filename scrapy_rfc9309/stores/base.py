@@ -69,6 +69,16 @@ class OutcomeStore(ABC):
     #: anything beyond this process).
     shared: bool = False
 
+    @classmethod
+    def implements(cls, *methods: str) -> bool:
+        """Whether this class has its own ``methods``: the optional ones
+        (``reserve``, ``hold``, ``held``, ``extend``, ``get_record``) raise
+        ``NotImplementedError`` here, and a store without them is used
+        without them."""
+        return all(
+            getattr(cls, name) is not getattr(OutcomeStore, name) for name in methods
+        )
+
     @abstractmethod
     async def get(self, origin: str) -> Outcome | None:
         """The outcome stored for ``origin``, fresh or stale, or ``None``."""

@@ -332,17 +332,13 @@ def checks_for(store: OutcomeStore | type[OutcomeStore]) -> list[str]:
     for one that keeps them (``get_record``)."""
     kind = store if isinstance(store, type) else type(store)
     names = list(CHECKS)
-    if kind.reserve is OutcomeStore.reserve:
+    if not kind.implements("reserve"):
         names.remove("turns_are_taken_while_free")
-    if kind.reserve is OutcomeStore.reserve or kind.extend is OutcomeStore.extend:
+    if not kind.implements("reserve", "extend"):
         names.remove("turns_are_extended")
-    if (
-        kind.reserve is OutcomeStore.reserve
-        or kind.hold is OutcomeStore.hold
-        or kind.held is OutcomeStore.held
-    ):
+    if not kind.implements("reserve", "hold", "held"):
         names.remove("pauses_are_held")
-    if kind.get_record is OutcomeStore.get_record:
+    if not kind.implements("get_record"):
         names.remove("records_round_trip")
     return names
 
