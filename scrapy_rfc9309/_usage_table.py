@@ -38,7 +38,8 @@ def _matcher_of(profile: Profile, paths: Sequence[str], ids: Sequence[int]) -> M
     """A matcher of ``paths`` as Disallow rules, the rule of each on line
     ``id + 1``: a URL that a path matches is disallowed by it (or by a path
     ranked higher)."""
-    return Matcher.from_rules(profile, paths, [(path_id + 1) << 1 for path_id in ids])
+    metas = [(path_id + 1) << 1 for path_id in ids]
+    return Matcher.from_rules(profile, paths, metas, limited=False)
 
 
 def _matched(matcher: Matcher, url: str) -> int:

@@ -217,6 +217,8 @@ class Matcher:
         crawl_delay: float | None = None,
         content_signals: dict[str, bool | str] | None = None,
         content_usage: Sequence[UsageRule] = (),
+        *,
+        limited: bool = True,
     ) -> Matcher:
         """The matcher of the rules of one agent under ``profile``: their
         ``patterns`` in file order, with ``line << 1 | allow`` of each
@@ -224,11 +226,20 @@ class Matcher:
 
         The one way a matcher is built: every profile rule (an empty
         Disallow, a limit on the number of rules, the ranking and
-        percent-encoding of patterns) applies here.
+        percent-encoding of patterns) applies here.  ``limited=False``
+        leaves out the limit on an agent's rules alone (Yandex's), for a
+        table of patterns that are no agent's rules (the Content-Usage
+        paths of :mod:`scrapy_rfc9309._usage_table`).
         """
         matcher = cls.__new__(cls)
         matcher._build(
-            profile, patterns, metas, crawl_delay, content_signals, content_usage
+            profile,
+            patterns,
+            metas,
+            crawl_delay,
+            content_signals,
+            content_usage,
+            limited,
         )
         return matcher
 
@@ -240,6 +251,7 @@ class Matcher:
         crawl_delay: float | None,
         content_signals: dict[str, bool | str] | None,
         content_usage: Sequence[UsageRule],
+        limited: bool = True,
     ) -> None:
         """See :meth:`from_rules`."""
         rules_of = RULES[profile]
@@ -256,7 +268,11 @@ class Matcher:
             keep = list(map(bool, patterns))
             patterns = tuple(compress(patterns, keep)) + ("/",) * len(empties)
             metas = list(compress(metas, keep)) + empties
-        if rules_of.max_rules is not None and len(patterns) > rules_of.max_rules:
+        if (
+            limited
+            and rules_of.max_rules is not None
+            and len(patterns) > rules_of.max_rules
+        ):
             # Profile hook: past its limit, Yandex allows everything.
             patterns, metas, empties = (), [], []
         self.profile = profile

@@ -196,3 +196,16 @@ async def test_a_purposes_crawl_of_an_origin_of_many_rules(
     # The robots.txt rule and the Content-Usage table: a few lookups a
     # request (the plain walk: 16,000).
     assert lookups[0] <= 5 * len(urls)
+
+
+def test_yandex_s_limit_of_rules_is_no_limit_of_the_table() -> None:
+    """Past 10,000 rules for an agent Yandex allows everything: a limit on
+    an agent's Allow and Disallow lines, not on the Content-Usage paths
+    that one of the table's matchers holds."""
+    rules = [
+        UsageRule(f"/p{number:05d}", "train-ai=n", number + 2)
+        for number in range(10_001)
+    ]
+    table = UsageTable(rules, "yandex")
+    url = "http://a.test/p00042/page"
+    assert table.deciding(url) == deciding_rules(rules, "yandex", url) == (rules[42],)
