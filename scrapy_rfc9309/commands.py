@@ -44,7 +44,7 @@ from .middleware import LICENSES_META_KEY, RobotsDisallowed, RobotsMiddleware
 from .outcome import Lifetimes, Outcome, explain_by
 from .parse import PROFILES, Rule, UsageRule
 from .profiles import RULES, selector_for
-from .stringify import _rule_line, _signal_text, _usage_line
+from .stringify import rule_line, signal_text, usage_line
 from .tdmmiddleware import META_KEY as TDM_META_KEY
 from .tdmmiddleware import TdmMiddleware
 from .urls import robots_url
@@ -128,7 +128,7 @@ class _Row:
                 "line": rule.line,
                 "allow": rule.allow,
                 "pattern": rule.pattern,
-                "text": _rule_line(rule),
+                "text": rule_line(rule),
             },
             "note": self.note or None,
             "robots_txt": self.robots_txt,
@@ -151,7 +151,7 @@ class _Row:
                     "line": rule.line,
                     "path": rule.path or None,
                     "preference": rule.preference,
-                    "text": _usage_line(rule),
+                    "text": usage_line(rule),
                 }
                 for rule in self.usage_rules
             ],
@@ -163,7 +163,7 @@ class _Row:
         parts = ["allowed   " if self.allowed else "DISALLOWED", self.url]
         why = self.reason
         if self.rule is not None:
-            why += f" (line {self.rule.line}: {_rule_line(self.rule)})"
+            why += f" (line {self.rule.line}: {rule_line(self.rule)})"
         elif self.note:
             why += f" ({self.note})"
         parts.append(why)
@@ -183,7 +183,7 @@ class _Row:
             parts.append(
                 "content-signal "
                 + ", ".join(
-                    f"{key}={_signal_text(value)}"
+                    f"{key}={signal_text(value)}"
                     for key, value in self.content_signals.items()
                 )
             )

@@ -25,6 +25,7 @@ __all__ = [
     "MAX_VALUE_LENGTH",
     "DirectiveSet",
     "directives_for",
+    "is_html",
     "merge",
     "meta_contents",
     "parse_directives",
@@ -491,7 +492,9 @@ def meta_contents(text: str, name: str, *, first: bool = False) -> Iterator[str]
                 return
 
 
-def _is_html(response: Any) -> bool:
+def is_html(response: Any) -> bool:
+    """Whether ``response`` (a Scrapy response, or anything with its
+    ``headers``) is an HTML page: by its Content-Type, or its class."""
     content_type = response.headers.get(b"Content-Type") or b""
     if b"html" in content_type.lower():
         return True
@@ -510,7 +513,7 @@ def directives_for(response: _Response, user_agent: str) -> DirectiveSet:
     sets: list[DirectiveSet] = []
     for value in response.headers.getlist(b"X-Robots-Tag"):
         sets.extend(s for s in parse_directives(value) if s.bot in (None, token))
-    if _is_html(response):
+    if is_html(response):
         text = getattr(response, "text", None)
         if isinstance(text, str):
             for _, content in _robots_meta(text, token):

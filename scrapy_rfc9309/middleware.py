@@ -44,8 +44,8 @@ from .politeness import (
 from .provenance import EVIDENCE_KEY, ledger_for
 from .stores.base import OutcomeStore
 from .stores.memory import Entry
-from .stringify import _rule_line, _usage_line
-from .urls import _origin_robots_url, robots_url
+from .stringify import rule_line, usage_line
+from .urls import origin_robots_url, robots_url
 from .usage import matched_usage, refused
 
 if TYPE_CHECKING:
@@ -207,7 +207,7 @@ class RobotsMiddleware:
         if meta.get("dont_obey_robotstxt"):
             return
         parts = urlparse_cached(request)
-        origin = _origin_robots_url(parts.scheme, parts.netloc)
+        origin = origin_robots_url(parts.scheme, parts.netloc)
         if origin is None:
             # data:, file:, ftp:, s3: ... have no robots.txt to ask.
             return
@@ -300,9 +300,7 @@ class RobotsMiddleware:
                 for purpose in purposes
                 if refused(preferences, [purpose]) is not None
             )
-            lines = "; ".join(
-                f"line {rule.line}: {_usage_line(rule)}" for rule in rules
-            )
+            lines = "; ".join(f"line {rule.line}: {usage_line(rule)}" for rule in rules)
             self._forbid(
                 request,
                 origin,
@@ -354,7 +352,7 @@ class RobotsMiddleware:
         self.stats.inc_value(f"robots/forbidden/{cause}")
         rule = decision.rule
         if rule is not None:
-            why = f"line {rule.line}: {_rule_line(rule)}"
+            why = f"line {rule.line}: {rule_line(rule)}"
         elif not why:
             why = (
                 f"{outcome.kind}, {outcome.detail}" if outcome.detail else outcome.kind

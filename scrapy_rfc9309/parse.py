@@ -25,7 +25,6 @@ from ._model import (
     parse_crawl_delay,
 )
 from ._read import read_document
-from ._read import rules_for as rules_for  # match.py's, until it imports _read
 from .licenses import license_records
 from .profiles import (
     BING,

@@ -80,7 +80,7 @@ from ._retryafter import RETRY_AFTER_STATUSES, retry_after
 from ._slots import Slots
 from ._store import keeps_extends, keeps_pauses, keeps_turns, reserve_turn
 from .stores.base import OutcomeStore
-from .urls import _origin_robots_url
+from .urls import origin_robots_url
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -148,7 +148,7 @@ _ATTRIBUTE = "_scrapy_rfc9309_politeness"
 def origin_of(request: Request) -> str | None:
     """The origin (its robots.txt URL) of ``request``; ``None`` without one."""
     parts = urlparse_cached(request)
-    return _origin_robots_url(parts.scheme, parts.netloc)
+    return origin_robots_url(parts.scheme, parts.netloc)
 
 
 def crawl_delay_scope(config: RobotsConfig, store: OutcomeStore | None) -> str:

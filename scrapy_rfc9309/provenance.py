@@ -34,7 +34,7 @@ from ._config import RobotsConfig
 from ._settings import SettingError
 from .match import compile
 from .outcome import UNREACHABLE
-from .stringify import _rule_line, _signal_text, _usage_line
+from .stringify import rule_line, signal_text, usage_line
 from .urls import robots_url
 from .usage import matched_usage
 
@@ -71,7 +71,7 @@ def iso_time(seconds: float | None) -> str | None:
 
 def usage_lines(rules: Iterable[UsageRule]) -> list[dict[str, Any]]:
     """Content-Usage rules as the lines they were read from."""
-    return [{"line": rule.line, "text": _usage_line(rule)} for rule in rules]
+    return [{"line": rule.line, "text": usage_line(rule)} for rule in rules]
 
 
 def outcome_facts(outcome: Outcome) -> dict[str, Any]:
@@ -102,14 +102,14 @@ def robots_facts(
         **outcome_facts(outcome),
         "reason": decision.reason,
         "line": None if rule is None else rule.line,
-        "rule": None if rule is None else _rule_line(rule),
+        "rule": None if rule is None else rule_line(rule),
         "content_signal": {},
         "content_usage_robots_txt": {},
         "content_usage_lines": [],
     }
     if matcher is not None and not outcome.disallows_all(now):
         facts["content_signal"] = {
-            key: _signal_text(value) for key, value in matcher.content_signals.items()
+            key: signal_text(value) for key, value in matcher.content_signals.items()
         }
         preferences, rules = matched_usage(matcher, url)
         facts["content_usage_robots_txt"] = preferences
@@ -290,7 +290,7 @@ class Ledger:
             outcome.kind == UNREACHABLE and outcome.disallows_all(outcome.fetched_at)
         ):
             signals_for = {
-                key: _signal_text(value)
+                key: signal_text(value)
                 for key, value in matcher.content_signals.items()
             }
             usage = usage_lines(matcher.content_usage)

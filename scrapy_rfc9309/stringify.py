@@ -4,22 +4,22 @@ from __future__ import annotations
 
 from .parse import Document, Group, Rule, UsageRule
 
-__all__ = ["stringify"]
+__all__ = ["rule_line", "signal_text", "stringify", "usage_line"]
 
 
-def _rule_line(rule: Rule) -> str:
+def rule_line(rule: Rule) -> str:
     """``rule`` as its robots.txt line: ``Disallow: /private/``."""
     return f"{'Allow' if rule.allow else 'Disallow'}: {rule.pattern}"
 
 
-def _usage_line(rule: UsageRule) -> str:
+def usage_line(rule: UsageRule) -> str:
     """A Content-Usage rule as its robots.txt line:
     ``Content-Usage: /ai-ok/ train-ai=y``."""
     path = f"{rule.path} " if rule.path else ""
     return f"Content-Usage: {path}{rule.preference}".rstrip()
 
 
-def _signal_text(value: bool | str) -> str:
+def signal_text(value: bool | str) -> str:
     """A Content-Signal value as written: ``yes``, ``no`` or the text."""
     if value is True:
         return "yes"
@@ -34,12 +34,12 @@ def _group_lines(group: Group) -> list[str]:
         lines.append(f"Crawl-delay: {group.crawl_delay!r}")
     if group.content_signals:
         signals = ", ".join(
-            f"{key}={_signal_text(value)}"
+            f"{key}={signal_text(value)}"
             for key, value in group.content_signals.items()
         )
         lines.append(f"Content-Signal: {signals}")
-    lines.extend(map(_rule_line, group.rules))
-    lines.extend(map(_usage_line, group.content_usage))
+    lines.extend(map(rule_line, group.rules))
+    lines.extend(map(usage_line, group.content_usage))
     return lines
 
 

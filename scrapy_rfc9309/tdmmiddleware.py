@@ -29,7 +29,7 @@ from ._config import RobotsConfig
 from ._coordination import Leases, SingleFlight, StoreGuard
 from ._settings import ensure_enabled, refusals_logged
 from ._store import crawl_store
-from .directives import _is_html
+from .directives import is_html
 from .fetch import RobotsFetcher
 from .match import Decision
 from .middleware import RobotsDisallowed
@@ -459,7 +459,7 @@ def response_state(response: Response) -> TdmState:
             ),
         )
     ]
-    text = getattr(response, "text", None) if _is_html(response) else None
+    text = getattr(response, "text", None) if is_html(response) else None
     if isinstance(text, str):
         steps.append(("meta", meta_values(text, response.url)))
     return resolve(state, steps)

@@ -22,6 +22,7 @@ __all__ = [
     "normal_pattern",
     "normalize_path",
     "normalize_pattern",
+    "origin_robots_url",
     "request_path",
     "robots_url",
 ]
@@ -90,7 +91,7 @@ _ORIGINS: dict[str, BoundedCache[str, str | None]] = {
 _NO_ORIGIN = "\0"
 
 
-def _origin_robots_url(scheme: str, netloc: str) -> str | None:
+def origin_robots_url(scheme: str, netloc: str) -> str | None:
     """:func:`robots_url` of ``scheme://netloc/`` (the parts of a URL as
     ``urlparse`` gives them), from a cache for http(s)."""
     cache = _ORIGINS.get(scheme)

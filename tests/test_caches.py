@@ -24,9 +24,9 @@ from scrapy_rfc9309.parse import RFC9309, parse
 from scrapy_rfc9309.urls import (
     _NORMALS,
     _ORIGINS,
-    _origin_robots_url,
     normal_pattern,
     normalize_pattern,
+    origin_robots_url,
     robots_url,
 )
 from scrapy_rfc9309.usage import usage_explained, usage_preferences
@@ -72,7 +72,7 @@ def read_as_the_middleware_does(body: str, origin: int) -> None:
         matcher.is_allowed(url)
         usage_explained(document, AGENT, url)
     for j in range(50):
-        _origin_robots_url("http", f"u{j}:{'p' * 1900}@h{origin}-{j}.test")
+        origin_robots_url("http", f"u{j}:{'p' * 1900}@h{origin}-{j}.test")
 
 
 def held_after(bodies: list[str]) -> int:
@@ -192,8 +192,8 @@ def benign_answers() -> list[Any]:
         for url in PROBES:
             answers.append(is_allowed(document, agent, url))
             answers.append(usage_preferences(document, agent, url))
-    answers.append(_origin_robots_url("https", "user:pw@Benign.TEST:443"))
-    answers.append(_origin_robots_url("http", "benign.test:8080"))
+    answers.append(origin_robots_url("https", "user:pw@Benign.TEST:443"))
+    answers.append(origin_robots_url("http", "benign.test:8080"))
     return answers
 
 
@@ -227,22 +227,22 @@ def test_long_keys_are_answered_right_and_not_kept() -> None:
     assert not is_allowed(document, AGENT, "http://a.test/x")
     assert key not in _KIND_CACHE[RFC9309]
     netloc = "a" * 400 + ".test"
-    assert _origin_robots_url("http", netloc) == robots_url(f"http://{netloc}/")
+    assert origin_robots_url("http", netloc) == robots_url(f"http://{netloc}/")
     assert netloc not in _ORIGINS["http"]
 
 
 def test_userinfo_is_never_part_of_the_origin_key() -> None:
     for j in range(1000):
         netloc = f"u{j}:{'p' * 1900}@Host.Test:8080"
-        assert _origin_robots_url("http", netloc) == "http://host.test:8080/robots.txt"
+        assert origin_robots_url("http", netloc) == "http://host.test:8080/robots.txt"
     # As urlsplit reads it: userinfo runs to the last "@".
-    assert _origin_robots_url("http", "a@b@host.test") == robots_url(
+    assert origin_robots_url("http", "a@b@host.test") == robots_url(
         "http://a@b@host.test/"
     )
     assert (
-        _origin_robots_url("https", "@host.test:443") == "https://host.test/robots.txt"
+        origin_robots_url("https", "@host.test:443") == "https://host.test/robots.txt"
     )
-    assert _origin_robots_url("ftp", "host.test") is None
+    assert origin_robots_url("ftp", "host.test") is None
     assert _ORIGINS["http"].data == {
         "Host.Test:8080": "http://host.test:8080/robots.txt",
         "host.test": "http://host.test/robots.txt",

@@ -209,7 +209,7 @@ _GROUPS = st.lists(
 Groups = list[tuple[list[str], list[str], list[tuple[str, str]]]]
 
 
-def _usage_line(path: str, preference: str) -> str:
+def usage_line(path: str, preference: str) -> str:
     return f"Content-Usage: {path} {preference}".rstrip()
 
 
@@ -217,7 +217,7 @@ def _text(groups: Groups) -> str:
     # Content-Usage lines first: a group of them alone ends (a rule, as
     # attach's grammar has it), except in the google profile.
     return "\n".join(
-        _group(agents, [*(_usage_line(*u) for u in usage), *rules])
+        _group(agents, [*(usage_line(*u) for u in usage), *rules])
         for agents, rules, usage in groups
     )
 
@@ -247,7 +247,7 @@ def test_order_of_lines_never_matters(groups: Groups, random: Any) -> None:
     original = parse(_text(groups))
     shuffled_groups = []
     for agents, rules, usage in groups:
-        lines = [*rules[1:], *(_usage_line(*u) for u in usage)]
+        lines = [*rules[1:], *(usage_line(*u) for u in usage)]
         random.shuffle(lines)
         # The first rule stays first: it is what separates the groups (a
         # group without rules joins the next one whatever the order).
