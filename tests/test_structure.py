@@ -283,3 +283,42 @@ def test_the_undeclared_list_only_shrinks() -> None:
         if (name not in extra) if name else (declared is not None and not extra):
             stale.append(entry)
     assert stale == [], "declared or gone: remove it from UNDECLARED"
+
+
+#: The import paths users write in their settings (and the docs show), with
+#: what each must still name, whatever room the code moved to.
+USER_PATHS = {
+    "scrapy_rfc9309.Addon": "Addon",
+    "scrapy_rfc9309.RobotsMiddleware": "RobotsMiddleware",
+    "scrapy_rfc9309.middleware.RobotsMiddleware": "RobotsMiddleware",
+    "scrapy_rfc9309.middleware.RobotsDisallowed": "RobotsDisallowed",
+    "scrapy_rfc9309.politeness.PacingMiddleware": "PacingMiddleware",
+    "scrapy_rfc9309.spidermiddleware.DirectivesMiddleware": "DirectivesMiddleware",
+    "scrapy_rfc9309.usagemiddleware.UsageMiddleware": "UsageMiddleware",
+    "scrapy_rfc9309.tdmmiddleware.TdmMiddleware": "TdmMiddleware",
+    "scrapy_rfc9309.sitemaps.SitemapsMiddleware": "SitemapsMiddleware",
+    "scrapy_rfc9309.parser.RobotParser": "RobotParser",
+    "scrapy_rfc9309.stores.base.OutcomeStore": "OutcomeStore",
+    "scrapy_rfc9309.stores.memory.MemoryStore": "MemoryStore",
+    "scrapy_rfc9309.stores.sqlite.SQLiteStore": "SQLiteStore",
+    "scrapy_rfc9309.stores.redis.RedisStore": "RedisStore",
+}
+
+
+@pytest.mark.parametrize("path", sorted(USER_PATHS))
+def test_the_paths_users_write_keep_working(path: str) -> None:
+    from scrapy.utils.misc import load_object
+
+    assert load_object(path).__name__ == USER_PATHS[path]
+
+
+def test_the_scrapy_robots_command_is_registered() -> None:
+    from importlib.metadata import entry_points
+
+    from scrapy_rfc9309.commands import RobotsCommand
+    from scrapy_rfc9309.stores import STORES
+
+    (command,) = entry_points(group="scrapy.commands", name="robots")
+    assert command.load() is RobotsCommand
+    # The short store names resolve to the classes above.
+    assert set(STORES.values()) <= set(USER_PATHS)
