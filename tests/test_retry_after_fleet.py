@@ -80,14 +80,14 @@ class Site:
         handler.end_headers()
 
 
-@pytest.mark.parametrize("crawl_delay", [0.2, None], ids=["crawl-delay", "none"])
-@pytest.mark.parametrize("store", ["redis", "sqlite"])
-def test_one_workers_429_pauses_the_whole_fleet(
+def _crawl(
     make_server: MakeServer,
     redis_fleet: Fleet,
     store: str,
     crawl_delay: float | None,
-) -> None:
+) -> tuple[Site, list[dict[str, Any]], list[tuple[float, str, int]]]:
+    """One fleet crawl of a new :class:`Site`: its workers' stats, and the
+    requests the server saw after the 429 (seconds after it, path, worker)."""
     site = Site(make_server, crawl_delay, 24 if crawl_delay else 60)
     server = site.server
     warmup = make_server()
@@ -102,17 +102,8 @@ def test_one_workers_429_pauses_the_whole_fleet(
     stats = redis_fleet.run(
         [server.url("/")], store, settings, warmup.url("/"), WORKERS
     )
-
-    for s in stats:
-        assert s["finish_reason"] == "finished"
-        assert "robots/store/errors" not in s
-        assert s.get("log_count/ERROR", 0) == 0
-    # Every page once, the busy one twice (the 429, then its retry).
-    (busy,) = site.busy
-    for path in site.pages:
-        assert server.count(path) == (2 if path == busy else 1), path
     hits = sorted(server.hits, key=lambda hit: hit.time)
-    answer = next(hit for hit in hits if hit.path == busy)
+    answer = next(hit for hit in hits if hit.path in site.busy)
     after = [
         (
             round(hit.time - answer.time, 3),
@@ -122,8 +113,44 @@ def test_one_workers_429_pauses_the_whole_fleet(
         for hit in hits
         if hit.time > answer.time
     ]
-    # Requests of several workers after the pause: they had some in hand.
+    return site, stats, after
+
+
+@pytest.mark.parametrize("crawl_delay", [0.2, None], ids=["crawl-delay", "none"])
+@pytest.mark.parametrize("store", ["redis", "sqlite"])
+def test_one_workers_429_pauses_the_whole_fleet(
+    make_server: MakeServer,
+    redis_fleet: Fleet,
+    store: str,
+    crawl_delay: float | None,
+) -> None:
+    # What the test is about needs requests of several workers after the
+    # pause (they had some in hand); which worker takes which page is
+    # scrapy-redis's queue's doing, and on a busy machine one worker can take
+    # them all: then the fleet runs again, on a new site (three times at
+    # most).
+    for _ in range(3):
+        site, stats, after = _crawl(make_server, redis_fleet, store, crawl_delay)
+        if len({worker for _, _, worker in after}) > 1:
+            break
     assert len({worker for _, _, worker in after}) > 1, after
+    _check(site, stats, after, crawl_delay)
+
+
+def _check(
+    site: Site,
+    stats: list[dict[str, Any]],
+    after: list[tuple[float, str, int]],
+    crawl_delay: float | None,
+) -> None:
+    for s in stats:
+        assert s["finish_reason"] == "finished"
+        assert "robots/store/errors" not in s
+        assert s.get("log_count/ERROR", 0) == 0
+    # Every page once, the busy one twice (the 429, then its retry).
+    (busy,) = site.busy
+    for path in site.pages:
+        assert site.server.count(path) == (2 if path == busy else 1), path
     if crawl_delay:
         # No request of any worker before the pause ended.
         assert min(moment for moment, _, _ in after) >= PAUSE - TOLERANCE, after
