@@ -66,9 +66,7 @@ def _origin_function() -> Any:
     """The function the middleware gets an origin with, in this version."""
     from scrapy_rfc9309 import urls
 
-    found = getattr(urls, "origin_robots_url", None) or getattr(
-        urls, "origin_robots_url", None
-    )
+    found = getattr(urls, "origin_robots_url", None)
     if found is None:
         from scrapy_rfc9309 import middleware
 

@@ -303,23 +303,18 @@ class _CountingPages:
             self.pages.append(request.url)
             raise IgnoreRequest
 
+    async def start(self) -> Any:
+        self._count()
+        async for request in super().start():  # type: ignore[misc]
+            yield request
+
 
 class CountingSpider(_CountingPages, RecordingSpider):
     name = "counting"
 
-    async def start(self) -> Any:
-        self._count()
-        async for request in super().start():
-            yield request
-
 
 class CountingSitemapSpider(_CountingPages, SitemapSpider):
     name = "counting_sitemap"
-
-    async def start(self) -> Any:
-        self._count()
-        async for request in super().start():
-            yield request
 
     def parse(self, response: Response, **kwargs: Any) -> None:
         pass
