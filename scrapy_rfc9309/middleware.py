@@ -147,7 +147,7 @@ class RobotsMiddleware:
             crawler, lifetimes=config.lifetimes, clock=self._now
         )
         # A lease is held for one fetch: redirects and retries included.
-        self.lease_ttl = self.lease_wait = config.download_timeout * 2
+        lease = config.download_timeout * 2
 
         self.stats = crawler.stats
         #: The crawl's store (shared with TdmMiddleware: one connection for
@@ -166,8 +166,8 @@ class RobotsMiddleware:
             self.stores,
             lifetimes=config.lifetimes,
             refused_allows=config.refused_allows,
-            lease_ttl=self.lease_ttl,
-            lease_wait=self.lease_wait,
+            lease_ttl=lease,
+            lease_wait=lease,
             clock=self._now,
             on_fetch=self._robots_turn,
         )

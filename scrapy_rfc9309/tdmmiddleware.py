@@ -209,8 +209,8 @@ class TdmMiddleware:
         )
         self._entries: OrderedDict[str, TdmEntry] = OrderedDict()
         self._flight: SingleFlight[TdmEntry] = SingleFlight()
-        self.lease_ttl = self.lease_wait = self.timeout * 2
-        self.leases = Leases(self.stores, self.lease_ttl, self.lease_wait)
+        # A lease is held for one fetch of the file: twice its timeout.
+        self.leases = Leases(self.stores, self.timeout * 2, self.timeout * 2)
         #: The crawl's evidence (ROBOTS_REPORT counts the requests dropped).
         self.ledger = ledger_for(crawler)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
