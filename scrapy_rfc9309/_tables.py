@@ -480,10 +480,7 @@ def build(rules: ProfileRules, patterns: Sequence[str], metas: list[int]) -> Tab
 
 
 def _index_html(
-    prefixes: dict[str, int],
-    specials: list[str],
-    metas: list[int],
-    normals: list[str],
+    prefixes: dict[str, int], specials: list[str], metas: list[int], normals: list[str]
 ) -> list[str]:
     """Google: an Allow of ".../index.htm..." also allows ".../$", an entry
     of its own (also for a plain prefix, normal as written): appended to
@@ -574,10 +571,7 @@ def _texts(
 
 
 def _headed(
-    plain: list[str],
-    filed: list[_Filed],
-    metas: list[int],
-    originals: dict[int, str],
+    plain: list[str], filed: list[_Filed], metas: list[int], originals: dict[int, str]
 ) -> Headed:
     """The table of the entries ``filed`` by head."""
     # By head, highest rank first within each.  Rules of a parsed file

@@ -39,13 +39,7 @@ from ._tables import (
     rank_of,
     untail,
 )
-from .parse import (
-    Document,
-    Group,
-    Profile,
-    Rule,
-    UsageRule,
-)
+from .parse import Document, Group, Profile, Rule, UsageRule
 from .profiles import RULES
 from .reasons import Cause, Reason
 from .urls import SAFE_CLASS, normalize_path, request_path
@@ -66,6 +60,7 @@ __all__ = [
     "explain",
     "is_allowed",
     "product_token",
+    "wildcards_match",
 ]
 
 
@@ -105,7 +100,7 @@ _NORMAL_PATH = re.compile(
 ).fullmatch
 
 
-def _wildcards_match(
+def wildcards_match(
     path: str, pos: int, parts: tuple[str, ...], anchored: bool
 ) -> bool:
     """Whether ``path`` from ``pos`` on matches ``*`` + ``"*".join(parts)``
@@ -413,7 +408,7 @@ class Matcher:
                 elif tail == END:
                     if len(text) != size:
                         continue
-                elif tail <= WILDCARDS_END and not _wildcards_match(
+                elif tail <= WILDCARDS_END and not wildcards_match(
                     text, size, pieces[index], tail == WILDCARDS_END
                 ):
                     continue

@@ -37,9 +37,9 @@ from .outcome import lifetime, max_age
 from .provenance import ledger_for
 from .spidermiddleware import annotate
 from .tdmrep import (
-    _POLICY,
-    _RESERVATION,
     FILE_PATH,
+    POLICY,
+    RESERVATION,
     TdmFile,
     TdmState,
     from_file,
@@ -455,7 +455,7 @@ def response_state(response: Response) -> TdmState:
         (
             "header",
             header_values(
-                headers.getlist(_RESERVATION), headers.getlist(_POLICY), response.url
+                headers.getlist(RESERVATION), headers.getlist(POLICY), response.url
             ),
         )
     ]

@@ -25,11 +25,13 @@ from typing import Any, NamedTuple
 from urllib.parse import urljoin
 
 from .directives import meta_contents
-from .match import _wildcards_match
+from .match import wildcards_match
 from .urls import normalize_path, normalize_pattern, request_path
 
 __all__ = [
     "FILE_PATH",
+    "POLICY",
+    "RESERVATION",
     "SOURCES",
     "Step",
     "TdmFile",
@@ -44,8 +46,10 @@ __all__ = [
 
 #: Where an origin's file is (TDMRep section 6.1, RFC 8615).
 FILE_PATH = "/.well-known/tdmrep.json"
-_RESERVATION = "tdm-reservation"
-_POLICY = "tdm-policy"
+#: The names TDMRep gives its two properties, in a file, a header and an HTML
+#: ``<meta>`` alike (TDMRep sections 4-6).
+RESERVATION = "tdm-reservation"
+POLICY = "tdm-policy"
 #: The problems of a file said (and logged, and stored); the rest counted.
 _MAX_PROBLEMS = 10
 #: Where a state's reservation came from.
@@ -107,15 +111,15 @@ class TdmFile(NamedTuple):
             if not parts:
                 if not anchored or len(path) == len(head):
                     return rule
-            elif _wildcards_match(path, len(head), parts, anchored):
+            elif wildcards_match(path, len(head), parts, anchored):
                 return rule
         return None
 
     def to_list(self) -> list[dict[str, Any]]:
         """The rules as the file writes them (the stores' form)."""
         return [
-            {"location": rule.location, _RESERVATION: rule.reservation}
-            | ({_POLICY: rule.policy} if rule.policy is not None else {})
+            {"location": rule.location, RESERVATION: rule.reservation}
+            | ({POLICY: rule.policy} if rule.policy is not None else {})
             for rule in self.rules
         ]
 
@@ -176,11 +180,11 @@ def _rule(index: int, element: Any, base: str) -> tuple[TdmRule | None, str]:
     if not isinstance(location, str) or not location.startswith(("/", "*")):
         return None, f"no location starting with / or *, left out ({location!r})"
     problem = ""
-    raw = element.get(_RESERVATION)
+    raw = element.get(RESERVATION)
     reservation = _reservation_value(raw)
     if reservation is None:
         problem = f"tdm-reservation {raw!r} is not 0 or 1: unset"
-    policy = element.get(_POLICY)
+    policy = element.get(POLICY)
     policy = _policy_url(policy, base) if isinstance(policy, str) else None
     return TdmRule(index, location, reservation, policy), problem
 
@@ -227,8 +231,8 @@ def header_values(
 def meta_values(html: str, base: str) -> Step:
     """The TDMRep ``<meta>`` tags of an HTML document (section 6.3): the
     first of each name, matched ASCII case-insensitively."""
-    reservations = list(meta_contents(html, _RESERVATION, first=True))
-    policies = list(meta_contents(html, _POLICY, first=True))
+    reservations = list(meta_contents(html, RESERVATION, first=True))
+    policies = list(meta_contents(html, POLICY, first=True))
     reservation = _reservation_value(reservations[0]) if reservations else None
     policy = _policy_url(policies[0], base) if policies else None
     return Step(reservation, policy, bool(reservations) and reservation is None)
