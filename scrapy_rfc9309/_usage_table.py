@@ -12,9 +12,10 @@ does its rules.
 The distinct paths (once normalised) are filed by length, longest first;
 each length has a matcher of its plain paths (at most one of which can
 match a URL: they are prefixes of the same length) and one of its paths with
-a ``*`` or a ``$``, which gives the earliest that matches; the others that
-match are found chunk by chunk (a matcher per chunk of 32), then path by
-path in the chunks that match.  When
+a ``*`` or a ``$`` (one per group the matcher ranks alike: Yandex ranks
+paths of one length apart), which gives the earliest that matches; the
+others that match are found chunk by chunk (a matcher per chunk of 32),
+then path by path in the chunks that match.  When
 the matcher ranks patterns by the same length as Content-Usage does (every
 profile but Yandex, patterns in ASCII), one matcher of all the paths finds
 the longest length that matches in one lookup; otherwise the lengths are
@@ -56,7 +57,7 @@ _CHUNK = 32
 class _Length:
     """The paths of one length."""
 
-    __slots__ = ("chunks", "plain", "singles", "special")
+    __slots__ = ("plain", "singles", "special")
 
     def __init__(
         self,
@@ -66,20 +67,23 @@ class _Length:
         wild: frozenset[int],
     ) -> None:
         plain = [path_id for path_id in ids if path_id not in wild]
-        specials = [path_id for path_id in ids if path_id in wild]
         self.plain = (
             _matcher_of(profile, [written[i] for i in plain], plain) if plain else None
         )
-        self.special = (
-            _matcher_of(profile, [written[i] for i in specials], specials)
-            if specials
-            else None
-        )
-        # Each chunk of the special paths, and its matcher once needed.
-        self.chunks: list[tuple[list[int], Matcher | None]] = [
-            (specials[start : start + _CHUNK], None)
-            for start in range(0, len(specials), _CHUNK)
-        ]
+        # The paths with a "*" or a "$", in groups that the matcher ranks
+        # alike, so that it gives the earliest of a group that matches: one
+        # group, unless the profile ranks patterns by another length
+        # (Yandex counts no "*" nor final "$").
+        groups: dict[tuple[int, int], list[int]] = {}
+        percent = RULES[profile].percent
+        for path_id in ids:
+            if path_id in wild:
+                normal = normal_pattern(written[path_id], percent)
+                key = (0, 0)
+                if RULES[profile].rank != "length":
+                    key = (len(normal), normal.count("*") + normal.endswith("$"))
+                groups.setdefault(key, []).append(path_id)
+        self.special = [_Special(profile, written, group) for group in groups.values()]
         # One matcher per special path, made when first needed.
         self.singles: dict[int, Matcher] = {}
 
@@ -95,16 +99,47 @@ class _Length:
             path_id = _matched(self.plain, url)
             if path_id >= 0:
                 found.append(path_id)
-        special = self.special
-        if special is None:
-            return found
-        first = _matched(special, url)
+        for group in self.special:
+            found.extend(group.matching(profile, written, url, self))
+        return found
+
+    def single(
+        self, profile: Profile, written: Sequence[str], path_id: int, url: str
+    ) -> bool:
+        single = self.singles.get(path_id)
+        if single is None:
+            single = self.singles[path_id] = _matcher_of(
+                profile, [written[path_id]], [path_id]
+            )
+        return not single.is_allowed(url)
+
+
+class _Special:
+    """Paths with a "*" or a "$" of one length that the matcher ranks
+    alike: a URL's earliest match among them is what their matcher gives."""
+
+    __slots__ = ("chunks", "matcher")
+
+    def __init__(
+        self, profile: Profile, written: Sequence[str], ids: list[int]
+    ) -> None:
+        self.matcher = _matcher_of(profile, [written[i] for i in ids], ids)
+        # Each chunk of the paths, and its matcher once needed.
+        self.chunks: list[tuple[list[int], Matcher | None]] = [
+            (ids[start : start + _CHUNK], None) for start in range(0, len(ids), _CHUNK)
+        ]
+
+    def matching(
+        self, profile: Profile, written: Sequence[str], url: str, length: _Length
+    ) -> list[int]:
+        """The ids of these paths that match ``url``."""
+        first = _matched(self.matcher, url)
         if first < 0:
-            return found
+            return []
         chunks = self.chunks
         if len(chunks) == 1 and len(chunks[0][0]) == 1:
-            found.append(first)
-            return found
+            return [first]
+        found = []
         for number, (chunk, matcher) in enumerate(chunks):
             if chunk[-1] < first:
                 continue
@@ -115,8 +150,8 @@ class _Length:
                 if matcher is None:
                     matcher = _matcher_of(profile, [written[i] for i in chunk], chunk)
                     chunks[number] = (chunk, matcher)
-                # The earliest path of the chunk that matches (all of one
-                # length, the earliest line wins).
+                # The earliest path of the chunk that matches (all ranked
+                # alike, the earliest line wins).
                 least = _matched(matcher, url)
                 if least < 0:
                     continue
@@ -124,19 +159,9 @@ class _Length:
             found.extend(
                 path_id
                 for path_id in chunk
-                if path_id > least and self._single(profile, written, path_id, url)
+                if path_id > least and length.single(profile, written, path_id, url)
             )
         return found
-
-    def _single(
-        self, profile: Profile, written: Sequence[str], path_id: int, url: str
-    ) -> bool:
-        single = self.singles.get(path_id)
-        if single is None:
-            single = self.singles[path_id] = _matcher_of(
-                profile, [written[path_id]], [path_id]
-            )
-        return not single.is_allowed(url)
 
 
 class UsageTable:

@@ -209,3 +209,22 @@ def test_yandex_s_limit_of_rules_is_no_limit_of_the_table() -> None:
     table = UsageTable(rules, "yandex")
     url = "http://a.test/p00042/page"
     assert table.deciding(url) == deciding_rules(rules, "yandex", url) == (rules[42],)
+
+
+@pytest.mark.parametrize(
+    "paths",
+    [
+        ["/**", "/a*"],
+        ["/a*", "/**"],
+        ["/x**", "/*$", "/a*"] + [f"/{n:02}*" for n in range(40)],
+    ],
+)
+def test_yandex_s_ranking_picks_no_earliest_path_of_a_length(paths: list[str]) -> None:
+    # Yandex ranks "/a*" above "/**" (it counts no "*"), though Content-Usage
+    # counts both 3 octets long: a tie, and both decide for "/a" (found by
+    # Hypothesis).  The matcher of a length's wildcard paths then gives one
+    # of them that is not the earliest.
+    rules = [UsageRule(path, "train-ai=n", line) for line, path in enumerate(paths, 2)]
+    table = UsageTable(rules, "yandex")
+    for url in ("http://a.test/a", "http://a.test/x", "http://a.test/07"):
+        assert table.deciding(url) == deciding_rules(rules, "yandex", url), url
