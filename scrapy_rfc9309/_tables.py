@@ -1,7 +1,7 @@
 """The lookup tables of a :class:`~scrapy_rfc9309.match.Matcher`, built from
 the rules of one agent (:func:`build`): the plain prefixes, sorted, with the
 longest other prefix each starts with, and the entries that are not plain
-prefixes (wildcards, anchors) filed by shape.  The query is in
+prefixes (wildcards, anchors) filed by head.  The query is in
 :mod:`scrapy_rfc9309.match`.  Pure: no Scrapy, no Twisted, no I/O.
 """
 
@@ -11,9 +11,9 @@ import re
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
-from itertools import accumulate, compress, count, repeat
+from itertools import accumulate, compress, repeat
 from operator import and_, is_not
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from .profiles import Percent, ProfileRules
 from .urls import SAFE_CLASS, SAFE_OCTETS, normal_pattern
@@ -31,65 +31,31 @@ _GOOGLE_CHANGES = re.compile(r"[^\x00-$&-\x7f]").search
 _UNCHANGED_OCTETS = b"\n*$" + SAFE_OCTETS
 
 
-# The shapes of a normalised pattern with a "*" (those without one are a
-# plain prefix or "head$", told in build()): "/*text" (or "*text"),
-# "/*text$", or another, filed by its head (the text before its first "*").
-CONTAINS, ENDS, HEADED = range(3)
-# What follows the head of a pattern filed by its head: "*text" (or
-# "*text*"), "*text$", more wildcards (anchored or not), only "*"s (the head
-# is enough), or "$" (the head and nothing more).
-FIND, FIND_STAR, SUFFIX, WILDCARDS, WILDCARDS_END, ANY, END = range(7)
-#: What matching an entry filed by its head needs (see _tail()).
-_Piece = str | tuple[str, ...]
-
-
-class Texts(NamedTuple):
-    """The "/*text" (or "/*text$") entries: the first text the path holds
-    (or ends with) is the best of them."""
-
-    #: The texts, highest rank first.
-    texts: tuple[str, ...]
-    #: Their negated ranks (see rank_of()), ascending.
-    ranks: array[int]
-    #: The number of the first entry.
-    base: int
-
-
-class Headed(NamedTuple):
-    """The entries filed by their head (the text before the first "*"),
-    which is among the plain prefixes: those of plain prefix ``i`` are
-    ``starts[i]`` to ``starts[i + 1]``, highest rank first."""
+class Special(NamedTuple):
+    """The entries that are not plain prefixes, filed by their head (the
+    text before the first "*", or before the final "$" of a pattern
+    without one), which is among the plain prefixes: those of plain prefix
+    ``i`` are ``starts[i]`` to ``starts[i + 1]``, highest rank first."""
 
     starts: array[int]
-    #: For each entry, a text the path must hold somewhere ("" if none).
+    #: For each entry, a text the path must hold ("" if none).
     needs: tuple[str, ...]
-    #: What matching needs, by the kind of tail: a str or a tuple of them
-    #: (see _tail()).
-    pieces: tuple[Any, ...]
-    #: Negated ranks (see rank_of()).
+    #: What follows each head: the text after its one "*" (a str), the
+    #: texts after each of its "*"s (a tuple), or ``None`` (no "*": "head$").
+    tails: tuple[str | tuple[str, ...] | None, ...]
+    #: Whether each ends with "$", one octet each.
+    anchored: bytes
+    #: Negated ranks (see rank_of()): lower is better.
     ranks: array[int]
-    #: The kind of tail of each entry (FIND ... END), one octet each.
-    tails: bytes
     #: The number of the first entry.
     base: int
-
-
-class Special(NamedTuple):
-    """The entries that are not plain prefixes."""
-
-    contains: Texts | None
-    ends: Texts | None
-    headed: Headed | None
     #: The verdict all of them give (1 allow, 0 disallow), -1 if they differ.
     verdict: int
 
 
-# An entry filed by head, while compiling: (head, negated rank, kind of
-# tail, piece, needed text, meta, normalised, as written).
-_Filed = tuple[str, int, int, _Piece, str, int, str, str]
-# How a normalised pattern with a "*" matches: (shape, text or head, kind
-# of tail, piece, needed text); see _any_shape().
-_Shape = tuple[int, str, int, _Piece, str]
+# An entry while compiling: (head, negated rank, number, tail, anchored,
+# meta, pattern as written, or "" if it is the normalised pattern).
+_Filed = tuple[str, int, int, "str | tuple[str, ...] | None", bool, int, str]
 
 # The rank of an entry as one integer: pattern length, then Allow before
 # Disallow, then the earlier line (RFC 9309 2.2.2, and which rule reports).
@@ -111,88 +77,11 @@ def _specificity(pattern: str) -> int:
     return size if size or not pattern.startswith("*") else 1
 
 
-def _shape(pattern: str) -> tuple[int, str]:
-    """How a normalised ``pattern`` holding a "*" matches, and the text it
-    needs: the text after the "*" for "/*text" and "/*text$", else the
-    pattern."""
-    anchored = pattern.endswith("$")
-    # A trailing "*" matches anything, even nothing: "/a*b*" is "/a*b".
-    body = pattern[:-1] if anchored else pattern.rstrip("*")
-    if "*" not in body:
-        # Only trailing "*"s: "/a*" is the prefix "/a", which ranks as long
-        # as "/a*" though: not with the plain prefixes (ranked by their own
-        # length).
-        return (CONTAINS, "") if body in ("", "/") else (HEADED, pattern)
-    # Paths start with "/", so "*text" (text not starting with "/") matches
-    # where "/*text" does.
-    if body.startswith("/*"):
-        text = body[2:]
-    elif body.startswith("*") and body[1:2] != "/":
-        text = body[1:]
-    else:
-        return HEADED, pattern
-    if "*" in text:
-        return HEADED, pattern
-    return (ENDS if anchored else CONTAINS), text
-
-
-def _tail(pattern: str, size: int) -> tuple[int, _Piece]:
-    """What follows the head (``size`` characters) of ``pattern``: its kind
-    and what matching needs: the text of "*text", "*text*" and "*text$", the
-    texts after each "*" of more wildcards, else the pattern itself."""
-    tail = pattern[size:]
-    if tail == "$":
-        return END, pattern
-    anchored = tail.endswith("$")
-    body = tail[:-1] if anchored else tail.rstrip("*")
-    if not body.strip("*"):
-        return ANY, pattern
-    stars = len(tail) - len(body)
-    if body.find("*", 1) == -1 and stars <= 1:
-        return (SUFFIX if anchored else (FIND_STAR if stars else FIND)), body[1:]
-    parts = tuple((tail[:-1] if anchored else tail)[1:].split("*"))
-    return (WILDCARDS_END if anchored else WILDCARDS), parts
-
-
-def untail(head: str, kind: int, piece: _Piece) -> str:
+def pattern_of(head: str, tail: str | tuple[str, ...] | None, anchored: int) -> str:
     """The normalised pattern of an entry filed under ``head``."""
-    if isinstance(piece, tuple):
-        return head + "*" + "*".join(piece) + ("$" if kind == WILDCARDS_END else "")
-    if kind == FIND:
-        return head + "*" + piece
-    if kind == FIND_STAR:
-        return head + "*" + piece + "*"
-    if kind == SUFFIX:
-        return head + "*" + piece + "$"
-    return piece
-
-
-# Most wildcard patterns are "head*text", then perhaps a "*" or a "$": one
-# regex over the patterns of a file, a match a line, reads them (quicker
-# than a match each); group 4 holds any other pattern.  Each match takes
-# its line's "\n", so that the next one starts where it ended.
-_ONE_STAR_LINES = re.compile(r"(?:([^*$\n]*)\*([^*$\n]*)([*$]?)|(.+))(?:\n|\Z)").findall
-
-
-def _any_shape(pattern: str) -> _Shape:
-    """:func:`_shape` of a normalised ``pattern`` holding a "*", and for
-    one filed by its head, the head, :func:`_tail` and the text the path
-    must hold."""
-    shape, text = _shape(pattern)
-    if shape == HEADED:
-        head = pattern[: pattern.find("*")]
-        kind, piece = _tail(pattern, len(head))
-        # A text the path must hold: the longest, which rules out the
-        # most paths.
-        needed = (
-            max(piece, key=len)
-            if isinstance(piece, tuple)
-            else piece
-            if kind <= SUFFIX
-            else ""
-        )
-        return (shape, head, kind, piece, needed)
-    return (shape, text, 0, "", "")
+    if tail is not None:
+        head += "*" + (tail if tail.__class__ is str else "*".join(tail))
+    return head + "$" if anchored else head
 
 
 def _indices(values: list[int]) -> array[int]:
@@ -405,12 +294,9 @@ Tables = tuple[
     tuple[bytes, ...],
     "array[int] | None",
     "dict[int, str] | None",
-    "Special | None",
+    Special | None,
 ]
 _NO_TABLES: Tables = (_NO_METAS, (), None, None, None)
-# A "/*text" (or "/*text$") entry while compiling: (negated rank, meta,
-# text, pattern as written).
-_TextItem = tuple[int, int, str, str]
 
 
 def build(rules: ProfileRules, patterns: Sequence[str], metas: list[int]) -> Tables:
@@ -418,10 +304,8 @@ def build(rules: ProfileRules, patterns: Sequence[str], metas: list[int]) -> Tab
     rules that apply, with ``line << 1 | allow`` of each (``metas``), read
     as the profile's ``rules`` say.
 
-    The plain prefixes, and the heads of the entries filed by head, are
-    one sorted table, numbered from 0; then come the "/*text" entries
-    and the "/*text$" entries in rank order, and the entries filed by
-    head.
+    The plain prefixes, and the heads of the other entries, are one sorted
+    table, numbered from 0; the other entries follow, by head.
 
     Built for speed (parse() then compile() is timed against Protego): the
     zip() calls here go without ``strict=True``, which costs about
@@ -458,7 +342,7 @@ def build(rules: ProfileRules, patterns: Sequence[str], metas: list[int]) -> Tab
         normals = _index_html(prefixes, specials, special_metas, list(normals))
     # Prefixes only once normalised: normalised -> pattern as written.
     written: dict[str, str] = {}
-    texts, filed = _filed(
+    filed = _filed(
         specials, special_metas, normals, rules.rank == "length", prefixes, written
     )
     # Each head among the plain prefixes, 0 as its meta if it is no plain
@@ -468,14 +352,8 @@ def build(rules: ProfileRules, patterns: Sequence[str], metas: list[int]) -> Tab
     plain = sorted(prefixes)
     metas = list(map(prefixes.__getitem__, plain))
     originals = {bisect_left(plain, prefix): spelt for prefix, spelt in written.items()}
-    contains = _texts(texts[0], "", metas, originals)
-    ends = _texts(texts[1], "$", metas, originals)
     encoded = _encoded(plain)
-    headed = _headed(plain, filed, metas, originals) if filed else None
-    # Only their verdicts: those of the plain prefixes were filed first.
-    allows = sum(map(and_, metas[len(plain) :], repeat(1)))
-    verdict = 1 if allows == len(metas) - len(plain) else 0 if not allows else -1
-    special = Special(contains, ends, headed, verdict)
+    special = _special(plain, filed, metas, originals) if filed else None
     return _uints(metas), encoded, _parents(encoded), originals or None, special
 
 
@@ -506,86 +384,59 @@ def _filed(
     by_length: bool,
     prefixes: dict[str, int],
     written: dict[str, str],
-) -> tuple[tuple[list[_TextItem], list[_TextItem]], list[_Filed]]:
-    """The ``specials`` (with their ``metas`` and ``normals``) by shape:
-    the "/*text" and "/*text$" entries, and those filed by head; those that
-    are plain prefixes once normalised go into ``prefixes`` (and their
-    spelling into ``written``).  ``by_length``: ranked by normalised
-    length, else as Yandex ranks them (without "*" and a final "$")."""
-    texts: tuple[list[_TextItem], list[_TextItem]] = ([], [])
+) -> list[_Filed]:
+    """The ``specials`` (with their ``metas`` and ``normals``) filed by
+    head; those that are plain prefixes once normalised go into
+    ``prefixes`` (and their spelling into ``written``).  ``by_length``:
+    ranked by normalised length, else as Yandex ranks them (without "*"
+    and a final "$")."""
     filed: list[_Filed] = []
-    # Hot loop, written for speed: the shape of most patterns is read off
-    # one regex match a line (see _any_shape() for the others).
-    for (head, tail, end, other), pattern, meta, entry in zip(  # noqa: B905
-        _ONE_STAR_LINES("\n".join(normals)), specials, metas, normals
-    ):
-        size = len(entry) if by_length else _specificity(entry)
+    for pattern, meta, normal in zip(specials, metas, normals):  # noqa: B905
+        size = len(normal) if by_length else _specificity(normal)
         rank = (meta >> 1) - ((size << 1 | meta & 1) << _LINE_BITS)
-        if not other:
-            # "head*tail", then perhaps a "*" or a "$" (end).
-            if head == "/" or (not head and tail[:1] != "/"):
-                texts[end == "$"].append((rank, meta, tail, pattern))
-            elif not tail:
-                filed.append((head, rank, ANY, entry, "", meta, entry, pattern))
-            else:
-                kind = SUFFIX if end == "$" else FIND_STAR if end else FIND
-                filed.append((head, rank, kind, tail, tail, meta, entry, pattern))
-        elif "*" in other:
-            # More wildcards.
-            shape, text, kind, piece, needed = _any_shape(entry)
-            if shape == HEADED:
-                filed.append((text, rank, kind, piece, needed, meta, entry, pattern))
-            else:
-                texts[shape - CONTAINS].append((rank, meta, text, pattern))
-        elif other[-1] == "$":
-            # "head$": the head and nothing more.
-            filed.append((other[:-1], rank, END, entry, "", meta, entry, pattern))
+        anchored = normal.endswith("$")
+        body = normal[:-1] if anchored else normal
+        star = body.find("*")
+        exact = normal == pattern
+        if star >= 0:
+            head, rest = body[:star], body[star + 1 :]
+            if not anchored and rest.endswith("*"):
+                # A trailing "*" matches anything, even nothing: "/a*b*" is
+                # "/a*b" (the entry answers with the pattern as written).
+                rest, exact = rest.rstrip("*"), False
+            tail = rest if "*" not in rest else tuple(rest.split("*"))
+        elif anchored:
+            head, tail = body, None
         else:
             # A plain prefix once normalised.
-            known = prefixes.get(entry)
+            known = prefixes.get(normal)
             if known is None or rank_of(0, meta) > rank_of(0, known):
-                prefixes[entry] = meta
-                if entry == pattern:
-                    written.pop(entry, None)
+                prefixes[normal] = meta
+                if normal == pattern:
+                    written.pop(normal, None)
                 else:
-                    written[entry] = pattern
-    return texts, filed
+                    written[normal] = pattern
+            continue
+        spelt = "" if exact else pattern
+        filed.append((head, rank, len(filed), tail, anchored, meta, spelt))
+    return filed
 
 
-def _texts(
-    items: list[_TextItem], suffix: str, metas: list[int], originals: dict[int, str]
-) -> Texts | None:
-    """The table of the "/*text" (``suffix`` "") or "/*text$" entries
-    ``items``, numbered from ``len(metas)`` on (their metas appended)."""
-    if not items:
-        return None
-    # Highest rank first: the first text that matches is the best.
-    items.sort()
-    ranks, item_metas, item_texts, written_as = zip(*items)  # noqa: B905
-    base = len(metas)
-    metas.extend(item_metas)
-    for offset, (text, pattern) in enumerate(zip(item_texts, written_as)):  # noqa: B905
-        if pattern != "/*" + text + suffix:
-            originals[base + offset] = pattern
-    return Texts(item_texts, array("q", ranks), base)
-
-
-def _headed(
+def _special(
     plain: list[str], filed: list[_Filed], metas: list[int], originals: dict[int, str]
-) -> Headed:
-    """The table of the entries ``filed`` by head."""
-    # By head, highest rank first within each.  Rules of a parsed file
-    # never share both (a rank holds the line), so the rest of the
-    # tuples decides nothing; a kind always has the same type of piece.
+) -> Special:
+    """The table of the entries ``filed`` by head, numbered from
+    ``len(metas)`` on (their metas appended, their spellings where they
+    differ from the normalised pattern put in ``originals``)."""
+    # By head, highest rank first within each (then in file order: the
+    # tuples compare no further).
     filed.sort()
-    columns = zip(*filed)  # noqa: B905
-    heads, ranks, kinds, pieces, needs, filed_metas, normals, written_as = columns
+    heads, ranks, _, tails, anchored, filed_metas, spelt = zip(*filed)  # noqa: B905
     base = len(metas)
     metas.extend(filed_metas)
-    if normals != written_as:
-        for offset, normal, pattern in zip(count(), normals, written_as):
-            if normal != pattern:
-                originals[base + offset] = pattern
+    for offset, pattern in enumerate(spelt):
+        if pattern:
+            originals[base + offset] = pattern
     # Where the entries of each plain prefix start: all heads are plain
     # prefixes, so those of one end where those of the next start.
     ends = dict(zip(heads, range(1, len(heads) + 1)))  # noqa: B905
@@ -594,7 +445,19 @@ def _headed(
     for head, end in ends.items():
         sizes[bisect_left(plain, head) + 1] = end - start
         start = end
-    starts = list(accumulate(sizes))
-    return Headed(
-        _indices(starts), needs, pieces, array("q", ranks), bytes(kinds), base
+    # Only their verdicts: those of the plain prefixes were filed first.
+    allows = sum(map(and_, filed_metas, repeat(1)))
+    verdict = 1 if allows == len(filed) else 0 if not allows else -1
+    needs = tuple(
+        tail if tail.__class__ is str else max(tail, key=len) if tail else ""
+        for tail in tails
+    )
+    return Special(
+        _indices(list(accumulate(sizes))),
+        needs,
+        tails,
+        bytes(anchored),
+        array("q", ranks),
+        base,
+        verdict,
     )

@@ -27,18 +27,7 @@ from ._sizes import (
     chars,
     extras_size,
 )
-from ._tables import (
-    END,
-    FIND_STAR,
-    SUFFIX,
-    WILDCARDS_END,
-    Headed,
-    Special,
-    Texts,
-    build,
-    rank_of,
-    untail,
-)
+from ._tables import Special, build, pattern_of, rank_of
 from .parse import Document, Group, Profile, Rule, UsageRule
 from .profiles import RULES
 from .reasons import Cause, Reason
@@ -81,6 +70,8 @@ _EMPTY_DISALLOW: Reason = "empty_disallow"
 #: The decision for robots.txt itself, which is always allowed.
 ROBOTS_TXT = Decision(True, "robots_txt", None)
 _NO_RULE = -1
+# Above every negated rank.
+_LOWEST = 1 << 62
 _ROBOTS_TXT = -2
 # A URL whose path needs neither the slow path extraction nor (for the
 # rfc9309 profile) percent-encoding normalisation: a scheme and an authority
@@ -119,6 +110,20 @@ def wildcards_match(
     return find(last, pos) != -1
 
 
+def _matches(
+    path: str, size: int, tail: str | tuple[str, ...] | None, anchored: int
+) -> bool:
+    """Whether ``path``, which starts with the ``size`` characters of an
+    entry's head, matches the rest of it (see ``_tables.Special``)."""
+    if tail is None:
+        return len(path) == size
+    if tail.__class__ is not str:
+        return wildcards_match(path, size, tail, bool(anchored))  # type: ignore[arg-type]
+    if anchored:
+        return len(path) - len(tail) >= size and path.endswith(tail)
+    return path.find(tail, size) != -1
+
+
 _EMPTY_GROUP = Group(())
 _new = tuple.__new__
 
@@ -139,18 +144,17 @@ class Matcher:
 
     Entries are numbered.  First the plain prefixes, sorted, as bytes
     (bisection finds the longest one a path starts with), with the heads of
-    the entries filed by head among them (``/s``); then the
-    :class:`Special` entries, ``/*text`` ones, ``/*text$`` ones, and those
-    filed by head::
+    the other entries (the text before their first ``*``) among them; then
+    the :class:`~scrapy_rfc9309._tables.Special` entries, by head, highest
+    rank first::
 
-        entry             0      1       2      3        4       5
-        _plain            b"/a"  b"/a/b" b"/s"
-        _parent           -1     0       -1     (the longest other prefix
-                                                 each starts with)
-        _special                                 contains ends    headed
-                                                 "print"  ".pdf"  "q=" under
-                                                                  entry 2
-        _meta             4      7       0      13       8       10
+        entry             0      1       2      3      4       5       6
+        _plain            b"/"   b"/a"   b"/a/b" b"/s"
+        _parent           -1     0       1      0      (the longest other
+                                                        prefix each starts with)
+        _special tails                                 "print" ".pdf"  "q="
+                 under                                 "/"     "/"     "/s"
+        _meta             0      4       7      0      13      8       10
 
     ``_meta`` holds ``line << 1 | allow`` (0: a head that is no rule of its
     own).  The best entry is the one of highest rank (``_tables.rank_of()``):
@@ -326,14 +330,13 @@ class Matcher:
         special = self._special
         if special is None:
             return node
-        contains, ends, headed, verdict = special
         meta = self._meta
+        # The longest plain prefix is the first one from there on that is
+        # not only a head.
         best = node
-        if headed is not None:
-            # The longest plain prefix is the first one from there on that
-            # is not only a head.
-            while best >= 0 and not meta[best]:
-                best = _NO_RULE if parents is None else parents[best]
+        while best >= 0 and not meta[best]:
+            best = _NO_RULE if parents is None else parents[best]
+        verdict = special.verdict
         if (
             verdict_only
             and verdict >= 0
@@ -341,86 +344,35 @@ class Matcher:
         ):
             # No other entry could give another verdict.
             return best
-        return self._find_special(contains, ends, headed, text, node, best)
+        return self._find_special(special, text, node, best)
 
-    def _find_special(
-        self,
-        contains: Texts | None,
-        ends: Texts | None,
-        headed: Headed | None,
-        text: str,
-        node: int,
-        best: int,
-    ) -> int:
+    def _find_special(self, special: Special, text: str, node: int, best: int) -> int:
         """:meth:`_find` among the entries that are not plain prefixes, for
         the path ``text``: the plain prefix ``node`` (or none) is the
         longest it starts with, ``best`` the longest rule of them."""
-        # Table by table: in each, the first entry that matches is its best;
-        # ranks are negated, lower is better (see rank_of()).
-        candidate = _NO_RULE
-        bound = 0
-        rest = text[1:]
-        if contains is not None:
-            texts, ranks, base = contains
-            for needle in texts:
-                if needle in rest:
-                    index = texts.index(needle)
-                    candidate, bound = base + index, ranks[index]
-                    break
-        if ends is not None and rest.endswith(ends[0]):
-            texts, ranks, base = ends
-            for needle in texts:
-                if rest.endswith(needle):
-                    index = texts.index(needle)
-                    if ranks[index] < bound:
-                        candidate, bound = base + index, ranks[index]
-                    break
         plain = self._plain
         parents = self._parent
+        starts, needs, tails, anchors, ranks, base, _ = special
+        # Ranks are negated, lower is better; an entry must beat ``best``.
+        bound = -rank_of(len(plain[best]), self._meta[best]) if best >= 0 else _LOWEST
+        candidate = best
         # The entries filed under each head the path starts with: that node
-        # and its parents.
-        if headed is None:
-            node = _NO_RULE
-        else:
-            starts, needs, pieces, ranks, tails, base = headed
+        # and its parents.  Under each, the first entry that matches is its
+        # best; most are ruled out by a text the path lacks.
         while node >= 0:
             start = starts[node]
-            stop = starts[node + 1]
-            if start == stop:
-                node = _NO_RULE if parents is None else parents[node]
-                continue
-            size = len(plain[node])
-            # A text each entry needs somewhere in the path rules out most
-            # of them in one test.
-            for index in range(start, stop):
-                needed = needs[index]
-                if needed not in text:
-                    continue
-                if ranks[index] >= bound:
-                    break
-                tail = tails[index]
-                if tail <= FIND_STAR:
-                    if text.find(needed, size) == -1:
-                        continue
-                elif tail == SUFFIX:
-                    if len(text) - len(needed) < size or not text.endswith(needed):
-                        continue
-                elif tail == END:
-                    if len(text) != size:
-                        continue
-                elif tail <= WILDCARDS_END and not wildcards_match(
-                    text, size, pieces[index], tail == WILDCARDS_END
-                ):
-                    continue
-                candidate, bound = base + index, ranks[index]
-                break
+            index = start
+            for needed in needs[start : starts[node + 1]]:
+                if needed in text:
+                    if ranks[index] >= bound:
+                        break
+                    size = len(plain[node])
+                    if _matches(text, size, tails[index], anchors[index]):
+                        candidate, bound = base + index, ranks[index]
+                        break
+                index += 1
             node = _NO_RULE if parents is None else parents[node]
-        # The plain prefix is ranked only if a special entry matches.
-        if candidate >= 0 and (
-            best < 0 or bound < -rank_of(len(plain[best]), self._meta[best])
-        ):
-            return candidate
-        return best
+        return candidate
 
     def _pattern(self, entry: int) -> str:
         """The pattern, as written, of ``entry``."""
@@ -432,17 +384,9 @@ class Matcher:
             return self._plain[entry].decode()
         special = self._special
         assert special is not None
-        # Entries filed by head come last.
-        headed = special.headed
-        if headed is not None and entry >= headed.base:
-            index = entry - headed.base
-            head = self._plain[bisect_right(headed.starts, index) - 1]
-            return untail(head.decode(), headed.tails[index], headed.pieces[index])
-        contains = special.contains
-        if contains is not None and entry - contains.base < len(contains.texts):
-            return "/*" + contains.texts[entry - contains.base]
-        assert special.ends is not None
-        return "/*" + special.ends.texts[entry - special.ends.base] + "$"
+        index = entry - special.base
+        head = self._plain[bisect_right(special.starts, index) - 1].decode()
+        return pattern_of(head, special.tails[index], special.anchored[index])
 
     def explain(self, url: str) -> Decision:
         """The decision for ``url`` (absolute, or a ``/``-rooted path)."""
