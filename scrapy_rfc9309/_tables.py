@@ -21,14 +21,15 @@ from .urls import SAFE_CLASS, SAFE_OCTETS, normal_pattern
 # A pattern that is not a plain prefix of octets that stand for
 # themselves (which reads the same in every profile).
 _SPECIAL = re.compile(f"[^{SAFE_CLASS}]").search
-# Whether normalising may change a pattern: in the rfc9309 profile, any
-# octet but those, "*" and a final "$" (see normalize_pattern()); for
-# Google's escaping, "%" or an octet outside ASCII.
-_CHANGES = re.compile(f"[^{SAFE_CLASS}*$]|\\$.").search
-_GOOGLE_CHANGES = re.compile(r"[^\x00-$&-\x7f]").search
-# The octets normalising leaves as they are in either profile (a "$" not
-# at the end aside): deleting them leaves those to look at.
-_UNCHANGED_OCTETS = b"\n*$" + SAFE_OCTETS
+# Whether normalising may change a pattern, per way of normalising (see
+# scrapy_rfc9309.profiles.Percent): any octet but those, "*" and a final
+# "$" (see normalize_pattern()); "%" or an octet outside ASCII (Google's
+# escaping); an octet outside ASCII.
+_CHANGES = {
+    "normalize": re.compile(f"[^{SAFE_CLASS}*$]|\\$.").search,
+    "escape": re.compile(r"[^\x00-$&-\x7f]").search,
+    "verbatim": re.compile(r"[^\x00-\x7f]").search,
+}
 
 
 class Special(NamedTuple):
@@ -53,9 +54,10 @@ class Special(NamedTuple):
     verdict: int
 
 
-# An entry while compiling: (head, negated rank, number, tail, anchored,
-# meta, pattern as written, or "" if it is the normalised pattern).
-_Filed = tuple[str, int, int, "str | tuple[str, ...] | None", bool, int, str]
+# An entry while compiling: (head, negated rank, number, needed text, tail,
+# anchored, meta, pattern as written, or "" if it is the normalised
+# pattern).
+_Filed = tuple[str, int, int, str, "str | tuple[str, ...] | None", bool, int, str]
 
 # The rank of an entry as one integer: pattern length, then Allow before
 # Disallow, then the earlier line (RFC 9309 2.2.2, and which rule reports).
@@ -159,40 +161,21 @@ def _parents(prefixes: Sequence[bytes]) -> array[int] | None:
     return _indices(parents)
 
 
-def _special_octets(joined: str) -> set[str]:
-    """The ASCII octets of ``joined`` (patterns without separator) that
-    make a pattern special, found at C speed (deleting the others is far
-    quicker than a regex over the text)."""
-    return set(joined.encode("ascii", "ignore").translate(None, SAFE_OCTETS).decode())
-
-
-def _specials(
-    patterns: Iterable[str], ascii_only: bool, found: set[str]
-) -> list[str] | None:
-    """Those of ``patterns`` (ASCII only or not, holding the special
-    octets ``found``) that are not plain prefixes of printable ASCII without
-    "%", "*" or "$"; ``None`` if none is."""
-    # The cheapest test per pattern that tells ("in" is quicker than any
-    # regex): nearly always a wildcard or an anchor.
-    if ascii_only and not found:
-        return None
-    if not found <= _USUAL_SPECIAL:
-        special = _SPECIAL
-        return [pattern for pattern in patterns if special(pattern)]
-    if not ascii_only:
-        return [
-            pattern
-            for pattern in patterns
-            if not pattern.isascii()
-            or "*" in pattern
-            or "$" in pattern
-            or "%" in pattern
-        ]
+def _specials(patterns: Iterable[str], joined: str) -> list[str]:
+    """Those of ``patterns`` (``joined``: all of them, without separator)
+    that are not plain prefixes of octets that stand for themselves, found
+    with the cheapest test per pattern that tells ("in" is quicker than any
+    regex): nearly always a wildcard, an anchor or an escape."""
+    # The special ASCII octets there are, found at C speed (deleting the
+    # others is far quicker than a regex over the text).
+    found = set(joined.encode("ascii", "ignore").translate(None, SAFE_OCTETS).decode())
+    if not found and joined.isascii():
+        return []
+    if not found <= _USUAL_SPECIAL or not joined.isascii():
+        return [pattern for pattern in patterns if _SPECIAL(pattern)]
     if len(found) == 1:
-        octet = next(iter(found))
+        octet = found.pop()
         return [pattern for pattern in patterns if octet in pattern]
-    if "%" not in found:
-        return [pattern for pattern in patterns if "*" in pattern or "$" in pattern]
     return [
         pattern
         for pattern in patterns
@@ -202,54 +185,15 @@ def _specials(
 
 # The octets that make most special patterns special.
 _USUAL_SPECIAL = frozenset("*$%")
-_WILDCARDS_AND_ANCHORS = frozenset("*$")
 
 
-def _normalized(
-    patterns: list[str], percent: Percent, ascii_only: bool, found: set[str]
-) -> list[str]:
+def _normalized(patterns: list[str], percent: Percent) -> list[str]:
     """``patterns`` normalised as the profile's ``percent`` says (see
-    scrapy_rfc9309.profiles), looking only at those it may change: the special
-    octets ``found`` in them (and whether they are ASCII only) may tell
-    that there is none."""
-    if percent == "verbatim":
-        # Only octets outside ASCII are encoded.
-        if ascii_only:
-            return patterns
-        return [
-            pattern if pattern.isascii() else normal_pattern(pattern, percent)
-            for pattern in patterns
-        ]
-    normalize = percent == "normalize"
-    # Printable ASCII, "*" and "$" only: only a "$" may change (not the
-    # last of a pattern, in the rfc9309 profile); no octet scan below.
-    anchors_only = ascii_only and found <= _WILDCARDS_AND_ANCHORS
-    if anchors_only and ("$" not in found or not normalize):
-        return patterns
-    joined = "\n".join(patterns)
-    if anchors_only:
-        octets = b""
-    elif not joined.isascii():
-        changes = _CHANGES if normalize else _GOOGLE_CHANGES
-        return [
-            normal_pattern(pattern, percent) if changes(pattern) else pattern
-            for pattern in patterns
-        ]
-    else:
-        octets = joined.encode("ascii").translate(None, _UNCHANGED_OCTETS)
-    if normalize:
-        # Anything but printable ASCII and "*", or a "$" before the end.
-        ends = joined.count("$\n") + joined.endswith("$")
-        if joined.count("$") != ends or octets.strip(b"%"):
-            return [
-                normal_pattern(pattern, percent) if _CHANGES(pattern) else pattern
-                for pattern in patterns
-            ]
-    if b"%" not in octets:
-        return patterns
-    # Only escapes to normalise (most often): in the patterns that hold one.
+    scrapy_rfc9309.profiles): only those normalising may change are
+    looked at."""
+    changes = _CHANGES[percent]
     return [
-        normal_pattern(pattern, percent) if "%" in pattern else pattern
+        normal_pattern(pattern, percent) if changes(pattern) else pattern
         for pattern in patterns
     ]
 
@@ -324,10 +268,9 @@ def build(rules: ProfileRules, patterns: Sequence[str], metas: list[int]) -> Tab
     index_html = rules.index_html and "/index.htm" in joined
     # Each pattern once, with the meta of the rule of it that would win.
     prefixes = _earliest(patterns, metas)
-    # The patterns with a wildcard or octets to normalise.
-    ascii_only = joined.isascii()
-    found = _special_octets(joined)
-    specials = _specials(prefixes, ascii_only, found) or []
+    # The patterns with a wildcard or octets to normalise: most files have
+    # none, which one search of their text tells.
+    specials = _specials(prefixes, joined)
     if not specials and not index_html:
         # Only plain prefixes (most files): no pattern needs a closer look.
         plain = sorted(prefixes)
@@ -337,7 +280,7 @@ def build(rules: ProfileRules, patterns: Sequence[str], metas: list[int]) -> Tab
     special_metas = list(map(prefixes.pop, specials))
     # Normalising seldom changes anything: only the patterns it may
     # change are looked at.
-    normals = _normalized(specials, rules.percent, ascii_only, found)
+    normals = _normalized(specials, rules.percent)
     if index_html:
         normals = _index_html(prefixes, specials, special_metas, list(normals))
     # Prefixes only once normalised: normalised -> pattern as written.
@@ -391,6 +334,7 @@ def _filed(
     ranked by normalised length, else as Yandex ranks them (without "*"
     and a final "$")."""
     filed: list[_Filed] = []
+    tail: str | tuple[str, ...] | None
     for pattern, meta, normal in zip(specials, metas, normals):  # noqa: B905
         size = len(normal) if by_length else _specificity(normal)
         rank = (meta >> 1) - ((size << 1 | meta & 1) << _LINE_BITS)
@@ -404,9 +348,14 @@ def _filed(
                 # A trailing "*" matches anything, even nothing: "/a*b*" is
                 # "/a*b" (the entry answers with the pattern as written).
                 rest, exact = rest.rstrip("*"), False
-            tail = rest if "*" not in rest else tuple(rest.split("*"))
+            if "*" not in rest:
+                tail = needed = rest
+            else:
+                parts = tuple(rest.split("*"))
+                # The longest text, which rules out the most paths.
+                tail, needed = parts, max(parts, key=len)
         elif anchored:
-            head, tail = body, None
+            head, tail, needed = body, None, ""
         else:
             # A plain prefix once normalised.
             known = prefixes.get(normal)
@@ -418,7 +367,7 @@ def _filed(
                     written[normal] = pattern
             continue
         spelt = "" if exact else pattern
-        filed.append((head, rank, len(filed), tail, anchored, meta, spelt))
+        filed.append((head, rank, len(filed), needed, tail, anchored, meta, spelt))
     return filed
 
 
@@ -431,12 +380,13 @@ def _special(
     # By head, highest rank first within each (then in file order: the
     # tuples compare no further).
     filed.sort()
-    heads, ranks, _, tails, anchored, filed_metas, spelt = zip(*filed)  # noqa: B905
+    heads, ranks, _, needs, tails, anchored, filed_metas, spelt = zip(*filed)  # noqa: B905
     base = len(metas)
     metas.extend(filed_metas)
-    for offset, pattern in enumerate(spelt):
-        if pattern:
-            originals[base + offset] = pattern
+    if any(spelt):
+        originals.update(
+            {entry: pattern for entry, pattern in enumerate(spelt, base) if pattern}
+        )
     # Where the entries of each plain prefix start: all heads are plain
     # prefixes, so those of one end where those of the next start.
     ends = dict(zip(heads, range(1, len(heads) + 1)))  # noqa: B905
@@ -448,10 +398,6 @@ def _special(
     # Only their verdicts: those of the plain prefixes were filed first.
     allows = sum(map(and_, filed_metas, repeat(1)))
     verdict = 1 if allows == len(filed) else 0 if not allows else -1
-    needs = tuple(
-        tail if tail.__class__ is str else max(tail, key=len) if tail else ""
-        for tail in tails
-    )
     return Special(
         _indices(list(accumulate(sizes))),
         needs,
