@@ -52,39 +52,25 @@ def agent_token(value: str) -> str:
 
 def applicable_groups(document: Document, token: str) -> list[Group]:
     """The groups that apply to the agent of product ``token``: those naming
-    it, else those naming ``*`` (RFC 9309 section 2.2.1).  An empty token
-    names no group."""
+    it (a bounded profile: best, see
+    :meth:`~scrapy_rfc9309.profiles.Selector.rank`), else those naming
+    ``*`` (RFC 9309 section 2.2.1) unless the profile says otherwise.  An
+    empty token names no group."""
     selector = selector_for(document.profile, token)
-    if selector is not None:
-        return selected_groups(document.groups, selector)
-    specific: list[Group] = []
-    wildcard: list[Group] = []
-    for group in document.groups:
-        names = [agent_token(value) for value in group.user_agents]
-        if token and token in names:
-            specific.append(group)
-        elif "*" in names:
-            wildcard.append(group)
-    return specific or wildcard
-
-
-def selected_groups(groups: tuple[Group, ...], selector: Selector) -> list[Group]:
-    """The groups that apply to the agent of a bounded profile's
-    ``selector``: those naming it best (see
-    :meth:`~scrapy_rfc9309.profiles.Selector.rank`), else, if it falls back
-    to them, those naming ``*``."""
+    if selector is None:
+        selector = Selector(token, True, tiers=((token,),) if token else ())
     best = 0
     chosen: list[Group] = []
     wildcard: list[Group] = []
-    for group in groups:
+    for group in document.groups:
         rank = 0
         for value in group.user_agents:
-            token = agent_token(value)
-            if token == "*":
+            named = agent_token(value)
+            if named == "*":
                 if not wildcard or wildcard[-1] is not group:
                     wildcard.append(group)
                 continue
-            rank = max(rank, selector.rank(value.strip(WHITESPACE).lower(), token))
+            rank = max(rank, selector.rank(value.strip(WHITESPACE).lower(), named))
         if rank > best:
             best, chosen = rank, [group]
         elif rank and rank == best:

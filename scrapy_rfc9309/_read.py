@@ -2,11 +2,9 @@
 
 The key tables of each profile and the tokenizer (:func:`read_chunk`),
 which reads the text :func:`~scrapy_rfc9309._bytes.body_text` gives into
-the values of :mod:`scrapy_rfc9309._model`: a whole document
-(:func:`read_document`), or only the groups for one agent
-(:func:`rules_for`).  A :class:`Handler`, if given, hears what is read
-leniently or ignored and the facts of the bytes and of the lines as
-written (lint is one).  Pure: no Scrapy, no Twisted, no I/O.
+a whole document (:func:`read_document`) or the rules of one agent
+(:func:`rules_for`), telling a :class:`Handler` (lint) what else it finds.
+Pure: no Scrapy, no Twisted, no I/O.
 """
 
 from __future__ import annotations
@@ -35,20 +33,17 @@ from .profiles import PROFILES, RULES
 
 class Handler:
     """What the reader tells besides what it reads, as google/robotstxt's
-    ``RobotsParseHandler``: one method per event, given the 1-based line it
-    is about, each a no-op here (a handler overrides those it wants).
-    Reading without a handler costs nothing.
+    ``RobotsParseHandler``: one no-op method per event, given the 1-based
+    line it is about (a handler overrides those it wants).
 
-    First the facts of the bytes and of the lines as written: the body,
-    ``size`` octets, cut to its first ``kept`` (``line``: the first one
-    dropped); the first ``skipped`` octets of a byte-order mark (3: all of
-    it, fewer: a broken one); the first octet that is not UTF-8; a NUL that
-    ends a line's content; a line of ``size`` octets, over
-    :data:`MAX_LINE_BYTES`.  Then the lines read (``record``: another key,
-    its ``name`` lower-cased; a Crawl-delay is a group's first valid one,
-    or is ignored), and those read leniently (two tokens without a colon,
-    a misspelt key) or ignored (no ``key: value``, no colon where the
-    profile needs it, a rule or a group's key before any User-agent line).
+    First the facts of the bytes and lines as written: the body cut from
+    ``size`` octets to ``kept``; the first ``skipped`` octets of a
+    byte-order mark (fewer than 3: a broken one); the first octet that is
+    not UTF-8; a NUL; a line over :data:`MAX_LINE_BYTES`.  Then the lines
+    read (``record``: another key; a group's first valid Crawl-delay), read
+    leniently (two tokens without a colon, a misspelt key) or ignored (no
+    ``key: value``, no colon where the profile needs it, a rule or a
+    group's key before any User-agent line).
     """
 
     def body_cut(self, line: int, size: int, kept: int) -> None: ...
@@ -74,14 +69,12 @@ class Handler:
     def directive_outside_group(self, line: int, name: str) -> None: ...
 
 
-# Kinds of line; Disallow and Allow first, so that "kind <= _ALLOW" tells
-# a rule and "kind == _ALLOW" its verdict.  A Content-Usage line is a rule
-# of the group too (attach-05 section 3).
+# Kinds of line; Disallow and Allow first: "kind <= _ALLOW" tells a rule,
+# "kind == _ALLOW" its verdict.
 _DISALLOW, _ALLOW, _USER_AGENT, _SITEMAP, _CRAWL_DELAY, _CONTENT_SIGNAL = range(6)
 _NO_KEY, _RECORD, _CONTENT_USAGE = 6, 7, 8
-# What each kind's key is called (the keys of a profile's table in
-# scrapy_rfc9309.profiles): a key read as one but written otherwise is a
-# misspelling.
+# What each kind's key is called: one read as a kind but written otherwise
+# is a misspelling.
 _CANONICAL = {
     _USER_AGENT: "user-agent",
     _ALLOW: "allow",
@@ -122,10 +115,8 @@ def key_kind(key: str, profile: Profile) -> int | None:
 _new = tuple.__new__
 _object_new = object.__new__
 
-# Caches of what the same few lines, written the same way again and again,
-# read as; lines longer than a cache keeps are junk, mostly.
-# Keys as written -> their kind, per profile (skips strip(), lower() and
-# the lookups for nearly every line).
+# Caches of what the same few lines, written alike in file after file,
+# read as.  Keys as written -> their kind, per profile.
 _KIND_CACHE: dict[str, BoundedCache[str, int]] = {
     p: BoundedCache(f"parse.kinds.{p}", 512 << 10, 128) for p in PROFILES
 }
@@ -146,14 +137,11 @@ _MISSING = "\0"
 _TWO_TOKENS = re.compile(r"([^ \t]+)[ \t]+([^ \t]+)").fullmatch
 _COLON_NEEDED = {profile: not rules.missing_colon for profile, rules in RULES.items()}
 
-# read_chunk() reads lines (which end at CR, LF and CRLF; a NUL ends a
-# line's content, a "#" starts a comment, a line keeps MAX_LINE_BYTES
-# octets) into groups.  A document is the whole text read (read_document);
-# the rules for one agent are the groups that apply read (rules_for), which
-# regular expressions find without reading the others (group_starts).
+# Lines end at CR, LF and CRLF; a NUL ends a line's content, a "#" starts
+# a comment, a line keeps MAX_LINE_BYTES octets.  Regular expressions find
+# the groups that apply to one agent without reading the others.
 
-# A CR not before a LF ends a line as well (this finds all but one at the
-# end of the text, quicker than a lookahead).
+# A CR not before a LF (all but one at the end of the text).
 _LONE_CR = re.compile(r"\r[^\n]").search
 # The rest of a line from a "#", and from a NUL.
 _COMMENT = re.compile("#.*").sub
@@ -166,14 +154,13 @@ _SURE = (
 )
 _SURE_RULE = re.compile(_SURE).search
 # After any whitespace, the key of every User-agent line (misspellings and
-# Google's prefix keys included) starts with "user" in some case, and that
-# of every Allow or Disallow line with "al" or "di" (Content-Usage: "co"):
-# no other character lower-cases to those letters.  Searching from a "\n"
-# lets the regex engine skip to each line start at C speed.  Group 2 tells
-# a User-agent line followed by a rule.
+# Google's prefix keys included) starts with "user" in some case, that of
+# every Allow or Disallow line with "al" or "di" (Content-Usage: "co").
+# Searching from a "\n" skips to each line start at C speed.  Group 2
+# tells a User-agent line followed by a rule.
 _AGENT_LINE = r"([ \t\v\f]*user[^\n]*)(?=(?-i:(" + _SURE + "))|)"
-# Searched one after another, not with finditer(), which can leave a small
-# allocation of CPython's behind that the memory store's tests would count.
+# Searched one after another: finditer() can leave a small allocation
+# behind that the memory store's tests would count.
 _AGENT_LINE_AFTER = re.compile(r"(?i)\n" + _AGENT_LINE).search
 # The first line has no "\n" before it (adding one would copy the text).
 _FIRST_AGENT_LINE = re.compile(r"(?i)" + _AGENT_LINE).match
@@ -188,9 +175,7 @@ _ENDING_LINES = {
 # How nearly every rule line starts: what follows is a Disallow pattern.
 _DISALLOW_LINE = "\nDisallow: "
 # For one agent only a rule, Crawl-delay, Content-Signal or Content-Usage
-# line matters, whose key (misspelt or not, in every profile) starts with
-# "a", "d" or "c" after any whitespace: whether a text may hold one after
-# its first line, and whether a line may be one.
+# line matters: its key starts with "a", "d" or "c" after any whitespace.
 _RELEVANT = re.compile(r"\n[ \t\v\f]*[aAdDcC]").search
 _MATTERS = re.compile(r"[ \t\v\f]*[aAdDcC]").match
 
@@ -205,9 +190,8 @@ AgentRules = tuple[
 
 
 def _line_ends(text: str) -> str:
-    """``text`` with every line ended by a LF; a CR may stay before it,
-    which saves a copy: every value is stripped of it, and a line of it
-    alone is blank."""
+    """``text`` with every line ended by a LF (a CR may stay before it:
+    every value is stripped of it)."""
     if "\r" in text and (_LONE_CR(text) or text.endswith("\r")):
         return text.replace("\r\n", "\n").replace("\r", "\n")
     return text
@@ -215,7 +199,7 @@ def _line_ends(text: str) -> str:
 
 def _agent_of(line: str, profile: Profile) -> str | None:
     """The token a User-agent line names, ``None`` for another line; kept
-    in the cache (which the caller looked in first)."""
+    in the cache."""
     key, colon, value = line.partition(":")
     if (
         colon
@@ -260,16 +244,12 @@ _NO_STARTS: frozenset[int] = frozenset()
 
 
 class _Reading:
-    """What :func:`read_chunk` reads into: the groups read (for one agent,
-    where groups are not told apart: ``None``), the sitemaps and other
-    records; the group being read (its first line, 0 before any: ``line``;
-    its user agents, rules, Crawl-delay (the first valid one),
-    Content-Signal values and Content-Usage rules); the User-agent lines
-    read (``agents_read``) and, by number from 0, those that start a group
-    (``starts``, see :func:`group_starts`; for one agent none: the group's
-    lines are read a chunk at a time, rules as ``patterns`` and their
-    ``line << 1 | allow``, Content-Signal values and Content-Usage rules
-    for all of them)."""
+    """What :func:`read_chunk` reads into: the groups, sitemaps and records
+    read, and the group being read (``line``: its first, 0 before any).
+    ``starts``: the User-agent lines (numbered from 0, ``agents_read`` so
+    far) that start a group.  For one agent (``groups`` is ``None``) the
+    rules of every group read go into ``patterns`` and ``metas``
+    (``line << 1 | allow``), and no line starts a group."""
 
     __slots__ = (
         "agents",
@@ -305,8 +285,7 @@ class _Reading:
     def end_group(self) -> None:
         """The group being read is done (if any): a new one starts."""
         if self.line and self.groups is not None:
-            # Group(...) without its dataclass __init__ (six
-            # object.__setattr__ calls), which costs four times as much.
+            # Without the dataclass __init__, which costs four times as much.
             group = _object_new(Group)
             fields = group.__dict__
             fields["user_agents"] = tuple(self.agents)
@@ -325,8 +304,7 @@ def read_document(text: str, profile: Profile, handler: Handler | None = None) -
     gives it), telling ``handler`` about its lines."""
     text = _line_ends(text)
     reading = _Reading()
-    # The whole text in one read, told which User-agent lines start a
-    # group (a call per group would cost more than reading most groups).
+    # The whole text in one read (a call per group costs more).
     reading.starts = set(group_starts(text, profile)[1])
     read_chunk(text, 1, profile, reading, handler)
     reading.end_group()
@@ -338,15 +316,12 @@ def group_starts(
     text: str, profile: Profile, token: str = ""
 ) -> tuple[list[int], list[int], list[int], list[int]]:
     """Where the groups of ``text`` (its line ends as :func:`_line_ends`
-    leaves them) start, the User-agent lines that start them (by number
-    among the User-agent lines, from 0), and the groups naming ``token``
-    and those naming ``*``, by number, each once: the one place that
-    decides where a group starts.  A User-agent line starts one unless the
-    group being read has no rule yet (RFC 9309 section 2.2.4).
-
-    Regular expressions over the whole text find the lines that may be
-    User-agent lines (each read by :func:`read_chunk`, or a cache of what
-    it read) and, between two of them, whether a rule ends the group.
+    leaves them) start, the User-agent lines that start them (numbered
+    among the User-agent lines from 0), and the groups naming ``token``
+    and those naming ``*``, by number: the one place that decides where a
+    group starts.  A User-agent line starts one unless the group being read
+    has no rule yet (RFC 9309 section 2.2.4).  Regular expressions find
+    the User-agent lines and, between two of them, a rule.
     """
     match = _FIRST_AGENT_LINE(text) if text[:1] in " \t\v\fuU" else None
     if match is None:
@@ -356,14 +331,12 @@ def group_starts(
     openers: list[int] = []
     named: list[int] = []
     starred: list[int] = []
-    # The number of the User-agent line, from 0.
+    # The number of the User-agent line; where the last one ends, and
+    # whether a rule surely follows it.
     ordinal = 0
-    # Where the last User-agent line ends, and whether a rule surely follows
-    # it: a rule before the next one ends the group.
     end = -1
     ruled = False
-    # Hot loop, written for speed: a cache lookup per User-agent line, and
-    # seldom a regex search for a rule between two of them.
+    # Hot loop: a cache lookup per User-agent line, seldom a regex search.
     while match is not None:
         start, stop = match.span(1)
         agent = tokens.get(match[1], _MISSING)
@@ -376,9 +349,7 @@ def group_starts(
             end < 0
             or (
                 end + 1 < start
-                # Seldom searched: most User-agent lines are followed by
-                # another or by a rule.  The gap is cut out so that what is
-                # read is plainly linear in the text.
+                # The gap is cut out, so what is read is linear in the text.
                 and (ruled or _has_rule(text[end:start], profile))
             )
         ):
@@ -399,10 +370,8 @@ def group_starts(
 def rules_for(text: str, profile: Profile, token: str) -> AgentRules:
     """The rules for the agent of product ``token`` of ``text`` (as
     :func:`body_text` gives it): those of the groups naming the token if
-    any, else of those naming ``*`` (RFC 9309 section 2.2.1), merged.
-
-    Only those groups are read: :func:`group_starts` tells where they are.
-    """
+    any, else of those naming ``*`` (RFC 9309 section 2.2.1), merged.  Only
+    those groups are read."""
     if "\r" in text:
         text = _line_ends(text)
     starts, _, named, starred = group_starts(text, profile, token)

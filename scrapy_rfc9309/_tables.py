@@ -26,7 +26,7 @@ _SPECIAL = re.compile(f"[^{SAFE_CLASS}]").search
 # "$" (see normalize_pattern()); "%" or an octet outside ASCII (Google's
 # escaping); an octet outside ASCII.
 _CHANGES = {
-    "normalize": re.compile(f"[^{SAFE_CLASS}*$]|\\$.").search,
+    "normalize": re.compile(f"[^{SAFE_CLASS}*$\n]|\\$[^\n]").search,
     "escape": re.compile(r"[^\x00-$&-\x7f]").search,
     "verbatim": re.compile(r"[^\x00-\x7f]").search,
 }
@@ -161,20 +161,17 @@ def _parents(prefixes: Sequence[bytes]) -> array[int] | None:
     return _indices(parents)
 
 
-def _specials(patterns: Iterable[str], joined: str) -> list[str]:
-    """Those of ``patterns`` (``joined``: all of them, without separator)
-    that are not plain prefixes of octets that stand for themselves, found
-    with the cheapest test per pattern that tells ("in" is quicker than any
-    regex): nearly always a wildcard, an anchor or an escape."""
-    # The special ASCII octets there are, found at C speed (deleting the
-    # others is far quicker than a regex over the text).
-    found = set(joined.encode("ascii", "ignore").translate(None, SAFE_OCTETS).decode())
-    if not found and joined.isascii():
+def _specials(patterns: Iterable[str], found: set[str], ascii_only: bool) -> list[str]:
+    """Those of ``patterns`` (holding the special ASCII octets ``found``,
+    and only ASCII or not) that are not plain prefixes of octets that
+    stand for themselves, found with the cheapest test per pattern that
+    tells ("in" is quicker than any regex)."""
+    if not found and ascii_only:
         return []
-    if not found <= _USUAL_SPECIAL or not joined.isascii():
+    if not found <= _USUAL_SPECIAL or not ascii_only:
         return [pattern for pattern in patterns if _SPECIAL(pattern)]
     if len(found) == 1:
-        octet = found.pop()
+        octet = next(iter(found))
         return [pattern for pattern in patterns if octet in pattern]
     return [
         pattern
@@ -185,13 +182,27 @@ def _specials(patterns: Iterable[str], joined: str) -> list[str]:
 
 # The octets that make most special patterns special.
 _USUAL_SPECIAL = frozenset("*$%")
+_WILDCARDS = frozenset("*$")
 
 
-def _normalized(patterns: list[str], percent: Percent) -> list[str]:
-    """``patterns`` normalised as the profile's ``percent`` says (see
-    scrapy_rfc9309.profiles): only those normalising may change are
-    looked at."""
+def _normalized(
+    patterns: list[str], percent: Percent, found: set[str], ascii_only: bool
+) -> list[str]:
+    """``patterns`` (holding the special ASCII octets ``found``, and only
+    ASCII or not) normalised as the profile's ``percent`` says (see
+    scrapy_rfc9309.profiles), looking only at those it may change."""
+    if (
+        ascii_only
+        and found <= _WILDCARDS
+        and ("$" not in found or percent != "normalize")
+    ):
+        # Wildcards, and anchors but in the rfc9309 profile (a "$" before
+        # the end): nothing to normalise.
+        return patterns
     changes = _CHANGES[percent]
+    if changes("\n".join(patterns)) is None:
+        # Nearly always: one search of their text tells.
+        return patterns
     return [
         normal_pattern(pattern, percent) if changes(pattern) else pattern
         for pattern in patterns
@@ -270,7 +281,11 @@ def build(rules: ProfileRules, patterns: Sequence[str], metas: list[int]) -> Tab
     prefixes = _earliest(patterns, metas)
     # The patterns with a wildcard or octets to normalise: most files have
     # none, which one search of their text tells.
-    specials = _specials(prefixes, joined)
+    # The special ASCII octets there are, found at C speed (deleting the
+    # others is far quicker than a regex over the text).
+    found = set(joined.encode("ascii", "ignore").translate(None, SAFE_OCTETS).decode())
+    ascii_only = joined.isascii()
+    specials = _specials(prefixes, found, ascii_only)
     if not specials and not index_html:
         # Only plain prefixes (most files): no pattern needs a closer look.
         plain = sorted(prefixes)
@@ -280,7 +295,7 @@ def build(rules: ProfileRules, patterns: Sequence[str], metas: list[int]) -> Tab
     special_metas = list(map(prefixes.pop, specials))
     # Normalising seldom changes anything: only the patterns it may
     # change are looked at.
-    normals = _normalized(specials, rules.percent)
+    normals = _normalized(specials, rules.percent, found, ascii_only)
     if index_html:
         normals = _index_html(prefixes, specials, special_metas, list(normals))
     # Prefixes only once normalised: normalised -> pattern as written.

@@ -360,17 +360,18 @@ class Matcher:
         # and its parents.  Under each, the first entry that matches is its
         # best; most are ruled out by a text the path lacks.
         while node >= 0:
-            start = starts[node]
-            index = start
-            for needed in needs[start : starts[node + 1]]:
+            index = start = starts[node]
+            stop = starts[node + 1]
+            for needed in needs[start:stop]:
                 if needed in text:
+                    # The entry, as no earlier one since the last holds it.
+                    index = needs.index(needed, index, stop)
                     if ranks[index] >= bound:
                         break
-                    size = len(plain[node])
-                    if _matches(text, size, tails[index], anchors[index]):
+                    if _matches(text, len(plain[node]), tails[index], anchors[index]):
                         candidate, bound = base + index, ranks[index]
                         break
-                index += 1
+                    index += 1
             node = _NO_RULE if parents is None else parents[node]
         return candidate
 
