@@ -262,13 +262,10 @@ def build(rules: ProfileRules, patterns: Sequence[str], metas: list[int]) -> Tab
     The plain prefixes, and the heads of the other entries, are one sorted
     table, numbered from 0; the other entries follow, by head.
 
-    Built for speed (parse() then compile() is timed against Protego): the
-    zip() calls here go without ``strict=True``, which costs about
-    0.15 us a call, on sequences equal in length by construction.
+    Its zip() calls go without ``strict=True`` (0.15 us a call), on
+    sequences equal in length by construction.
     """
     if not patterns:
-        # No rule applies (no group names the agent or "*", or its rules
-        # are empty): nothing to build.
         return _NO_TABLES
     joined = "".join(patterns)
     if "\n" in joined:
@@ -279,10 +276,9 @@ def build(rules: ProfileRules, patterns: Sequence[str], metas: list[int]) -> Tab
     index_html = rules.index_html and "/index.htm" in joined
     # Each pattern once, with the meta of the rule of it that would win.
     prefixes = _earliest(patterns, metas)
-    # The patterns with a wildcard or octets to normalise: most files have
-    # none, which one search of their text tells.
-    # The special ASCII octets there are, found at C speed (deleting the
-    # others is far quicker than a regex over the text).
+    # The patterns with a wildcard or octets to normalise, told by the
+    # special ASCII octets there are, found at C speed (deleting the others
+    # is far quicker than a regex over the text).
     found = set(joined.encode("ascii", "ignore").translate(None, SAFE_OCTETS).decode())
     ascii_only = joined.isascii()
     specials = _specials(prefixes, found, ascii_only)
@@ -293,8 +289,6 @@ def build(rules: ProfileRules, patterns: Sequence[str], metas: list[int]) -> Tab
         metas = list(map(prefixes.__getitem__, plain))
         return _uints(metas), encoded, _parents(encoded), None, None
     special_metas = list(map(prefixes.pop, specials))
-    # Normalising seldom changes anything: only the patterns it may
-    # change are looked at.
     normals = _normalized(specials, rules.percent, found, ascii_only)
     if index_html:
         normals = _index_html(prefixes, specials, special_metas, list(normals))

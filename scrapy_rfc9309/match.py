@@ -73,19 +73,15 @@ _NO_RULE = -1
 # Above every negated rank.
 _LOWEST = 1 << 62
 _ROBOTS_TXT = -2
-# A URL whose path needs neither the slow path extraction nor (for the
-# rfc9309 profile) percent-encoding normalisation: a scheme and an authority
-# of printable ASCII other than "/", "?", ";" and "#", or none, then a path
-# without fragment.  Anything else takes the exact, slower route through
-# request_path(); a leading "//" is an authority.  Positive classes: the
-# regex engine goes through them quicker than a negated class.  Each repeat
-# is followed by a character its class does not hold, so that a greedy
-# repeat never backtracks into a match (Python 3.10 has no possessive ones).
+# A URL whose path needs neither request_path() nor (rfc9309 profile)
+# normalising: a scheme and an authority of printable ASCII but "/", "?",
+# ";" and "#", or none (a leading "//" is an authority), then a path
+# without fragment.  Positive classes (quicker than negated ones), each
+# repeat followed by a character its class lacks (no backtracking).
 _AUTHORITY = r'(?:[A-Za-z][A-Za-z0-9+.-]*://[!"$-.0-:<->@-~]*|(?!//))'
 _PLAIN_PATH = re.compile(_AUTHORITY + r"(/[^#]*)").fullmatch
-# /robots.txt itself takes the slow route too (it is always allowed there).
-# The path holds only octets that stand for themselves ("#" would start a
-# fragment).
+# /robots.txt itself (always allowed there) takes the slow route too; the
+# path holds only octets that stand for themselves.
 _NORMAL_PATH = re.compile(
     _AUTHORITY + r"(?!/robots\.txt(?:\?|\Z))(/[" + SAFE_CLASS.replace("\\#", "") + "]*)"
 ).fullmatch
@@ -96,8 +92,8 @@ def wildcards_match(
 ) -> bool:
     """Whether ``path`` from ``pos`` on matches ``*`` + ``"*".join(parts)``
     (then the end of the path, if ``anchored``)."""
-    # Each "*" takes the leftmost occurrence of the literal after it, which
-    # leaves the most room for the rest: linear scans, no backtracking.
+    # Each "*" takes the leftmost occurrence of the text after it, which
+    # leaves the most room for the rest: no backtracking.
     find = path.find
     for part in parts[:-1]:
         pos = find(part, pos)
@@ -133,9 +129,8 @@ class Matcher:
 
     Built by :func:`compile` (or :meth:`from_rules`, which every way of
     building one goes through).  ``crawl_delay`` and ``content_signals`` are
-    those of the groups that apply to the agent.  Compact: a matcher keeps
-    one string and a few integers per pattern; a rule's :class:`Decision`
-    is made when that rule decides.
+    those of the groups that apply to the agent.  Compact: one string and a
+    few integers per pattern; a :class:`Decision` is made when asked.
 
     The tables, for the rules (line numbers on the left)::
 
@@ -181,11 +176,9 @@ class Matcher:
     _plain: tuple[bytes, ...]
     _signals: tuple[tuple[str, bool | str], ...]
     _special: Special | None
-    # The Content-Usage rules that apply, in file order (see
-    # scrapy_rfc9309.usage): few, and asked only by a crawl with purposes.
+    # The Content-Usage rules that apply, in file order, and (set when
+    # first asked) their table.
     _usage: tuple[UsageRule, ...]
-    # Those rules compiled (scrapy_rfc9309._usage_table), when first asked;
-    # unset until then.
     _usage_table: UsageTable
     crawl_delay: float | None
     profile: Profile
@@ -223,12 +216,11 @@ class Matcher:
         ``patterns`` in file order, with ``line << 1 | allow`` of each
         (``metas``), and what else applies to the agent.
 
-        The one way a matcher is built: every profile rule (an empty
-        Disallow, a limit on the number of rules, the ranking and
-        percent-encoding of patterns) applies here.  ``limited=False``
-        leaves out the limit on an agent's rules alone (Yandex's), for a
-        table of patterns that are no agent's rules (the Content-Usage
-        paths of :mod:`scrapy_rfc9309._usage_table`).
+        The one way a matcher is built, where every profile rule applies
+        (an empty Disallow, a limit on the number of rules, the ranking and
+        percent-encoding of patterns).  ``limited=False`` leaves out
+        Yandex's limit, for patterns that are no agent's rules (the
+        Content-Usage paths of :mod:`scrapy_rfc9309._usage_table`).
         """
         matcher = cls.__new__(cls)
         matcher._build(
@@ -296,11 +288,9 @@ class Matcher:
     def _find(self, url: str, verdict_only: bool = False) -> int:
         """The entry deciding for ``url``, or a negative code; with
         ``verdict_only``, perhaps another entry that gives the same verdict."""
-        # Hot path, written for speed: one regex for the usual URL shape,
-        # one bisection for the plain prefixes and heads, everything in
-        # local variables.  The plain prefixes are kept as bytes (smaller),
-        # the rest as str (bytes substring tests are slower): the path is
-        # needed as both.
+        # Hot path: one regex for the usual URL shape, one bisection for the
+        # plain prefixes (kept as bytes, smaller; the rest as str, quicker
+        # to search: the path is needed as both).
         if self._normalize:
             found = _NORMAL_PATH(url)
             if found is None:
@@ -317,8 +307,8 @@ class Matcher:
             path = text.encode("utf-8", "surrogatepass")
         plain = self._plain
         parents = self._parent
-        # The greatest prefix not after the path: the longest one the path
-        # starts with, or a string that one of those is a prefix of.
+        # The greatest prefix not after the path: the longest one it starts
+        # with, or one that starts with that one.
         node = bisect_right(plain, path) - 1
         if node >= 0 and not path.startswith(plain[node]):
             if parents is None:
@@ -394,8 +384,7 @@ class Matcher:
         entry = self._find(url)
         if entry < 0:
             return ROBOTS_TXT if entry == _ROBOTS_TXT else DEFAULT_ALLOW
-        # Made afresh: a crawl asks many origins in turn, so a cache of
-        # decisions would mostly miss, and making one costs about as much.
+        # Made afresh: a cache of decisions would mostly miss in a crawl.
         pattern = self._pattern(entry)
         meta = self._meta[entry]
         if meta & 1:
@@ -437,23 +426,20 @@ class Matcher:
 
     def estimated_bytes(self) -> int:
         """The bytes this matcher holds beyond its fixed part, estimated
-        from counts and lengths: deterministic, set to stay above what
-        tracemalloc measures, and quick (no object walk: a robots.txt of
-        tens of thousands of rules must not cost tens of milliseconds).
-        What the memory store counts against ``ROBOTS_MEMORY_MAX_BYTES``.
+        from counts and lengths (deterministic, above what tracemalloc
+        measures, no object walk): what the memory store counts against
+        ``ROBOTS_MEMORY_MAX_BYTES``.
 
-        Counted on the patterns the entries answer with, as written: the
-        plain prefixes of ASCII kept as written together, one a line in
-        one string, the others one by one (a rule is one entry, but for
-        Google's reading of an Allow of ``.../index.html``, which also
-        allows ``.../``: two, spelt alike); then Content-Signal values and
-        Content-Usage rules.
+        Counted on the patterns as written: the plain prefixes of ASCII
+        kept as written together, the others one by one (an Allow of
+        ``.../index.html`` is two entries under Google's reading, spelt
+        alike); then Content-Signal values and Content-Usage rules.
         """
         plain = self._plain
         meta = self._meta
         size = len(plain)
-        # The entries with a spelling of their own are among the others,
-        # and a head that is no rule of its own has meta 0.
+        # Entries spelt otherwise are among the others; a head that is no
+        # rule of its own has meta 0.
         spelt = [entry for entry in self._originals or () if entry < size]
         kept = list(meta[:size])
         for entry in spelt:
@@ -523,10 +509,9 @@ class Matcher:
 def compile(document: Document, user_agent: str) -> Matcher:
     """A :class:`Matcher` answering for ``user_agent`` (its product token).
 
-    The document keeps it (for a few agents), so asking again costs a
-    lookup: ``is_allowed(document, agent, url)`` in a loop compiles once.
-    A document whose groups :func:`~scrapy_rfc9309.parse.parse` has not
-    read yet is read only as far as the groups that apply.
+    The document keeps it (for a few agents): ``is_allowed(document,
+    agent, url)`` in a loop compiles once.  A document not read yet is read
+    only as far as the groups that apply.
     """
     matchers = document._matchers
     matcher = matchers.get(user_agent)
@@ -544,10 +529,9 @@ def compile(document: Document, user_agent: str) -> Matcher:
 
 # Agents a document keeps a matcher for: a crawler asks for one or two.
 _MATCHERS_PER_DOCUMENT = 4
-# The profiles whose rules for one agent parse.rules_for() reads in full
-# from the text: it selects groups by product token (a bounded profile
-# selects by its own rules, from the whole document) and leaves empty
-# patterns out (which Yandex reads as "Allow: /").
+# The profiles whose rules for one agent _read.rules_for() reads in full:
+# it selects by product token (not as a bounded profile does) and leaves
+# empty patterns out (which Yandex reads as "Allow: /").
 _FROM_TEXT = frozenset(
     name
     for name, rules in RULES.items()

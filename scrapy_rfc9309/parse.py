@@ -65,19 +65,15 @@ class Document:
     ``profile`` it was parsed with, which matching follows.
 
     Frozen, picklable and comparable by those four.  :func:`parse` reads
-    them only when first asked for: answering for an agent
-    (:func:`~scrapy_rfc9309.match.compile` and the functions built on it)
-    reads only the groups that apply to it, and the document keeps the
-    matchers it compiled (a few agents), which take no part in comparing,
-    hashing or pickling.
+    them only when first asked for: answering for an agent reads only the
+    groups that apply to it.  The document keeps the matchers it compiled
+    (a few agents), which are no part of its value.
     """
 
     __slots__ = ("_matchers", "_parts", "_text", "profile")
     _parts: Parts | None
-    #: The text not read yet into groups (``None`` once read).
+    #: The text not read yet (``None`` once read).
     _text: str | None
-    # Matchers compiled for this document, by user agent (see
-    # scrapy_rfc9309.match.compile()): not part of its value.
     _matchers: dict[str, Any]
     profile: Profile
 
@@ -109,8 +105,7 @@ class Document:
         if parts is None:
             text = self._text
             if text is None:
-                # Another thread has just read it (it sets the parts before
-                # it lets the text go).
+                # Another thread has just read it (parts set before text).
                 return self._read()
             # Threads may both read it: the same value either way.
             parts = read_document(text, self.profile)
@@ -159,16 +154,12 @@ class Document:
         )
 
     def for_agent(self, user_agent: str) -> Document:
-        """Only what is needed to answer for ``user_agent``.
-
-        The groups that apply to it merged into one group (or none), the
-        sitemaps and the ``License`` records that apply to it.  Matching it
-        for that agent gives the same decisions and line numbers as matching
-        the whole document.
-        """
+        """Only what is needed to answer for ``user_agent``: the groups
+        that apply to it merged into one (or none), the sitemaps and the
+        ``License`` records that apply to it.  It gives the same decisions
+        and line numbers for that agent as the whole document."""
         groups = applicable_groups(self, product_token(user_agent))
         merged = () if not groups else (merge_groups(groups),)
-        # The RSL License lines for the agent (scrapy_rfc9309.licenses).
         licenses = license_records(self.records, self.groups, groups)
         return Document(merged, self.sitemaps, licenses, self.profile)
 
@@ -290,12 +281,12 @@ def parse(
     """Read ``source`` as a robots.txt; never raises on its content.
 
     ``profile`` is ``"rfc9309"`` (default), ``"google"``, ``"yandex"`` or
-    ``"bing"`` (see :mod:`scrapy_rfc9309.profiles`); it decides which keys
-    are read (Google reads them by prefix) and how matching on the document
-    behaves.  Input past ``max_bytes`` octets is ignored, cut on the last
-    whole line (Yandex: over 512,000 octets, everything is allowed).  BOM,
-    CR / LF / CRLF, NUL, invalid UTF-8, HTML and binary junk are all read
-    the way Google's parser reads them.
+    ``"bing"`` (see :mod:`scrapy_rfc9309.profiles`): which keys are read
+    (Google reads them by prefix) and how matching behaves.  Input past
+    ``max_bytes`` octets is ignored, cut on the last whole line (Yandex:
+    over 512,000 octets, everything is allowed).  BOM, CR / LF / CRLF, NUL,
+    invalid UTF-8, HTML and binary junk are read as Google's parser reads
+    them.
     """
     check_profile(profile)
     max_bytes = effective_max_bytes(profile, max_bytes)
