@@ -30,11 +30,11 @@ LINE_BYTES = 100
 #: strings (text counted apart).
 USAGE_RULE_BYTES = 260
 #: A Content-Usage rule with a path, in the table its matcher compiles when
-#: first asked (scrapy_rfc9309._usage_table: the path normalised, in two
-#: matchers); a path with a ``*`` or a ``$`` also gets a matcher of its own
-#: and one of its chunk.  Per character: as for a matcher's pattern, twice.
+#: first asked (the path normalised, in two matchers); one with a ``*`` or a
+#: ``$`` also gets a matcher of its own and one of its chunk (up to 1,500
+#: bytes in all: tests/test_usage_table.py).  Per character: twice a rule's.
 USAGE_TABLE_BYTES = 320
-USAGE_TABLE_SPECIAL_BYTES = 900
+USAGE_TABLE_SPECIAL_BYTES = 1400
 USAGE_TABLE_CHAR = (2, 40)
 # Per character of a pattern as a matcher alone keeps it.
 MATCHER_CHAR = (1, 28)

@@ -8,12 +8,17 @@ never in time.
 
 from __future__ import annotations
 
+import gc
+import itertools
+import string
+import tracemalloc
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scrapy_rfc9309 import _sizes
 from scrapy_rfc9309._usage_table import UsageTable
 from scrapy_rfc9309.match import Matcher, compile
 from scrapy_rfc9309.parse import PROFILES, UsageRule, parse
@@ -228,3 +233,47 @@ def test_yandex_s_ranking_picks_no_earliest_path_of_a_length(paths: list[str]) -
     table = UsageTable(rules, "yandex")
     for url in ("http://a.test/a", "http://a.test/x", "http://a.test/07"):
         assert table.deciding(url) == deciding_rules(rules, "yandex", url), url
+
+
+def _every_pair() -> tuple[list[str], str]:
+    """The 1,296 two-character texts of [a-z0-9], and a path holding all of
+    them (a de Bruijn sequence)."""
+    alphabet = string.ascii_lowercase + string.digits
+    pairs = ["".join(pair) for pair in itertools.product(alphabet, repeat=2)]
+    path, seen = "a", {""}
+    while len(seen) < len(pairs) + 1:
+        # Greedy: the last character's first pair not yet in the path.
+        follow = next(c for c in reversed(alphabet) if path[-1] + c not in seen)
+        seen.add(path[-1] + follow)
+        path += follow
+    return pairs, "/" + path
+
+
+@pytest.mark.parametrize("profile", ["rfc9309", "yandex"])
+@pytest.mark.parametrize("shape", ["/*{}", "/*{}*", "/**{}", "/*{}*/"], ids=str)
+def test_the_table_holds_no_more_than_the_store_counts(
+    profile: str, shape: str
+) -> None:
+    # The worst case of the compiled rules: paths of one length (one chunk
+    # matcher per 32 of them), all matching one URL (a matcher of its own
+    # for each), which the memory store counts before any is built.
+    pairs, path = _every_pair()
+    body = "User-agent: *\n" + "".join(
+        f"Content-Usage: {shape.format(pair)} train-ai=n\n" for pair in pairs
+    )
+    agent = "Yandex" if profile == "yandex" else "bot"
+    matcher = compile(parse(body, profile=profile, max_bytes=1 << 22), agent)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        found = matched_usage(matcher, f"https://example.com{path}/").rules
+        for url in (f"https://example.com{path}", "https://example.com/x"):
+            matched_usage(matcher, url)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(found) > 1000
+    counted = sum(_sizes.usage_table_size(rule.path) for rule in matcher.content_usage)
+    assert held <= counted
