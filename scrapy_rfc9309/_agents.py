@@ -33,7 +33,7 @@ def product_token(user_agent: str) -> str:
 
 # User-agent values as written -> the token they name; a few dozen
 # spellings cover nearly every robots.txt.
-AGENT_TOKENS: BoundedCache[str, str] = BoundedCache("parse.agent_tokens", 1 << 20, 512)
+AGENT_TOKENS: BoundedCache[str, str] = BoundedCache("agents.tokens", 1 << 20, 512)
 
 
 def agent_token(value: str) -> str:

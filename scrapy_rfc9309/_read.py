@@ -118,16 +118,16 @@ _object_new = object.__new__
 # Caches of what the same few lines, written alike in file after file,
 # read as.  Keys as written -> their kind, per profile.
 _KIND_CACHE: dict[str, BoundedCache[str, int]] = {
-    p: BoundedCache(f"parse.kinds.{p}", 512 << 10, 128) for p in PROFILES
+    p: BoundedCache(f"read.kinds.{p}", 512 << 10, 128) for p in PROFILES
 }
 # Lines without a colon -> (key, value), or None (blank lines, HTML tags).
 _NO_COLON: BoundedCache[str, tuple[str, str] | None] = BoundedCache(
-    "parse.no_colon", 512 << 10, 100
+    "read.no_colon", 512 << 10, 100
 )
 # User-agent lines -> the token they name, or None for a line that is no
 # User-agent line; per profile.
 _AGENT_LINE_TOKENS: dict[Profile, BoundedCache[str, str | None]] = {
-    p: BoundedCache(f"parse.agent_lines.{p}", 1 << 20, 200) for p in PROFILES
+    p: BoundedCache(f"read.agent_lines.{p}", 1 << 20, 200) for p in PROFILES
 }
 # Told apart by identity: no line reads as it, no token holds a NUL.
 _UNKNOWN = ("", "")
