@@ -62,13 +62,13 @@ _Filed = tuple[str, int, int, str, "str | tuple[str, ...] | None", bool, int, st
 # The rank of an entry as one integer: pattern length, then Allow before
 # Disallow, then the earlier line (RFC 9309 2.2.2, and which rule reports).
 # Lines stay below 2 ** 40 (a terabyte of robots.txt).
-_LINE_BITS = 40
+LINE_BITS = 40
 
 
 def rank_of(size: int, meta: int) -> int:
     """The rank of an entry of normalised length ``size`` and ``meta``
     (``line << 1 | allow``): the higher one wins."""
-    return ((size << 1 | meta & 1) << _LINE_BITS) - (meta >> 1)
+    return ((size << 1 | meta & 1) << LINE_BITS) - (meta >> 1)
 
 
 def _specificity(pattern: str) -> int:
@@ -346,7 +346,7 @@ def _filed(
     tail: str | tuple[str, ...] | None
     for pattern, meta, normal in zip(specials, metas, normals):  # noqa: B905
         size = len(normal) if by_length else _specificity(normal)
-        rank = (meta >> 1) - ((size << 1 | meta & 1) << _LINE_BITS)
+        rank = (meta >> 1) - ((size << 1 | meta & 1) << LINE_BITS)
         anchored = normal.endswith("$")
         body = normal[:-1] if anchored else normal
         star = body.find("*")
