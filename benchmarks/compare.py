@@ -55,7 +55,7 @@ from types import ModuleType
 from typing import Any
 
 from benchmarks._corpus import ROOT, corpus
-from benchmarks.engine import _clear, build_queries, interleaved
+from benchmarks.engine import build_queries, clear_caches, interleaved
 
 BASE = "base_rfc9309"
 NEW = "scrapy_rfc9309"
@@ -332,10 +332,7 @@ def routes(name: str, step: int) -> dict[str, Callable[[], None]]:
 
     def emptied(run: Callable[[], None]) -> Callable[[], None]:
         def first_emptied() -> None:
-            _clear(engine["_read"], "_KIND_CACHE", "_NO_COLON", "_AGENT_LINE_TOKENS")
-            _clear(engine["_agents"], "AGENT_TOKENS")
-            _clear(engine["match"], "_TOKENS")
-            _clear(engine["urls"], "_NORMALS", "_ORIGINS")
+            clear_caches(name)
             run()
 
         return first_emptied

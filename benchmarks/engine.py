@@ -62,21 +62,17 @@ PER_FILE = 16
 TARGETS = {"library": 3.0, "request": 3.5, "memory": 5.0}
 
 
-def clear_caches() -> None:
-    """Empty the engine's caches of what it has read before (a name no
-    longer there is passed over)."""
+def clear_caches(package: str = "scrapy_rfc9309") -> None:
+    """Empty the caches of what the engine of ``package`` (this one, or a
+    copy of another revision's: benchmarks.compare) has read before (a name
+    no longer there is passed over)."""
     modules = sys.modules
     _clear(
-        modules["scrapy_rfc9309._read"],
-        "_KIND_CACHE",
-        "_NO_COLON",
-        "_AGENT_LINE_TOKENS",
+        modules[f"{package}._read"], "_KIND_CACHE", "_NO_COLON", "_AGENT_LINE_TOKENS"
     )
-    _clear(modules["scrapy_rfc9309._agents"], "AGENT_TOKENS")
-    _clear(
-        modules["scrapy_rfc9309.match"], "_NORMALS", "_TOKENS", "_DECISIONS", "_CACHE"
-    )
-    _clear(modules["scrapy_rfc9309.urls"], "_NORMALS", "_ORIGINS")
+    _clear(modules[f"{package}._agents"], "AGENT_TOKENS")
+    _clear(modules[f"{package}.match"], "_NORMALS", "_TOKENS", "_DECISIONS", "_CACHE")
+    _clear(modules[f"{package}.urls"], "_NORMALS", "_ORIGINS")
 
 
 def _clear(module: Any, *names: str) -> None:
