@@ -1,7 +1,7 @@
 """The lookup tables of a :class:`~scrapy_rfc9309.match.Matcher`, built from
 the rules of one agent (:func:`build`): the plain prefixes, sorted, with the
 longest other prefix each starts with, and the entries that are not plain
-prefixes (wildcards, anchors) filed by head.  The query is in
+prefixes (wildcards, anchors), best first.  The query is in
 :mod:`scrapy_rfc9309.match`.  Pure: no Scrapy, no Twisted, no I/O.
 """
 
@@ -11,7 +11,7 @@ import re
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
-from itertools import accumulate, compress, repeat
+from itertools import compress, repeat
 from operator import and_, is_not
 from typing import NamedTuple
 
@@ -33,12 +33,12 @@ _CHANGES = {
 
 
 class Special(NamedTuple):
-    """The entries that are not plain prefixes, filed by their head (the
-    text before the first "*", or before the final "$" of a pattern
-    without one), which is among the plain prefixes: those of plain prefix
-    ``i`` are ``starts[i]`` to ``starts[i + 1]``, highest rank first."""
+    """The entries that are not plain prefixes (wildcards, anchors), best
+    first: by rank, then in file order."""
 
-    starts: array[int]
+    #: The text before each one's first "*" (before the final "$" of a
+    #: pattern without one): a path must start with it.
+    heads: tuple[str, ...]
     #: For each entry, a text the path must hold ("" if none).
     needs: tuple[str, ...]
     #: What follows each head: the text after its one "*" (a str), the
@@ -46,7 +46,7 @@ class Special(NamedTuple):
     tails: tuple[str | tuple[str, ...] | None, ...]
     #: Whether each ends with "$", one octet each.
     anchored: bytes
-    #: Negated ranks (see rank_of()): lower is better.
+    #: Negated ranks (see rank_of()), ascending: lower is better.
     ranks: array[int]
     #: The number of the first entry.
     base: int
@@ -54,10 +54,10 @@ class Special(NamedTuple):
     verdict: int
 
 
-# An entry while compiling: (head, negated rank, number, needed text, tail,
+# An entry while compiling: (negated rank, number, head, needed text, tail,
 # anchored, meta, pattern as written, or "" if it is the normalised
 # pattern).
-_Filed = tuple[str, int, int, str, "str | tuple[str, ...] | None", bool, int, str]
+_Filed = tuple[int, int, str, str, "str | tuple[str, ...] | None", bool, int, str]
 
 # The rank of an entry as one integer: pattern length, then Allow before
 # Disallow, then the earlier line (RFC 9309 2.2.2, and which rule reports).
@@ -80,7 +80,7 @@ def _specificity(pattern: str) -> int:
 
 
 def pattern_of(head: str, tail: str | tuple[str, ...] | None, anchored: int) -> str:
-    """The normalised pattern of an entry filed under ``head``."""
+    """The normalised pattern of an entry of ``head``."""
     if tail is not None:
         head += "*" + (tail if tail.__class__ is str else "*".join(tail))
     return head + "$" if anchored else head
@@ -240,10 +240,10 @@ def _encoded(strings: list[str]) -> tuple[bytes, ...]:
 # The metas of a matcher without entries (never written to, so shared).
 _NO_METAS = array("I")
 
-#: A matcher's tables: the metas (``line << 1 | allow`` of each entry, 0
-#: for a head that is no rule of its own), the plain prefixes, the parent of
-#: each, the patterns as written where they differ from what the tables
-#: tell, and the entries that are not plain prefixes.
+#: A matcher's tables: the metas (``line << 1 | allow`` of each entry),
+#: the plain prefixes, the parent of each, the patterns as written where
+#: they differ from what the tables tell, and the entries that are not
+#: plain prefixes.
 Tables = tuple[
     "array[int]",
     tuple[bytes, ...],
@@ -259,8 +259,8 @@ def build(rules: ProfileRules, patterns: Sequence[str], metas: list[int]) -> Tab
     rules that apply, with ``line << 1 | allow`` of each (``metas``), read
     as the profile's ``rules`` say.
 
-    The plain prefixes, and the heads of the other entries, are one sorted
-    table, numbered from 0; the other entries follow, by head.
+    The plain prefixes are one sorted table, numbered from 0; the other
+    entries follow, best first.
 
     Its zip() calls go without ``strict=True`` (0.15 us a call), on
     sequences equal in length by construction.
@@ -297,15 +297,11 @@ def build(rules: ProfileRules, patterns: Sequence[str], metas: list[int]) -> Tab
     filed = _filed(
         specials, special_metas, normals, rules.rank == "length", prefixes, written
     )
-    # Each head among the plain prefixes, 0 as its meta if it is no plain
-    # prefix itself.
-    for item in filed:
-        prefixes.setdefault(item[0], 0)
     plain = sorted(prefixes)
     metas = list(map(prefixes.__getitem__, plain))
     originals = {bisect_left(plain, prefix): spelt for prefix, spelt in written.items()}
     encoded = _encoded(plain)
-    special = _special(plain, filed, metas, originals) if filed else None
+    special = _special(filed, metas, originals) if filed else None
     return _uints(metas), encoded, _parents(encoded), originals or None, special
 
 
@@ -337,8 +333,8 @@ def _filed(
     prefixes: dict[str, int],
     written: dict[str, str],
 ) -> list[_Filed]:
-    """The ``specials`` (with their ``metas`` and ``normals``) filed by
-    head; those that are plain prefixes once normalised go into
+    """The ``specials`` (with their ``metas`` and ``normals``) as entries;
+    those that are plain prefixes once normalised go into
     ``prefixes`` (and their spelling into ``written``).  ``by_length``:
     ranked by normalised length, else as Yandex ranks them (without "*"
     and a final "$")."""
@@ -361,10 +357,9 @@ def _filed(
                 tail = needed = rest
             else:
                 parts = tuple(rest.split("*"))
-                # The longest text, which rules out the most paths.
                 tail, needed = parts, max(parts, key=len)
         elif anchored:
-            head, tail, needed = body, None, ""
+            head, tail, needed = body, None, body
         else:
             # A plain prefix once normalised.
             known = prefixes.get(normal)
@@ -375,44 +370,32 @@ def _filed(
                 else:
                     written[normal] = pattern
             continue
+        if len(head) > len(needed):
+            # The longest text, which rules out the most paths.
+            needed = head
         spelt = "" if exact else pattern
-        filed.append((head, rank, len(filed), needed, tail, anchored, meta, spelt))
+        filed.append((rank, len(filed), head, needed, tail, anchored, meta, spelt))
     return filed
 
 
 def _special(
-    plain: list[str], filed: list[_Filed], metas: list[int], originals: dict[int, str]
+    filed: list[_Filed], metas: list[int], originals: dict[int, str]
 ) -> Special:
-    """The table of the entries ``filed`` by head, numbered from
-    ``len(metas)`` on (their metas appended, their spellings where they
-    differ from the normalised pattern put in ``originals``)."""
-    # By head, highest rank first within each (then in file order: the
-    # tuples compare no further).
+    """The table of the entries ``filed``, numbered from ``len(metas)`` on
+    (their metas appended, their spellings where they differ from the
+    normalised pattern put in ``originals``)."""
+    # Best first, then in file order: the tuples compare no further.
     filed.sort()
-    heads, ranks, _, needs, tails, anchored, filed_metas, spelt = zip(*filed)  # noqa: B905
+    ranks, _, heads, needs, tails, anchored, filed_metas, spelt = zip(*filed)  # noqa: B905
     base = len(metas)
     metas.extend(filed_metas)
     if any(spelt):
         originals.update(
             {entry: pattern for entry, pattern in enumerate(spelt, base) if pattern}
         )
-    # Where the entries of each plain prefix start: all heads are plain
-    # prefixes, so those of one end where those of the next start.
-    ends = dict(zip(heads, range(1, len(heads) + 1)))  # noqa: B905
-    sizes = [0] * (len(plain) + 1)
-    start = 0
-    for head, end in ends.items():
-        sizes[bisect_left(plain, head) + 1] = end - start
-        start = end
     # Only their verdicts: those of the plain prefixes were filed first.
     allows = sum(map(and_, filed_metas, repeat(1)))
     verdict = 1 if allows == len(filed) else 0 if not allows else -1
     return Special(
-        _indices(list(accumulate(sizes))),
-        needs,
-        tails,
-        bytes(anchored),
-        array("q", ranks),
-        base,
-        verdict,
+        heads, needs, tails, bytes(anchored), array("q", ranks), base, verdict
     )

@@ -137,22 +137,20 @@ class Matcher:
         3 Allow: /a/b         5 Disallow: /s*q=
 
     Entries are numbered.  First the plain prefixes, sorted, as bytes
-    (bisection finds the longest one a path starts with), with the heads of
-    the other entries (the text before their first ``*``) among them; then
-    the :class:`~scrapy_rfc9309._tables.Special` entries, by head, highest
-    rank first::
+    (bisection finds the longest one a path starts with); then the
+    :class:`~scrapy_rfc9309._tables.Special` entries, highest rank first::
 
-        entry             0      1       2      3      4       5       6
-        _plain            b"/"   b"/a"   b"/a/b" b"/s"
-        _parent           -1     0       1      0      (the longest other
-                                                        prefix each starts with)
-        _special tails                                 "print" ".pdf"  "q="
-                 under                                 "/"     "/"     "/s"
-        _meta             0      4       7      0      13      8       10
+        entry             0      1        2       3       4
+        _plain            b"/a"  b"/a/b"
+        _parent           -1     0        (the longest other prefix each
+                                           starts with)
+        _special heads                    "/"     "/"     "/s"
+                 tails                    "print" ".pdf"  "q="
+        _meta             4      7        13      8       10
 
-    ``_meta`` holds ``line << 1 | allow`` (0: a head that is no rule of its
-    own).  The best entry is the one of highest rank (``_tables.rank_of()``):
-    the longest normalised pattern, then Allow, then the earlier line.
+    ``_meta`` holds ``line << 1 | allow``.  The best entry is the one of
+    highest rank (``_tables.rank_of()``): the longest normalised pattern,
+    then Allow, then the earlier line.
     """
 
     __slots__ = (
@@ -308,62 +306,53 @@ class Matcher:
         parents = self._parent
         # The greatest prefix not after the path: the longest one it starts
         # with, or one that starts with that one.
-        node = bisect_right(plain, path) - 1
-        if node >= 0 and not path.startswith(plain[node]):
+        best = bisect_right(plain, path) - 1
+        if best >= 0 and not path.startswith(plain[best]):
             if parents is None:
-                node = _NO_RULE
+                best = _NO_RULE
             else:
-                node = parents[node]
-                while node >= 0 and not path.startswith(plain[node]):
-                    node = parents[node]
+                best = parents[best]
+                while best >= 0 and not path.startswith(plain[best]):
+                    best = parents[best]
         special = self._special
         if special is None:
-            return node
-        meta = self._meta
-        # The longest plain prefix: the first from there on that is no head only.
-        best = node
-        while best >= 0 and not meta[best]:
-            best = _NO_RULE if parents is None else parents[best]
+            return best
         verdict = special.verdict
         if (
             verdict_only
             and verdict >= 0
-            and (meta[best] & 1 == verdict if best >= 0 else verdict)
+            and (self._meta[best] & 1 == verdict if best >= 0 else verdict)
         ):
             # No other entry could give another verdict.
             return best
-        return self._find_special(special, text, node, best)
+        return self._find_special(special, text, best)
 
-    def _find_special(self, special: Special, text: str, node: int, best: int) -> int:
+    def _find_special(self, special: Special, text: str, best: int) -> int:
         """:meth:`_find` among the other entries, for the path ``text``:
-        ``node`` is the longest plain prefix it starts with, ``best`` the
-        longest rule of them."""
-        plain = self._plain
-        parents = self._parent
-        starts, needs, tails, anchors, ranks, base, _ = special
-        # Negated ranks, lower is better: an entry must beat best's
-        # (-rank_of(), inlined: the call cost 2.5 % of a request).
-        bound, candidate = _LOWEST, best
+        ``best`` is the longest plain prefix it starts with."""
+        heads, needs, tails, anchors, ranks, base, _ = special
+        stop = len(needs)
         if best >= 0:
+            # Only an entry of a lower negated rank beats best (-rank_of(),
+            # inlined: the call cost 2.5 % of a request).
             meta = self._meta[best]
-            bound = (meta >> 1) - ((len(plain[best]) << 1 | meta & 1) << LINE_BITS)
-        # Under each head the path starts with (node, then its parents), the
-        # first entry that matches is the best; most lack their needed text.
-        while node >= 0:
-            index = start = starts[node]
-            stop = starts[node + 1]
-            for needed in needs[start:stop]:
-                if needed in text:
-                    # The entry, as no earlier one since the last holds it.
-                    index = needs.index(needed, index, stop)
-                    if ranks[index] >= bound:
-                        break
-                    if _matches(text, len(plain[node]), tails[index], anchors[index]):
-                        candidate, bound = base + index, ranks[index]
-                        break
-                    index += 1
-            node = _NO_RULE if parents is None else parents[node]
-        return candidate
+            size = len(self._plain[best])
+            stop = bisect_left(
+                ranks, (meta >> 1) - ((size << 1 | meta & 1) << LINE_BITS)
+            )
+        # The first entry that matches is the best; most lack their needed text.
+        index = 0
+        for needed in needs[:stop]:
+            if needed in text:
+                # The entry, as no earlier one since the last holds it.
+                index = needs.index(needed, index, stop)
+                head = heads[index]
+                if text.startswith(head) and _matches(
+                    text, len(head), tails[index], anchors[index]
+                ):
+                    return base + index
+                index += 1
+        return best
 
     def _pattern(self, entry: int) -> str:
         """The pattern, as written, of ``entry``."""
@@ -376,8 +365,9 @@ class Matcher:
         special = self._special
         assert special is not None
         index = entry - special.base
-        head = self._plain[bisect_right(special.starts, index) - 1].decode()
-        return pattern_of(head, special.tails[index], special.anchored[index])
+        return pattern_of(
+            special.heads[index], special.tails[index], special.anchored[index]
+        )
 
     def explain(self, url: str) -> Decision:
         """The decision for ``url`` (absolute, or a ``/``-rooted path)."""
@@ -438,14 +428,13 @@ class Matcher:
         plain = self._plain
         meta = self._meta
         size = len(plain)
-        # Entries spelt otherwise are among the others; a head that is no
-        # rule of its own has meta 0.
+        # Entries spelt otherwise are among the others.
         spelt = [entry for entry in self._originals or () if entry < size]
-        kept = list(meta[:size])
+        kept = [1] * size
         for entry in spelt:
             kept[entry] = 0
         lines = list(compress(plain, kept))
-        others = [self._pattern(entry) for entry in spelt if meta[entry]]
+        others = list(map(self._pattern, spelt))
         others.extend(map(self._pattern, range(size, len(meta))))
         text = b"\n".join(lines)
         if not text.isascii():
@@ -479,8 +468,6 @@ class Matcher:
                 # An empty pattern: an empty Disallow read as Allow-all.
                 _new(Rule, (meta & 1 == 1 and bool(pattern), pattern, meta >> 1))
                 for entry, meta in enumerate(self._meta)
-                # 0: a head that is no rule of its own.
-                if meta
                 for pattern in (self._pattern(entry),)
             },
             key=lambda rule: (rule.line, rule.allow),
@@ -501,7 +488,7 @@ class Matcher:
     def __repr__(self) -> str:
         return (
             f"<Matcher profile={self.profile!r} "
-            f"entries={len(self._meta) - self._meta.count(0)} "
+            f"entries={len(self._meta)} "
             f"crawl_delay={self.crawl_delay!r}>"
         )
 
