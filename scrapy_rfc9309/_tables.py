@@ -12,7 +12,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from itertools import compress, repeat
-from operator import and_, is_not
+from operator import and_
 from typing import NamedTuple
 
 from .profiles import Percent, ProfileRules
@@ -105,60 +105,17 @@ def _uints(values: list[int]) -> array[int]:
 def _parents(prefixes: Sequence[bytes]) -> array[int] | None:
     """For each of the sorted ``prefixes``, the index of the longest other
     one that it starts with (-1: none); ``None`` if none has one."""
-    size = len(prefixes)
-    if size < 2:
-        return None
-    # "" and "/" start every path: they are linked last, in bulk.
-    empty = 0 if not prefixes[0] else -1
-    slash = bisect_left(prefixes, b"/")
-    if slash == size or prefixes[slash] != b"/":
-        slash = -1
-    # In sorted order, a string's prefixes come before it, and every string
-    # between one of them and it starts with that prefix too: so a string
-    # that does not start with the one before it has no prefix but among
-    # the prefixes of that one.  Where no string starts with the one before
-    # it (most of the table), nothing has a parent.  removeprefix() gives
-    # back the very string when it does not start so (and, unlike
-    # startswith(), takes its argument without a tuple built per call).
-    tails = prefixes[1:]
-    follows = list(map(is_not, map(bytes.removeprefix, tails, prefixes[:-1]), tails))
-    for root in (empty, slash):
-        if 0 <= root < size - 1:
-            follows[root] = False
-    if True not in follows and empty < 0 and slash < 0:
-        return None
-    parents = [-1] * size
-    index = follows.index(True) + 1 if True in follows else size
-    while index < size:
-        if follows[index - 1]:
-            parents[index] = index - 1
-        else:
-            parent = parents[index - 1]
-            if parent < 0:
-                try:
-                    index = follows.index(True, index) + 1
-                except ValueError:
-                    break
-                continue
-            prefix = prefixes[index]
-            while parent >= 0 and not prefix.startswith(prefixes[parent]):
-                parent = parents[parent]
-            parents[index] = parent
-        index += 1
-    if slash >= 0:
-        # Every string from "/" to "0" (the character after "/") starts with "/".
-        end = bisect_left(prefixes, b"0", slash)
-        parents[slash + 1 : end] = [
-            slash if parent < 0 else parent for parent in parents[slash + 1 : end]
-        ]
-        if empty >= 0:
-            parents[slash] = empty
-    if empty >= 0:
-        parents[1:] = [empty if parent < 0 else parent for parent in parents[1:]]
-        parents[0] = -1
-        if slash >= 0:
-            parents[slash] = empty
-    return _indices(parents)
+    # In sorted order a string's prefixes come before it, and every string
+    # between one of them and it starts with that prefix too: the prefixes
+    # of the one before it, kept as a stack, hold all of its own.
+    parents: list[int] = []
+    stack: list[int] = []
+    for index, prefix in enumerate(prefixes):
+        while stack and not prefix.startswith(prefixes[stack[-1]]):
+            stack.pop()
+        parents.append(stack[-1] if stack else -1)
+        stack.append(index)
+    return _indices(parents) if max(parents, default=-1) >= 0 else None
 
 
 def _specials(patterns: Iterable[str], found: set[str], ascii_only: bool) -> list[str]:
