@@ -251,22 +251,6 @@ class _Reading:
     rules of every group read go into ``patterns`` and ``metas``
     (``line << 1 | allow``), and no line starts a group."""
 
-    __slots__ = (
-        "agents",
-        "agents_read",
-        "delay",
-        "groups",
-        "line",
-        "metas",
-        "patterns",
-        "records",
-        "rules",
-        "signals",
-        "sitemaps",
-        "starts",
-        "usage",
-    )
-
     def __init__(self, one_agent: bool = False, line: int = 0) -> None:
         self.groups: list[Group] | None = None if one_agent else []
         self.patterns: list[str] = []
