@@ -526,21 +526,11 @@ _FROM_TEXT = frozenset(
 )
 
 
-# The product tokens of the agents compiled for (a crawler has one or two).
-_TOKENS: dict[str, str] = {}
-_TOKENS_SIZE = 64
-
-
 def _compile_text(text: str, profile: Profile, user_agent: str) -> Matcher:
     """The matcher of the robots.txt ``text`` (as ``body_text`` gives it),
     read only as far as the groups that apply to ``user_agent``."""
-    token = _TOKENS.get(user_agent)
-    if token is None:
-        token = product_token(user_agent)
-        if len(_TOKENS) < _TOKENS_SIZE:
-            _TOKENS[user_agent] = token
-    patterns, metas, delay, signals, usage = rules_for(text, profile, token)
-    return Matcher.from_rules(profile, patterns, metas, delay, signals, usage)
+    rules = rules_for(text, profile, product_token(user_agent))
+    return Matcher.from_rules(profile, *rules)
 
 
 def explain(document: Document, user_agent: str, url: str) -> Decision:

@@ -54,7 +54,6 @@ __all__ = [
 ]
 
 _set = object.__setattr__
-_object_new = object.__new__
 
 
 class Document:
@@ -93,11 +92,9 @@ class Document:
     def _unread(cls, text: str, profile: Profile) -> Document:
         """The document of ``text`` (as :func:`body_text` gives it), read
         when first needed."""
-        document = _object_new(cls)
+        document = cls(profile=profile)
         _set(document, "_parts", None)
         _set(document, "_text", text)
-        _set(document, "_matchers", {})
-        _set(document, "profile", profile)
         return document
 
     def _read(self) -> Parts:
