@@ -296,6 +296,7 @@ def _filed(
     ranked by normalised length, else as Yandex ranks them (without "*"
     and a final "$")."""
     filed: list[_Filed] = []
+    heads: dict[str, str] = {}
     tail: str | tuple[str, ...] | None
     for pattern, meta, normal in zip(specials, metas, normals):  # noqa: B905
         size = len(normal) if by_length else _specificity(normal)
@@ -327,6 +328,8 @@ def _filed(
                 else:
                     written[normal] = pattern
             continue
+        # Entries of one head share its string (each is cut out on its own).
+        head = heads.setdefault(head, head)
         if len(head) > len(needed):
             # The longest text, which rules out the most paths.
             needed = head
