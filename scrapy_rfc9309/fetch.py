@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import math
 import socket
+import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy import Request, signals
-from scrapy.exceptions import IgnoreRequest, StopDownload
+from scrapy.exceptions import DownloadTimeoutError, IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.asyncio import run_in_thread
 
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Headers, Response
 
-__all__ = ["ENCODING_HEADER", "META_KEY", "Refused", "RobotsFetcher"]
+__all__ = ["ENCODING_HEADER", "META_KEY", "BodyTimeout", "Refused", "RobotsFetcher"]
 
 logger = logging.getLogger(__name__)
 
@@ -70,21 +72,41 @@ def _resolve(host: str) -> list[str]:
     )
 
 
+class BodyTimeout(StopDownload, DownloadTimeoutError):
+    """A robots.txt body still arriving ``timeout`` seconds (the request's
+    ``download_timeout``) after its headers: the download fails as a timeout
+    (retried as one, then an unreachable robots.txt).  Every download handler
+    bounds a whole download by ``DOWNLOAD_TIMEOUT`` but httpx, which bounds
+    each read, so that a server dripping the body held the fetch."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(fail=True)
+        self.timeout = timeout
+
+    def __str__(self) -> str:
+        return f"robots.txt body not received within {self.timeout:g} s"
+
+
 class _Body:
     """A robots.txt body on its way, decoded as it arrives.
 
     One per robots.txt request, shared by its retries and redirects (Scrapy
-    copies meta into them); :meth:`start` begins each response.
+    copies meta into them); :meth:`start` begins each response, which must
+    be in by ``deadline`` (a :func:`time.monotonic` time).
     """
 
-    __slots__ = ("decoder", "limit")
+    __slots__ = ("deadline", "decoder", "limit", "timeout")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.decoder: BoundedDecoder | None = None
+        self.timeout = self.deadline = math.inf
 
-    def start(self, headers: Headers) -> None:
+    def start(self, headers: Headers, timeout: float | None) -> None:
         self.decoder = BoundedDecoder(headers.getlist(b"Content-Encoding"), self.limit)
+        if timeout:
+            self.timeout = timeout
+            self.deadline = time.monotonic() + timeout
 
     def decoded(self, response: Response) -> BoundedDecoder:
         """The decoded body of ``response``: the one decoded as it arrived
@@ -292,7 +314,7 @@ class RobotsFetcher:
         body = request.meta.get(_BODY_KEY)
         if body is None:
             return
-        body.start(headers)
+        body.start(headers, request.meta.get("download_timeout"))
         if body.decoder.done:
             # An encoding that cannot be decoded: no use reading the body.
             raise StopDownload(fail=False)
@@ -301,6 +323,8 @@ class RobotsFetcher:
         body = request.meta.get(_BODY_KEY)
         if body is None or body.decoder is None:
             return
+        if time.monotonic() > body.deadline:
+            raise BodyTimeout(body.timeout)
         decoder = body.decoder
         # Past the limit, undecodable, or bytes after the end of the encoded
         # stream: what came so far is the response, the rest is not read.

@@ -499,14 +499,12 @@ CASES: dict[str, Case] = {
 
 def _case(name: str) -> Case:
     """``CASES[name]`` as this run's HTTP client meets it.  httpx (Scrapy
-    2.18 without a reactor, see ``httpx_downloads``) differs in two cases,
-    listed in docs/reliability.md: its DOWNLOAD_TIMEOUT bounds each read, not
-    the whole download, so the drip-feed robots.txt, each piece in time, is
-    read whole and parsed; and it fails the download of a 302 whose Location
-    it cannot parse, so the package sees an error, not a redirect."""
+    2.18 without a reactor, see ``httpx_downloads``) fails the download of
+    a 302 whose Location it cannot parse, so the package sees an error, not
+    a redirect (docs/reliability.md).  (Its DOWNLOAD_TIMEOUT bounds each
+    read, not the whole download: fetch.BodyTimeout ends the drip-feed
+    robots.txt as the other clients do.)"""
     case = CASES[name]
-    if httpx_downloads() and name == "drip-feed":
-        return replace(case, kind="parsed", dropped=_PRIVATE)
     if httpx_downloads() and name == "invalid-location":
         return replace(case, kind="unreachable", dropped=_ALL_UNREACHABLE)
     return case

@@ -5,18 +5,25 @@ from __future__ import annotations
 import gzip
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import brotli
 import pytest
 from scrapy import Request
+from scrapy.exceptions import DownloadTimeoutError
+from scrapy.http import Headers
 
+from scrapy_rfc9309 import fetch
+from scrapy_rfc9309.fetch import RobotsFetcher
 from scrapy_rfc9309.middleware import RobotsMiddleware
+from scrapy_rfc9309.outcome import Lifetimes
 from scrapy_rfc9309.parse import Rule
 from tests.support.crawl_helpers import (
     Burst,
     RecordingSpider,
     crawl,
+    make_crawler,
     middleware,
     stats,
 )
@@ -349,3 +356,27 @@ async def test_http_cache_replay_of_an_encoded_robots_txt(
         )
     assert server.count("/robots.txt") == 1
     assert stats(crawler, "httpcache/")["httpcache/hit"] >= 1
+
+
+def test_a_body_still_dripping_after_the_download_timeout_fails_as_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # httpx (Scrapy 2.18 without a reactor) bounds each read, not the
+    # download: the fetcher ends a body that outlasts download_timeout
+    # (tests/test_faults.py meets a real drip under httpx in --oldest).
+    clock = FakeClock(100.0)
+    monkeypatch.setattr(fetch, "time", SimpleNamespace(monotonic=clock))
+    fetcher = RobotsFetcher(make_crawler(), lifetimes=Lifetimes(), clock=clock)
+    body = fetch._Body(500_000)
+    meta = {fetch._BODY_KEY: body, "download_timeout": 5}
+    request = Request("http://127.0.0.1/robots.txt", meta=meta)
+    fetcher._headers_received(Headers(), request)
+    clock.now += 5
+    fetcher._bytes_received(b"User-agent: *\n", request)
+    clock.now += 0.5
+    with pytest.raises(fetch.BodyTimeout) as raised:
+        fetcher._bytes_received(b"Disallow: /\n", request)
+    # Failed, so an errback (retried as a timeout), not a short response.
+    assert raised.value.fail
+    assert isinstance(raised.value, DownloadTimeoutError)
+    assert str(raised.value) == "robots.txt body not received within 5 s"
