@@ -102,12 +102,34 @@ def _uints(values: list[int]) -> array[int]:
     return array(typecode, values)
 
 
-def _parents(prefixes: Sequence[bytes]) -> array[int] | None:
+def _parents(prefixes: tuple[bytes, ...]) -> array[int] | None:
     """For each of the sorted ``prefixes``, the index of the longest other
     one that it starts with (-1: none); ``None`` if none has one."""
     # In sorted order a string's prefixes come before it, and every string
-    # between one of them and it starts with that prefix too: the prefixes
-    # of the one before it, kept as a stack, hold all of its own.
+    # between one of them and it starts with that prefix too.  So a prefix
+    # has a parent but "" or "/" (which start every path) only if one of the
+    # others starts with the one before it: in few tables.
+    size = len(prefixes)
+    if size < 2:
+        return None
+    empty = 0 if not prefixes[0] else -1
+    slash = bisect_left(prefixes, b"/")
+    if slash == size or prefixes[slash] != b"/":
+        slash = size
+    others = prefixes[empty + 1 : slash] + prefixes[slash + 1 :]
+    if True in map(bytes.startswith, others[1:], others[:-1]):
+        return _walk(prefixes)
+    parents = [empty] * size
+    # Every string from "/" to "0" (the octet after "/") starts with "/".
+    end = bisect_left(prefixes, b"0", slash)
+    parents[slash + 1 : end] = [slash] * (end - slash - 1)
+    parents[0] = -1
+    return _indices(parents) if max(parents) >= 0 else None
+
+
+def _walk(prefixes: Sequence[bytes]) -> array[int]:
+    """:func:`_parents`, one prefix after another: the prefixes of the one
+    before each, kept as a stack, hold all of its own."""
     parents: list[int] = []
     stack: list[int] = []
     for index, prefix in enumerate(prefixes):
@@ -115,7 +137,7 @@ def _parents(prefixes: Sequence[bytes]) -> array[int] | None:
             stack.pop()
         parents.append(stack[-1] if stack else -1)
         stack.append(index)
-    return _indices(parents) if max(parents, default=-1) >= 0 else None
+    return _indices(parents)
 
 
 def _specials(patterns: Iterable[str], found: set[str], ascii_only: bool) -> list[str]:
