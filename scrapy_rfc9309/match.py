@@ -70,7 +70,6 @@ _EMPTY_DISALLOW: Reason = "empty_disallow"
 #: The decision for robots.txt itself, which is always allowed.
 ROBOTS_TXT = Decision(True, "robots_txt", None)
 _NO_RULE = -1
-_LOWEST = 1 << 62  # above every negated rank
 _ROBOTS_TXT = -2
 # A URL whose path needs neither request_path() nor (rfc9309 profile)
 # normalising: a scheme and an authority of printable ASCII but "/", "?",
