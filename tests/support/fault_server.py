@@ -32,6 +32,7 @@ __all__ = [
     "Served",
     "close_mid_body",
     "drip",
+    "drip_headers",
     "gzip_bomb",
     "raw",
     "respond",
@@ -88,14 +89,11 @@ class Exchange:
 
     def head(self, status: int, headers: dict[str, str] | None = None) -> bool:
         """Send the status line and headers; whether the client took them."""
-        lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}"]
-        lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
-        lines.append("Connection: close")
-        return self._send(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        return self.send(_head(status, headers))
 
     def body(self, data: bytes) -> bool:
         """Send part of the body; whether the client took it all."""
-        if not self._send(data):
+        if not self.send(data):
             return False
         with self.server.lock:
             self._served.body_bytes += len(data)
@@ -105,7 +103,9 @@ class Exchange:
         """Stall (ended early when the server closes)."""
         self.server.closing.wait(seconds)
 
-    def _send(self, data: bytes) -> bool:
+    def send(self, data: bytes) -> bool:
+        """Send ``data`` as it is (not counted as body); whether the client
+        took it."""
         try:
             self._sock.sendall(data)
         except OSError:
@@ -114,6 +114,14 @@ class Exchange:
                 self._served.client_gone = True
             return False
         return True
+
+
+def _head(status: int, headers: dict[str, str] | None) -> bytes:
+    """A status line and headers, ending the connection after the body."""
+    lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}"]
+    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+    lines.append("Connection: close")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
 #: A path's behaviour: writes the whole response through the exchange.
@@ -193,6 +201,23 @@ def drip(body: bytes, *, every: float, size: int = 8) -> Behaviour:
             exchange.wait(every)
             if exchange.server.closing.is_set():
                 return
+
+    return behaviour
+
+
+def drip_headers(body: bytes, *, every: float, size: int = 8) -> Behaviour:
+    """Send the status line and headers ``size`` bytes at a time, one piece
+    ``every`` seconds (each in time, the whole far too slow), then ``body``."""
+
+    def behaviour(exchange: Exchange) -> None:
+        head = _head(200, {"Content-Length": str(len(body))})
+        for start in range(0, len(head), size):
+            if not exchange.send(head[start : start + size]):
+                return
+            exchange.wait(every)
+            if exchange.server.closing.is_set():
+                return
+        exchange.body(body)
 
     return behaviour
 
