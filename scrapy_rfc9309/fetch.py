@@ -180,6 +180,9 @@ class RobotsFetcher:
                     if refusal:
                         return self.guard_refused(previous, refusal)
                 response, decoded = await self.download(url, origin)
+                refusal = self.address_refusal(response)
+                if refusal:
+                    return self.guard_refused(previous, refusal)
             except IgnoreRequest as exc:
                 # Not the server's answer but a component of this crawl's:
                 # the caller decides what it means.
@@ -354,6 +357,23 @@ class RobotsFetcher:
             return (
                 f"ROBOTS_SSRF_GUARD could not look up {urlsplit(url).hostname}: {exc}"
             )
+
+    def address_refusal(self, response: Response) -> str | None:
+        """Why ``ROBOTS_SSRF_GUARD`` refuses the address ``response`` came
+        from: a name found public when checked, then reached at another
+        address by the download (DNS rebinding); its answer is not used.
+        ``None`` when the guard is off, through a proxy (the address is the
+        proxy's) or when the download handler tells no address."""
+        address = response.ip_address
+        if (
+            not self.ssrf_guard
+            or address is None
+            or response.meta.get("proxy")
+            or _is_public(str(address))
+        ):
+            return None
+        host = urlsplit(response.url).hostname
+        return f"ROBOTS_SSRF_GUARD refused {host} ({address}, reached after the check)"
 
     async def _ssrf_refusal(self, url: str) -> str | None:
         host = urlsplit(url).hostname

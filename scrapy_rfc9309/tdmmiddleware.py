@@ -353,6 +353,9 @@ class TdmMiddleware:
             response, decoded = await self.fetcher.download(
                 url, tdm_url, meta={"download_timeout": self.timeout}
             )
+            refusal = self.fetcher.address_refusal(response)
+            if refusal is not None:
+                return refusal
             got = response, decoded
             location = response.headers.get(b"Location")
             if not (300 <= response.status < 400 and location):

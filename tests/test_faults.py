@@ -835,6 +835,32 @@ async def test_ssrf_guard_refuses_the_first_hop_to_loopback(
 
 
 @coroutine_test
+async def test_ssrf_guard_refuses_a_name_reached_at_a_private_address(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DNS rebinding: ``localhost`` is public when the guard looks it up,
+    then the download reaches it on loopback.  The request has gone out,
+    but its answer is not used: the origin is refused for good."""
+    monkeypatch.setattr(fetch_module, "_resolve", lambda host: ["93.184.216.34"])
+    server = FaultServer("127.0.0.1")
+    try:
+        server.routes["/robots.txt"] = respond(200, "User-agent: *\nAllow: /\n")
+        origin = f"http://localhost:{server.port}"
+        result = await _crawl([origin + "/p/public"], {"ROBOTS_SSRF_GUARD": True})
+    finally:
+        server.close()
+
+    [(_, outcome)] = result.outcomes
+    assert (outcome.kind, outcome.guard_refused) == ("unreachable", True)
+    assert "ROBOTS_SSRF_GUARD refused localhost (127.0.0.1" in outcome.detail
+    assert server.hits("/robots.txt") == 1
+    assert server.hits() == 1
+    spider: Any = result.crawler.spider
+    assert {e.cause for e in spider.dropped.values()} == {"unreachable"}
+    _assert_accounted(result, [server])
+
+
+@coroutine_test
 async def test_every_fault_at_once_in_one_crawl(
     hosts: Callable[[], FaultServer],
 ) -> None:

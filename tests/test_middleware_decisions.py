@@ -3,6 +3,7 @@ stats and the robots_outcome signal."""
 
 from __future__ import annotations
 
+import ipaddress
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 from scrapy import Request, Spider
 from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
 from scrapy_rfc9309 import signals as robots_signals
@@ -238,6 +240,35 @@ async def test_ssrf_guard_resolves_names() -> None:
     refusal = await mw.fetcher._ssrf_refusal("http://localhost:1234/robots.txt")
     assert refusal is not None
     assert "localhost" in refusal
+
+
+@pytest.mark.parametrize(
+    ("guard", "address", "meta", "refused"),
+    [
+        (True, "10.0.0.1", {}, True),
+        (True, "::ffff:127.0.0.1", {}, True),
+        (True, "93.184.216.34", {}, False),
+        # Through a proxy the address is the proxy's, often a private one.
+        (True, "10.0.0.1", {"proxy": "http://10.0.0.1:3128"}, False),
+        # A handler (or a cached response) that tells no address.
+        (True, None, {}, False),
+        (False, "10.0.0.1", {}, False),
+    ],
+)
+def test_ssrf_guard_checks_the_address_a_response_came_from(
+    guard: bool, address: str | None, meta: dict[str, str], refused: bool
+) -> None:
+    mw = _middleware({"ROBOTS_SSRF_GUARD": guard})
+    url = "http://example.com/robots.txt"
+    response = Response(
+        url,
+        request=Request(url, meta=meta),
+        ip_address=None if address is None else ipaddress.ip_address(address),
+    )
+    refusal = mw.fetcher.address_refusal(response)
+    assert (refusal is not None) is refused
+    if refused:
+        assert f"refused example.com ({ipaddress.ip_address(address)}" in refusal
 
 
 @coroutine_test

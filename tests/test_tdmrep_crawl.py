@@ -5,6 +5,7 @@ every error case of the file, and a fleet sharing the file."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import time
@@ -14,7 +15,9 @@ from typing import Any
 
 import pytest
 import redis
-from scrapy import Request
+from scrapy import Request, Spider
+from scrapy.http import Response
+from scrapy.utils.test import get_crawler
 
 from scrapy_rfc9309.stores.redis import RedisStore
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
@@ -546,3 +549,27 @@ async def test_the_file_is_kept_in_the_robots_txt_store(
     assert store.calls.count("close") == 1
     assert store.calls[-1] == "close"
     assert "robots/store/errors" not in stats(crawler)
+
+
+@coroutine_test
+async def test_a_file_reached_at_a_private_address_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DNS rebinding: the file's host passed the guard's lookup, then the
+    download reached a private address; its answer is not used."""
+    crawler = get_crawler(Spider, {**TRAIN, "ROBOTS_SSRF_GUARD": True})
+    tdm = TdmMiddleware(crawler)
+    url = "http://example.com/.well-known/tdmrep.json"
+
+    async def looked_up(url: str) -> None:
+        return None
+
+    async def download(url: str, origin: str, **kwargs: Any) -> tuple[Response, None]:
+        address = ipaddress.ip_address("10.0.0.1")
+        return Response(url, request=Request(url), ip_address=address), None
+
+    monkeypatch.setattr(tdm.fetcher, "guard_refusal", looked_up)
+    monkeypatch.setattr(tdm.fetcher, "download", download)
+    refusal = await tdm._get(url)
+    assert isinstance(refusal, str)
+    assert "refused example.com (10.0.0.1" in refusal
