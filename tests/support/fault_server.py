@@ -103,6 +103,20 @@ class Exchange:
         """Stall (ended early when the server closes)."""
         self.server.closing.wait(seconds)
 
+    def drip(
+        self, data: bytes, every: float, size: int, send: Callable[[bytes], bool]
+    ) -> bool:
+        """Send ``data`` with ``send``, ``size`` bytes every ``every``
+        seconds; whether it was all sent before the client or the server
+        went away."""
+        for start in range(0, len(data), size):
+            if not send(data[start : start + size]):
+                return False
+            self.wait(every)
+            if self.server.closing.is_set():
+                return False
+        return True
+
     def send(self, data: bytes) -> bool:
         """Send ``data`` as it is (not counted as body); whether the client
         took it."""
@@ -193,14 +207,8 @@ def drip(body: bytes, *, every: float, size: int = 8) -> Behaviour:
     ``every`` seconds: each piece in time, the whole far too slow."""
 
     def behaviour(exchange: Exchange) -> None:
-        if not exchange.head(200, {"Content-Length": str(len(body))}):
-            return
-        for start in range(0, len(body), size):
-            if not exchange.body(body[start : start + size]):
-                return
-            exchange.wait(every)
-            if exchange.server.closing.is_set():
-                return
+        if exchange.head(200, {"Content-Length": str(len(body))}):
+            exchange.drip(body, every, size, exchange.body)
 
     return behaviour
 
@@ -211,13 +219,8 @@ def drip_headers(body: bytes, *, every: float, size: int = 8) -> Behaviour:
 
     def behaviour(exchange: Exchange) -> None:
         head = _head(200, {"Content-Length": str(len(body))})
-        for start in range(0, len(head), size):
-            if not exchange.send(head[start : start + size]):
-                return
-            exchange.wait(every)
-            if exchange.server.closing.is_set():
-                return
-        exchange.body(body)
+        if exchange.drip(head, every, size, exchange.send):
+            exchange.body(body)
 
     return behaviour
 
