@@ -389,6 +389,19 @@ class Outcomes:
         them, passed on to the signals)."""
         return await self.flight.run(origin, lambda: self._refresh(origin, request))
 
+    async def refuse(self, origin: str, refusal: str, request: Request) -> Outcome:
+        """Refuse ``origin`` for good (``ROBOTS_SSRF_GUARD``: one of its
+        pages came from an address the guard refuses), in memory and in the
+        store, as a refused lookup is; once, however many pages say so."""
+        known = self.memory.entry(origin)
+        if known is not None and known.outcome.guard_refused:
+            return known.outcome
+        previous = None if known is None else known.restored()
+        outcome = self.fetcher.guard_refused(previous, refusal)
+        await self._obtained(origin, outcome, request)
+        await self.stores.put(origin, outcome)
+        return outcome
+
     async def _refresh(self, origin: str, request: Request) -> Entry:
         try:
             return await self._fresh_entry(origin, request)

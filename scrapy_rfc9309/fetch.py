@@ -180,7 +180,7 @@ class RobotsFetcher:
                     if refusal:
                         return self.guard_refused(previous, refusal)
                 response, decoded = await self.download(url, origin)
-                refusal = self.address_refusal(response)
+                refusal = self.address_refusal(response.request, response)
                 if refusal:
                     return self.guard_refused(previous, refusal)
             except IgnoreRequest as exc:
@@ -358,17 +358,20 @@ class RobotsFetcher:
                 f"ROBOTS_SSRF_GUARD could not look up {urlsplit(url).hostname}: {exc}"
             )
 
-    def address_refusal(self, response: Response) -> str | None:
-        """Why ``ROBOTS_SSRF_GUARD`` refuses the address ``response`` came
-        from: a name found public when checked, then reached at another
-        address by the download (DNS rebinding); its answer is not used.
-        ``None`` when the guard is off, through a proxy (the address is the
-        proxy's) or when the download handler tells no address."""
+    def address_refusal(
+        self, request: Request | None, response: Response
+    ) -> str | None:
+        """Why ``ROBOTS_SSRF_GUARD`` refuses the address ``response`` (to
+        ``request``) came from: a name found public when checked, then
+        reached at another address by the download (DNS rebinding); its
+        answer is not used.  ``None`` when the guard is off, through a proxy
+        (the address is the proxy's) or when the download handler tells no
+        address."""
         address = response.ip_address
         if (
             not self.ssrf_guard
             or address is None
-            or response.meta.get("proxy")
+            or (request is not None and request.meta.get("proxy"))
             or _is_public(str(address))
         ):
             return None

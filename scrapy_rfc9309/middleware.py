@@ -60,6 +60,8 @@ __all__ = ["META_KEY", "USAGE_META_KEY", "RobotsDisallowed", "RobotsMiddleware"]
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+# A page whose answer came from an address ROBOTS_SSRF_GUARD refuses.
+_GUARD_REFUSED = Decision(False, "unreachable", None)
 
 #: The causes of a dropped request (``robots/forbidden/<cause>``).
 CAUSES: tuple[Cause, ...] = get_args(Cause)
@@ -312,10 +314,28 @@ class RobotsMiddleware:
 
     async def process_response(self, request: Request, response: Response) -> Response:
         """Without PacingMiddleware (which does it first otherwise), space the
-        next turn of the origin from this answer's arrival too."""
+        next turn of the origin from this answer's arrival too; with
+        ``ROBOTS_SSRF_GUARD``, drop a page that came from an address the
+        guard refuses (its origin is then refused for good)."""
         if TURN_META in request.meta and "cached" not in response.flags:
             await self.politeness.fetched(request)
+        if self.config.ssrf_guard and not request.meta.get("dont_obey_robotstxt"):
+            refusal = self.fetcher.address_refusal(request, response)
+            if refusal is not None:
+                await self._refuse(request, refusal)
         return response
+
+    async def _refuse(self, request: Request, refusal: str) -> None:
+        """Drop ``request``, whose answer came from an address the guard
+        refuses (a name that resolved elsewhere when its robots.txt was
+        fetched: DNS rebinding), and refuse its origin."""
+        parts = urlparse_cached(request)
+        origin = origin_robots_url(parts.scheme, parts.netloc)
+        if origin is None:
+            # s3: and the like, which have no robots.txt to refuse.
+            return
+        outcome = await self.outcomes.refuse(origin, refusal, request)
+        self._forbid(request, origin, _GUARD_REFUSED, "unreachable", outcome, refusal)
 
     async def process_exception(self, request: Request, exception: Exception) -> None:
         if TURN_META in request.meta:

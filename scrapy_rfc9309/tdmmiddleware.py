@@ -353,7 +353,7 @@ class TdmMiddleware:
             response, decoded = await self.fetcher.download(
                 url, tdm_url, meta={"download_timeout": self.timeout}
             )
-            refusal = self.fetcher.address_refusal(response)
+            refusal = self.fetcher.address_refusal(response.request, response)
             if refusal is not None:
                 return refusal
             got = response, decoded

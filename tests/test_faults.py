@@ -861,6 +861,45 @@ async def test_ssrf_guard_refuses_a_name_reached_at_a_private_address(
 
 
 @coroutine_test
+async def test_ssrf_guard_drops_a_page_answered_from_a_refused_address(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """DNS rebinding after robots.txt: a run without the guard stored the
+    origin's robots.txt; the next, with the guard, finds ``localhost``
+    public by its lookup, but the page comes from loopback.  The page is
+    downloaded and dropped, and the origin refused for good (in the store
+    too)."""
+    server = FaultServer("127.0.0.1")
+    store = {"ROBOTS_STORE": "sqlite", "ROBOTS_STORE_URL": str(tmp_path / "r.db")}
+    try:
+        server.routes["/robots.txt"] = respond(200, "User-agent: *\nAllow: /\n")
+        origin = f"http://localhost:{server.port}"
+        first = await _crawl([origin + "/p/first"], store)
+        assert [o.kind for _, o in first.outcomes] == ["parsed"]
+        monkeypatch.setattr(fetch_module, "_resolve", lambda host: ["93.184.216.34"])
+        guarded = {**store, "ROBOTS_SSRF_GUARD": True}
+        result = await _crawl([origin + "/p/public"], guarded)
+        again = await _crawl([origin + "/p/again"], guarded)
+    finally:
+        server.close()
+
+    spider: Any = result.crawler.spider
+    assert spider.crawled == []
+    [(url, refusal)] = spider.dropped.items()
+    assert (url, refusal.cause) == (origin + "/p/public", "unreachable")
+    assert "ROBOTS_SSRF_GUARD refused localhost (127.0.0.1" in refusal.why
+    counted = stats(result.crawler)
+    assert counted["robots/forbidden/unreachable"] == 1
+    assert counted["robots/outcome/unreachable"] == 1
+    # The page was downloaded (its answer told the address), robots.txt not.
+    assert (server.hits("/robots.txt"), server.hits("/p/public")) == (1, 1)
+    # The next run takes the refusal from the store: nothing downloaded.
+    [(_, outcome)] = again.outcomes
+    assert (outcome.kind, outcome.guard_refused) == ("unreachable", True)
+    assert server.hits("/p/again") == 0
+
+
+@coroutine_test
 async def test_every_fault_at_once_in_one_crawl(
     hosts: Callable[[], FaultServer],
 ) -> None:

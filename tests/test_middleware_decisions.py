@@ -260,15 +260,57 @@ def test_ssrf_guard_checks_the_address_a_response_came_from(
 ) -> None:
     mw = _middleware({"ROBOTS_SSRF_GUARD": guard})
     url = "http://example.com/robots.txt"
+    # As a downloader middleware gets it: not tied to its request yet.
     response = Response(
-        url,
-        request=Request(url, meta=meta),
-        ip_address=None if address is None else ipaddress.ip_address(address),
+        url, ip_address=None if address is None else ipaddress.ip_address(address)
     )
-    refusal = mw.fetcher.address_refusal(response)
+    refusal = mw.fetcher.address_refusal(Request(url, meta=meta), response)
     assert (refusal is not None) is refused
     if refused:
         assert f"refused example.com ({ipaddress.ip_address(address)}" in refusal
+
+
+@pytest.mark.parametrize("guard", [True, False])
+@coroutine_test
+async def test_ssrf_guard_drops_a_page_answered_from_a_refused_address(
+    guard: bool,
+) -> None:
+    """DNS rebinding after robots.txt was fetched: the pages answered from
+    a private address are dropped, and the origin is refused for good, once
+    however many pages say so."""
+    mw = _middleware({"ROBOTS_SSRF_GUARD": guard})
+    origin = "http://example.com/robots.txt"
+    now = time.time()
+    allow_all = parse("User-agent: *\nAllow: /\n")
+    mw.memory.store(origin, parsed(allow_all, now=now, lifetimes=Lifetimes()))
+    public = ipaddress.ip_address("93.184.216.34")
+    request = Request("http://example.com/public")
+    response = Response(request.url, ip_address=public)
+    assert await mw.process_response(request, response) is response
+
+    private = ipaddress.ip_address("10.0.0.1")
+    for path in ("/a", "/b"):
+        request = Request("http://example.com" + path)
+        response = Response(request.url, ip_address=private)
+        if not guard:
+            assert await mw.process_response(request, response) is response
+            continue
+        with pytest.raises(RobotsDisallowed) as raised:
+            await mw.process_response(request, response)
+        assert raised.value.cause == "unreachable"
+        assert "refused example.com (10.0.0.1" in raised.value.why
+    if not guard:
+        assert stats(mw.crawler) == {}
+        return
+    entry = mw.memory.entry(origin)
+    assert entry is not None
+    assert entry.outcome.guard_refused
+    counted = stats(mw.crawler)
+    assert counted["robots/outcome/unreachable"] == 1
+    assert counted["robots/forbidden/unreachable"] == 2
+    # The origin's other pages are dropped before they are downloaded.
+    with pytest.raises(RobotsDisallowed):
+        await mw.process_request(Request("http://example.com/c"))
 
 
 @coroutine_test
