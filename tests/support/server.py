@@ -101,12 +101,14 @@ class Server(LoopbackServer):
                 if route.handler is not None:
                     route.handler(self)
                     return
-                self.send_response(route.status)
                 headers = {"Content-Length": str(len(route.body)), **route.headers}
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
+                # A client that gave up (a delayed route past its timeout)
+                # is no error of the server's.
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.send_response(route.status)
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
                     self.wfile.write(route.body)
 
             def log_message(self, format: str, *args: Any) -> None:
