@@ -900,6 +900,31 @@ async def test_ssrf_guard_drops_a_page_answered_from_a_refused_address(
 
 
 @coroutine_test
+async def test_ssrf_guard_takes_a_proxy_address_for_no_refusal(
+    monkeypatch: pytest.MonkeyPatch, hosts: Callable[[], FaultServer]
+) -> None:
+    """Through a proxy (here on loopback) every answer comes from the
+    proxy's address: the guard judges the names by its lookup alone."""
+    proxy = hosts()
+    rules = "User-agent: *\nDisallow: /p/private\n"
+    proxy.routes["http://example.test/robots.txt"] = respond(200, rules)
+    for name in ("http_proxy", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("http_proxy", f"http://{proxy.host}:{proxy.port}")
+    monkeypatch.setattr(fetch_module, "_resolve", lambda host: ["93.184.216.34"])
+    urls = ["http://example.test/p/private", "http://example.test/p/public"]
+    result = await _crawl(urls, {"ROBOTS_SSRF_GUARD": True})
+
+    assert [o.kind for _, o in result.outcomes] == ["parsed"]
+    spider: Any = result.crawler.spider
+    assert spider.crawled == ["http://example.test/p/public"]
+    assert {url: e.cause for url, e in spider.dropped.items()} == {
+        "http://example.test/p/private": "rule"
+    }
+    assert proxy.hits("http://example.test/robots.txt") == 1
+
+
+@coroutine_test
 async def test_every_fault_at_once_in_one_crawl(
     hosts: Callable[[], FaultServer],
 ) -> None:
