@@ -5,7 +5,7 @@
 #
 #   bash scripts/test.sh [PYTEST ARGS]   arguments go to the first pytest run
 #   bash scripts/test.sh --oldest        the crawl tests on the oldest versions
-#                                        supported (Python 3.10, Scrapy 2.18.0)
+#                                        supported (Python 3.10, Scrapy 2.16.0)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +23,7 @@ crawl=(
     tests/test_caches.py tests/test_usage_table.py tests/test_coordination.py
 )
 # Without a reactor (TWISTED_REACTOR_ENABLED=False: aiohttp downloads on
-# Scrapy 2.19, httpx on 2.18; pytest-asyncio). aiohttp itself refuses a header
+# Scrapy 2.19, httpx on 2.16 to 2.18; pytest-asyncio). aiohttp itself refuses a header
 # field over 8,190 bytes (the download fails before the package sees it), so
 # the huge folded X-Robots-Tag case cannot arise there; it runs under the
 # reactor.
@@ -107,20 +107,20 @@ if [ "${1-}" = --oldest ]; then
     if [ -z "$py" ]; then
         py=python3
         echo "warning: no Python 3.10 found (PYTHON_OLDEST=/path/to/python3.10 names one):" \
-            "testing Scrapy 2.18.0 on $("$py" --version 2>&1) instead" >&2
+            "testing Scrapy 2.16.0 on $("$py" --version 2>&1) instead" >&2
     fi
     venv=.venv-oldest
     if [ ! -x "$venv/bin/python" ]; then
         "$py" -m venv "$venv"
     fi
-    # httpx: Scrapy 2.18's download handler without a reactor.
-    pins="scrapy[httpx]==2.18.0"
+    # httpx: the download handler of Scrapy 2.16 to 2.18 without a reactor.
+    pins=(scrapy==2.16.0 httpx)
     stamp=$venv/.installed
-    if [ "$(cat "$stamp" 2>/dev/null || true)" != "$pins" ] || [ setup.cfg -nt "$stamp" ] \
+    if [ "$(cat "$stamp" 2>/dev/null || true)" != "${pins[*]}" ] || [ setup.cfg -nt "$stamp" ] \
         || [ pyproject.toml -nt "$stamp" ]; then
         "$venv/bin/python" -m pip install -q --upgrade pip
-        "$venv/bin/python" -m pip install -q -e ".[test,redis]" "$pins"
-        echo "$pins" >"$stamp"
+        "$venv/bin/python" -m pip install -q -e ".[test,redis]" "${pins[@]}"
+        echo "${pins[*]}" >"$stamp"
     fi
     echo "oldest: $("$venv/bin/python" --version), Scrapy" \
         "$("$venv/bin/python" -c 'import scrapy; print(scrapy.__version__)')" >&2

@@ -112,7 +112,7 @@ async def test_a_higher_download_delay_still_wins(
     slot = _slot(crawler, server)
     assert slot.delay == 0.4
     # Its jitter (0.5 by default) never brings a gap under the Crawl-delay.
-    # Scrapy 2.18 has no Slot.jitter: its boolean randomize_delay means ±50%.
+    # Scrapy before 2.19 has no Slot.jitter: its boolean randomize_delay means ±50%.
     jitter = slot.jitter if hasattr(slot, "jitter") else 0.5 * slot.randomize_delay
     assert slot.delay * (1 - jitter) >= 0.1
     _assert_spaced(departures, crawler, server, 0.1)

@@ -506,7 +506,7 @@ CASES: dict[str, Case] = {
 
 def _case(name: str) -> Case:
     """``CASES[name]`` as this run's HTTP client meets it.  httpx (Scrapy
-    2.18 without a reactor, see ``httpx_downloads``) fails the download of
+    2.16 to 2.18 without a reactor, see ``httpx_downloads``) fails the download of
     a 302 whose Location it cannot parse, so the package sees an error, not
     a redirect (docs/reliability.md).  Its DOWNLOAD_TIMEOUT bounds each
     read, not the whole download: fetch.BodyTimeout ends the drip-fed body

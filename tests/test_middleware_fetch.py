@@ -361,7 +361,7 @@ async def test_http_cache_replay_of_an_encoded_robots_txt(
 def test_a_body_still_dripping_after_the_download_timeout_fails_as_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # httpx (Scrapy 2.18 without a reactor) bounds each read, not the
+    # httpx (Scrapy 2.16 to 2.18 without a reactor) bounds each read, not the
     # download: the fetcher ends a body that outlasts download_timeout
     # (tests/test_faults.py meets a real drip under httpx in --oldest).
     clock = FakeClock(100.0)

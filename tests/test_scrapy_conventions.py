@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from scrapy import Request, signals
+from scrapy import Request
 from scrapy.crawler import AsyncCrawlerRunner, Crawler, CrawlerRunner
 from scrapy.exceptions import IgnoreRequest
 from scrapy.robotstxt import RobotParser as ScrapyRobotParser
@@ -25,10 +25,12 @@ from scrapy_rfc9309 import DirectivesMiddleware, RobotParser
 from scrapy_rfc9309.sitemaps import SitemapsMiddleware
 from tests.support.crawl_helpers import (
     BASE_SETTINGS,
+    ROBOTS_PARSED,
     RecordingSpider,
     crawl,
     make_crawler,
     middleware,
+    needs_robots_parsed,
     stats,
 )
 from tests.support.server import Server
@@ -189,7 +191,8 @@ class ParsedRecorder(RecordingSpider):
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Any:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        crawler.signals.connect(spider.robots_parsed, signal=signals.robots_parsed)
+        if ROBOTS_PARSED is not None:
+            crawler.signals.connect(spider.robots_parsed, signal=ROBOTS_PARSED)
         return spider
 
     async def robots_parsed(
@@ -198,6 +201,7 @@ class ParsedRecorder(RecordingSpider):
         self.parsed.append((robotparser, request))
 
 
+@needs_robots_parsed
 @coroutine_test
 async def test_robots_parsed_once_per_robots_txt(
     make_server: Any,
@@ -240,6 +244,7 @@ async def test_robots_parsed_once_per_robots_txt(
     assert by_origin[failing.origin].crawl_delay("TestBot") is None
 
 
+@needs_robots_parsed
 @coroutine_test
 async def test_robots_parsed_for_an_outcome_from_a_shared_store(
     server: Server, tmp_path: Path
@@ -299,8 +304,9 @@ async def test_robot_parser_in_scrapys_own_middleware(
         "robotstxt/response_status_count/200": 1,
         "robotstxt/forbidden": 1,
     }
-    ((robotparser, _),) = crawler.spider.parsed
-    assert isinstance(robotparser, RobotParser)
+    if ROBOTS_PARSED is not None:
+        ((robotparser, _),) = crawler.spider.parsed
+        assert isinstance(robotparser, RobotParser)
 
 
 @pytest.mark.parametrize(("profile", "crawled"), [("rfc9309", False), ("google", True)])

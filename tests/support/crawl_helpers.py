@@ -190,9 +190,18 @@ class Departures:
         return [later - earlier for earlier, later in pairwise(times)]
 
 
+#: Scrapy's ``robots_parsed`` signal (Scrapy 2.18), ``None`` on older
+#: releases, where the package has nothing to send.
+ROBOTS_PARSED = getattr(signals, "robots_parsed", None)
+#: For the tests of what the package sends through it.
+needs_robots_parsed = pytest.mark.skipif(
+    ROBOTS_PARSED is None, reason="Scrapy's robots_parsed signal is Scrapy 2.18"
+)
+
+
 def httpx_downloads() -> bool:
     """Whether this run's crawls download with Scrapy's httpx handler: the
-    one ``get_crawler`` names without a reactor on Scrapy 2.18 (Scrapy 2.19
+    one ``get_crawler`` names without a reactor on Scrapy 2.16 to 2.18 (2.19
     names aiohttp there; under a reactor both download with Twisted).
 
     Where httpx answers differently the tests say so, and

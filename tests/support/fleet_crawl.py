@@ -134,8 +134,8 @@ def settings_for(config: dict[str, Any]) -> dict[str, Any]:
     }
     if config.get("reactorless"):
         # Scrapy picks its reactor-less download handler itself, as for a
-        # user: aiohttp on Scrapy 2.19, httpx on 2.18 (which has no aiohttp
-        # handler).
+        # user: aiohttp on Scrapy 2.19, httpx on 2.16 to 2.18 (which have no
+        # aiohttp handler).
         settings["TWISTED_REACTOR_ENABLED"] = False
     settings.update(config.get("settings", {}))
     return settings
