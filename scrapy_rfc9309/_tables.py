@@ -322,7 +322,7 @@ def _filed(
     tail: str | tuple[str, ...] | None
     for pattern, meta, normal in zip(specials, metas, normals):  # noqa: B905
         size = len(normal) if by_length else _specificity(normal)
-        rank = (meta >> 1) - ((size << 1 | meta & 1) << LINE_BITS)
+        rank = -rank_of(size, meta)
         anchored = normal.endswith("$")
         body = normal[:-1] if anchored else normal
         star = body.find("*")
