@@ -126,6 +126,14 @@ def hosts() -> Iterator[Callable[[], FaultServer]]:
         server.close()
 
 
+@pytest.fixture
+def localhost() -> Iterator[FaultServer]:
+    """A fault server on 127.0.0.1, the address ``localhost`` names."""
+    server = FaultServer("127.0.0.1")
+    yield server
+    server.close()
+
+
 def _lines(n: int, template: str) -> str:
     return "".join(template.format(i) for i in range(n))
 
@@ -792,6 +800,12 @@ def _guard_trusts(monkeypatch: pytest.MonkeyPatch, address: str) -> None:
     )
 
 
+def _lookups_find_public(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SSRF guard's lookup finds every name public, as a name that
+    rebinds to a private address for the download answers it."""
+    monkeypatch.setattr(fetch_module, "_resolve", lambda host: ["93.184.216.34"])
+
+
 @pytest.mark.parametrize("target_host", ["ip", "localhost"])
 @coroutine_test
 async def test_ssrf_guard_refuses_a_redirect_to_a_private_address(
@@ -836,19 +850,16 @@ async def test_ssrf_guard_refuses_the_first_hop_to_loopback(
 
 @coroutine_test
 async def test_ssrf_guard_refuses_a_name_reached_at_a_private_address(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, localhost: FaultServer
 ) -> None:
     """DNS rebinding: ``localhost`` is public when the guard looks it up,
     then the download reaches it on loopback.  The request has gone out,
     but its answer is not used: the origin is refused for good."""
-    monkeypatch.setattr(fetch_module, "_resolve", lambda host: ["93.184.216.34"])
-    server = FaultServer("127.0.0.1")
-    try:
-        server.routes["/robots.txt"] = respond(200, "User-agent: *\nAllow: /\n")
-        origin = f"http://localhost:{server.port}"
-        result = await _crawl([origin + "/p/public"], {"ROBOTS_SSRF_GUARD": True})
-    finally:
-        server.close()
+    _lookups_find_public(monkeypatch)
+    server = localhost
+    server.routes["/robots.txt"] = respond(200, "User-agent: *\nAllow: /\n")
+    origin = f"http://localhost:{server.port}"
+    result = await _crawl([origin + "/p/public"], {"ROBOTS_SSRF_GUARD": True})
 
     [(_, outcome)] = result.outcomes
     assert (outcome.kind, outcome.guard_refused) == ("unreachable", True)
@@ -862,26 +873,23 @@ async def test_ssrf_guard_refuses_a_name_reached_at_a_private_address(
 
 @coroutine_test
 async def test_ssrf_guard_drops_a_page_answered_from_a_refused_address(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, localhost: FaultServer
 ) -> None:
     """DNS rebinding after robots.txt: a run without the guard stored the
     origin's robots.txt; the next, with the guard, finds ``localhost``
     public by its lookup, but the page comes from loopback.  The page is
     downloaded and dropped, and the origin refused for good (in the store
     too)."""
-    server = FaultServer("127.0.0.1")
+    server = localhost
     store = {"ROBOTS_STORE": "sqlite", "ROBOTS_STORE_URL": str(tmp_path / "r.db")}
-    try:
-        server.routes["/robots.txt"] = respond(200, "User-agent: *\nAllow: /\n")
-        origin = f"http://localhost:{server.port}"
-        first = await _crawl([origin + "/p/first"], store)
-        assert [o.kind for _, o in first.outcomes] == ["parsed"]
-        monkeypatch.setattr(fetch_module, "_resolve", lambda host: ["93.184.216.34"])
-        guarded = {**store, "ROBOTS_SSRF_GUARD": True}
-        result = await _crawl([origin + "/p/public"], guarded)
-        again = await _crawl([origin + "/p/again"], guarded)
-    finally:
-        server.close()
+    server.routes["/robots.txt"] = respond(200, "User-agent: *\nAllow: /\n")
+    origin = f"http://localhost:{server.port}"
+    first = await _crawl([origin + "/p/first"], store)
+    assert [o.kind for _, o in first.outcomes] == ["parsed"]
+    _lookups_find_public(monkeypatch)
+    guarded = {**store, "ROBOTS_SSRF_GUARD": True}
+    result = await _crawl([origin + "/p/public"], guarded)
+    again = await _crawl([origin + "/p/again"], guarded)
 
     spider: Any = result.crawler.spider
     assert spider.crawled == []
@@ -911,7 +919,7 @@ async def test_ssrf_guard_takes_a_proxy_address_for_no_refusal(
     for name in ("http_proxy", "no_proxy", "NO_PROXY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("http_proxy", f"http://{proxy.host}:{proxy.port}")
-    monkeypatch.setattr(fetch_module, "_resolve", lambda host: ["93.184.216.34"])
+    _lookups_find_public(monkeypatch)
     urls = ["http://example.test/p/private", "http://example.test/p/public"]
     result = await _crawl(urls, {"ROBOTS_SSRF_GUARD": True})
 
