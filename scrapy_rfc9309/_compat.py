@@ -1,14 +1,21 @@
 """Where the package meets differences between the Scrapy releases it
-supports: Scrapy 2.16 and newer (Python 3.10 and newer).
+supports: Scrapy 2.14 and newer (Python 3.10 and newer).
 
 - ``sleep`` is Scrapy's own where Scrapy has it
   (``scrapy.utils.asyncio.sleep``, Scrapy 2.18), else the same few lines
-  over what Scrapy 2.16 has: it works under the asyncio reactor, another
-  Twisted reactor and without a reactor, as Scrapy's does.
+  over what older releases have: it works under the asyncio reactor,
+  another Twisted reactor and without a reactor, as Scrapy's does;
+- ``run_in_thread`` (Scrapy 2.15) likewise: ``asyncio.to_thread`` where
+  asyncio runs, else Twisted's thread pool;
+- ``DownloadTimeoutError`` (Scrapy 2.15) is what a download that timed out
+  raises; before 2.15, Twisted's ``TimeoutError`` (which ``RETRY_EXCEPTIONS``
+  names there);
+- ``slot_clock`` is the clock of a downloader slot's ``lastseen``:
+  ``time.monotonic`` from Scrapy 2.16, ``time.time`` before.
 
 The other differences are read where they are used: a downloader slot's
 jitter (``Slot.jitter``, Scrapy 2.19) against the boolean
-``randomize_delay`` before it (``politeness.py``), and Scrapy's
+``randomize_delay`` before it (``_slots.py``), and Scrapy's
 ``robots_parsed`` signal (Scrapy 2.18), sent only where it exists
 (``_coordination.py``).
 """
@@ -16,12 +23,23 @@ jitter (``Slot.jitter``, Scrapy 2.19) against the boolean
 from __future__ import annotations
 
 import asyncio
+import time
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
+from scrapy import version_info
 from scrapy.utils.asyncio import call_later, is_asyncio_available
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
-__all__ = ["sleep"]
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["DownloadTimeoutError", "run_in_thread", "sleep", "slot_clock"]
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+slot_clock = time.monotonic if version_info >= (2, 16) else time.time
 
 try:
     from scrapy.utils.asyncio import sleep
@@ -35,3 +53,22 @@ except ImportError:  # Scrapy < 2.18
         waiter: Deferred[None] = Deferred()
         call_later(seconds, waiter.callback, None)
         await maybe_deferred_to_future(waiter)
+
+
+try:
+    from scrapy.exceptions import DownloadTimeoutError
+    from scrapy.utils.asyncio import run_in_thread
+except ImportError:  # Scrapy < 2.15
+    from twisted.internet.error import (  # type: ignore[assignment]
+        TimeoutError as DownloadTimeoutError,
+    )
+
+    async def run_in_thread(
+        func: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs
+    ) -> _T:
+        """``func(*args, **kwargs)`` in a thread, with or without asyncio."""
+        if is_asyncio_available():
+            return await asyncio.to_thread(func, *args, **kwargs)
+        from twisted.internet.threads import deferToThread
+
+        return await maybe_deferred_to_future(deferToThread(func, *args, **kwargs))

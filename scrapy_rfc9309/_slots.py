@@ -9,8 +9,9 @@ A slot's own delay is only read, never raised.
 
 from __future__ import annotations
 
-from time import monotonic
 from typing import TYPE_CHECKING
+
+from ._compat import slot_clock
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -49,7 +50,7 @@ class Slots:
         slot = self.downloader.slots.get(key)
         return slot is None or (
             len(slot.active) < slot.concurrency
-            and slot.lastseen + _longest_delay(slot) <= monotonic()
+            and slot.lastseen + _longest_delay(slot) <= slot_clock()
         )
 
     async def ready(
@@ -64,7 +65,7 @@ class Slots:
         waited = 0.0
         slots = self.downloader.slots
         while (slot := slots.get(key)) is not None:
-            wait = slot.lastseen + _longest_delay(slot) - monotonic()
+            wait = slot.lastseen + _longest_delay(slot) - slot_clock()
             if len(slot.active) < slot.concurrency:
                 if wait <= 0:
                     break

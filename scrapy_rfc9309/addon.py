@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from scrapy import version_info
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.utils.misc import load_object
 
@@ -22,6 +23,7 @@ DOWNLOADER_PRIORITY = 100
 #: responses, before Referer (700), UrlLength (800) and Depth (900) see the
 #: follow-up requests of a page.
 SPIDER_PRIORITY = 550
+BUILTIN_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 # By import path: the add-on does not need the spider middleware's module.
 DIRECTIVES_MIDDLEWARE = "scrapy_rfc9309.spidermiddleware.DirectivesMiddleware"
 SITEMAPS_MIDDLEWARE = "scrapy_rfc9309.sitemaps.SitemapsMiddleware"
@@ -82,6 +84,10 @@ class Addon:
         settings.set_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, None
         )
+        if version_info < (2, 15):
+            # Scrapy 2.14 tells a class from its import path, the key of
+            # DOWNLOADER_MIDDLEWARES_BASE: the built-in is named that way too.
+            _set_by_path(settings, "DOWNLOADER_MIDDLEWARES", BUILTIN_MIDDLEWARE, None)
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", RobotsMiddleware, DOWNLOADER_PRIORITY
         )
@@ -111,6 +117,15 @@ class Addon:
         )
 
 
+def _set_by_path(
+    settings: BaseSettings, name: str, path: str, priority: int | None
+) -> None:
+    """Set ``path``'s priority in the component priority dict ``name``."""
+    components: dict[Any, Any] = settings.getdict(name)
+    components[path] = priority
+    settings.set(name, components, settings.getpriority(name) or 0)
+
+
 def _setdefault_by_path(
     settings: BaseSettings, name: str, path: str, priority: int
 ) -> None:
@@ -120,5 +135,4 @@ def _setdefault_by_path(
         component = load_object(key) if isinstance(key, str) else key
         if f"{component.__module__}.{component.__qualname__}" == path:
             return
-    components[path] = priority
-    settings.set(name, components, settings.getpriority(name) or 0)
+    _set_by_path(settings, name, path, priority)

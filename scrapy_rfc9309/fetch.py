@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy import Request, signals
-from scrapy.exceptions import DownloadTimeoutError, IgnoreRequest, StopDownload
+from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
-from scrapy.utils.asyncio import run_in_thread
 
+from ._compat import DownloadTimeoutError, run_in_thread
 from ._config import RobotsConfig
 from ._decode import ACCEPT_ENCODING, BoundedDecoder, codings, decode
 from ._ssrf import is_public as _is_public

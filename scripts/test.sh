@@ -5,12 +5,14 @@
 #
 #   bash scripts/test.sh [PYTEST ARGS]   arguments go to the first pytest run
 #   bash scripts/test.sh --oldest        the crawl tests on the oldest versions
-#                                        supported (Python 3.10, Scrapy 2.16.0)
+#                                        supported (Python 3.10, Scrapy 2.14.2)
+#   bash scripts/test.sh --scrapy 2.18.0 the crawl tests on that Scrapy release
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The crawl tests (real crawls): run again without a Twisted reactor below,
-# and on the oldest Scrapy by --oldest. A new crawl test file goes here.
+# and on other Scrapy releases by --oldest and --scrapy. A new crawl test
+# file goes here.
 crawl=(
     tests/test_middleware*.py tests/test_crawl_delay.py tests/test_crawl_delay_fleet.py
     tests/test_crawl_delay_slots.py tests/test_retry_after.py
@@ -23,7 +25,7 @@ crawl=(
     tests/test_caches.py tests/test_usage_table.py tests/test_coordination.py
 )
 # Without a reactor (TWISTED_REACTOR_ENABLED=False: aiohttp downloads on
-# Scrapy 2.19, httpx on 2.16 to 2.18; pytest-asyncio). aiohttp itself refuses a header
+# Scrapy 2.19, httpx on 2.15 to 2.18; pytest-asyncio). aiohttp itself refuses a header
 # field over 8,190 bytes (the download fails before the package sees it), so
 # the huge folded X-Robots-Tag case cannot arise there; it runs under the
 # reactor.
@@ -73,9 +75,11 @@ split() {
     fi
 }
 
-# On the oldest Scrapy, also the tests that start crawls in subprocesses
+# The oldest Scrapy supported, on Python 3.10: --oldest.
+OLDEST=2.14.2
+# On another Scrapy, also the tests that start crawls in subprocesses
 # (scrapy robots, fleets of workers with and without a reactor).
-oldest_also=(tests/test_commands.py tests/test_fleet.py tests/test_store_fleet.py)
+other_also=(tests/test_commands.py tests/test_fleet.py tests/test_store_fleet.py)
 
 need_redis_server() {
     command -v redis-server >/dev/null 2>&1 && return
@@ -88,33 +92,45 @@ need_redis_server() {
     fi
 }
 
-if [ "${1-}" = --oldest ]; then
+# --oldest and --scrapy VERSION: the crawl tests on another Scrapy release,
+# in a git-ignored venv of its own (never the .venv below).
+other=
+case "${1-}" in
+    --oldest) other=$OLDEST ;;
+    --scrapy) other=${2:?"error: --scrapy takes a Scrapy version, as in --scrapy 2.18.0"} && shift ;;
+esac
+if [ -n "$other" ]; then
     shift
     if [ $# -ne 0 ]; then
-        echo "error: --oldest takes no other argument" >&2
+        echo "error: --oldest and --scrapy VERSION take no other argument" >&2
         exit 2
     fi
     need_redis_server
-    # Its own venv, .venv-oldest (git-ignored), never the .venv above.
-    # A Python 3.10 that runs (a pyenv shim may exist and refuse).
-    py=
-    for candidate in ${PYTHON_OLDEST:-} python3.10 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.10*/bin/python3.10; do
-        if "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 10))' 2>/dev/null; then
-            py=$candidate
-            break
+    if [ "$other" = "$OLDEST" ]; then
+        # The floor on the oldest Python too: a 3.10 that runs (a pyenv
+        # shim may exist and refuse).
+        venv=.venv-oldest
+        py=
+        for candidate in ${PYTHON_OLDEST:-} python3.10 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.10*/bin/python3.10; do
+            if "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 10))' 2>/dev/null; then
+                py=$candidate
+                break
+            fi
+        done
+        if [ -z "$py" ]; then
+            py=python3
+            echo "warning: no Python 3.10 found (PYTHON_OLDEST=/path/to/python3.10 names one):" \
+                "testing Scrapy $OLDEST on $("$py" --version 2>&1) instead" >&2
         fi
-    done
-    if [ -z "$py" ]; then
+    else
+        venv=.venv-scrapy-$other
         py=python3
-        echo "warning: no Python 3.10 found (PYTHON_OLDEST=/path/to/python3.10 names one):" \
-            "testing Scrapy 2.16.0 on $("$py" --version 2>&1) instead" >&2
     fi
-    venv=.venv-oldest
     if [ ! -x "$venv/bin/python" ]; then
         "$py" -m venv "$venv"
     fi
-    # httpx: the download handler of Scrapy 2.16 to 2.18 without a reactor.
-    pins=(scrapy==2.16.0 httpx)
+    # httpx: the download handler of Scrapy 2.15 to 2.18 without a reactor.
+    pins=("scrapy==$other" httpx)
     stamp=$venv/.installed
     if [ "$(cat "$stamp" 2>/dev/null || true)" != "${pins[*]}" ] || [ setup.cfg -nt "$stamp" ] \
         || [ pyproject.toml -nt "$stamp" ]; then
@@ -122,10 +138,13 @@ if [ "${1-}" = --oldest ]; then
         "$venv/bin/python" -m pip install -q -e ".[test,redis]" "${pins[@]}"
         echo "${pins[*]}" >"$stamp"
     fi
-    echo "oldest: $("$venv/bin/python" --version), Scrapy" \
+    echo "testing on $("$venv/bin/python" --version), Scrapy" \
         "$("$venv/bin/python" -c 'import scrapy; print(scrapy.__version__)')" >&2
-    split "$venv/bin/python" -- "${crawl[@]}" "${oldest_also[@]}"
-    split "$venv/bin/python" "${reactorless[@]}" -- "${crawl[@]}"
+    split "$venv/bin/python" -- "${crawl[@]}" "${other_also[@]}"
+    # Scrapy runs without a reactor from 2.15 (TWISTED_REACTOR_ENABLED).
+    if "$venv/bin/python" -c 'import scrapy, sys; sys.exit(scrapy.version_info < (2, 15))'; then
+        split "$venv/bin/python" "${reactorless[@]}" -- "${crawl[@]}"
+    fi
     exit 0
 fi
 

@@ -6,11 +6,13 @@ import logging
 from typing import Any, ClassVar
 
 import pytest
+from scrapy import version_info
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.utils.test import get_crawler
 
 from scrapy_rfc9309 import Addon, RobotsMiddleware
 from scrapy_rfc9309._defaults import DEFAULTS
+from scrapy_rfc9309.addon import BUILTIN_MIDDLEWARE
 from tests.support.crawl_helpers import RecordingSpider, crawl, middleware, stats
 from tests.support.server import Server
 from tests.support.utils import coroutine_test
@@ -61,6 +63,8 @@ def test_addon_respects_middlewares_placed_by_the_project() -> None:
         RobotsTxtMiddleware: None,
         "scrapy_rfc9309.tdmmiddleware.TdmMiddleware": 105,
         "scrapy_rfc9309.politeness.PacingMiddleware": 1_000_000,
+        # Scrapy 2.14 also needs the built-in named as its base setting does.
+        **({BUILTIN_MIDDLEWARE: None} if version_info < (2, 15) else {}),
     }
     spider = settings.getdict("SPIDER_MIDDLEWARES")
     assert spider["scrapy_rfc9309.DirectivesMiddleware"] is None

@@ -11,10 +11,10 @@ from typing import Any
 import brotli
 import pytest
 from scrapy import Request
-from scrapy.exceptions import DownloadTimeoutError
 from scrapy.http import Headers
 
 from scrapy_rfc9309 import fetch
+from scrapy_rfc9309._compat import DownloadTimeoutError
 from scrapy_rfc9309.fetch import RobotsFetcher
 from scrapy_rfc9309.middleware import RobotsMiddleware
 from scrapy_rfc9309.outcome import Lifetimes
@@ -361,7 +361,7 @@ async def test_http_cache_replay_of_an_encoded_robots_txt(
 def test_a_body_still_dripping_after_the_download_timeout_fails_as_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # httpx (Scrapy 2.16 to 2.18 without a reactor) bounds each read, not the
+    # httpx (Scrapy 2.15 to 2.18 without a reactor) bounds each read, not the
     # download: the fetcher ends a body that outlasts download_timeout
     # (tests/test_faults.py meets a real drip under httpx in --oldest).
     clock = FakeClock(100.0)

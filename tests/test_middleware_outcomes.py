@@ -12,9 +12,13 @@ from typing import Any, ClassVar
 
 import pytest
 from scrapy import Request
-from scrapy.exceptions import CannotResolveHostError
 
-from tests.support.crawl_helpers import RecordingSpider, crawl, stats
+from tests.support.crawl_helpers import (
+    CannotResolveHostError,
+    RecordingSpider,
+    crawl,
+    stats,
+)
 from tests.support.server import Server
 from tests.support.utils import coroutine_test
 

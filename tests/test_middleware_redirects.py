@@ -119,7 +119,7 @@ async def test_redirect_to_an_unusable_url_unavailable(
     server.route("/robots.txt", status=302, headers={"Location": location})
     crawler = await crawl([server.url("/private")])
     if httpx_downloads() and location in HTTPX_REFUSES:
-        # httpx (Scrapy 2.16 to 2.18 without a reactor) fails the download of a 302
+        # httpx (Scrapy 2.15 to 2.18 without a reactor) fails the download of a 302
         # whose Location it cannot parse: the package never sees the
         # redirect, only an error, so robots.txt is unreachable.
         assert crawler.spider.dropped[server.url("/private")].cause == "unreachable"

@@ -26,6 +26,7 @@ from scrapy_rfc9309.sitemaps import SitemapsMiddleware
 from tests.support.crawl_helpers import (
     BASE_SETTINGS,
     ROBOTS_PARSED,
+    DownloadConnectionRefusedError,
     RecordingSpider,
     crawl,
     make_crawler,
@@ -362,7 +363,7 @@ async def test_failed_download_logged_at_error_with_request_and_reason(
         key: value
         for key, value in stats(crawler).items()
         if key.startswith("robots/fetch_error/")
-    } == {"robots/fetch_error/DownloadConnectionRefusedError": 1}
+    } == {f"robots/fetch_error/{DownloadConnectionRefusedError.__name__}": 1}
 
 
 @coroutine_test

@@ -13,7 +13,7 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
-from scrapy import Request, Spider, signals
+from scrapy import Request, Spider, signals, version_info
 from scrapy.core.downloader import Slot
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
@@ -22,6 +22,14 @@ from scrapy.utils.test import get_crawler, get_reactor_settings
 from twisted.python.failure import Failure
 
 from scrapy_rfc9309.middleware import RobotsDisallowed, RobotsMiddleware
+
+try:
+    from scrapy.exceptions import CannotResolveHostError, DownloadConnectionRefusedError
+except ImportError:  # Scrapy 2.14: a download fails with Twisted's errors
+    from twisted.internet import error
+
+    CannotResolveHostError = error.DNSLookupError  # type: ignore[misc]
+    DownloadConnectionRefusedError = error.ConnectionRefusedError  # type: ignore[misc]
 
 ADDON = {"scrapy_rfc9309.Addon": 100}
 
@@ -168,20 +176,26 @@ class Departures:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.by_slot: dict[Slot, list[float]] = {}
-        # Slot is a dataclass with __slots__: its own descriptor keeps the
-        # value, wrapped to hear every assignment.
-        stored = Slot.__dict__["lastseen"]
+        # Slot is a dataclass with __slots__ (Scrapy 2.15): its own
+        # descriptor keeps the value, wrapped to hear every assignment.
+        # Before, the instance's __dict__ kept it.
+        stored = Slot.__dict__.get("lastseen")
         by_slot = self.by_slot
 
         def get(slot: Slot) -> float:
+            if stored is None:
+                return slot.__dict__["lastseen"]  # type: ignore[no-any-return]
             return stored.__get__(slot, Slot)  # type: ignore[no-any-return]
 
         def set_(slot: Slot, value: float) -> None:
-            stored.__set__(slot, value)
+            if stored is None:
+                slot.__dict__["lastseen"] = value
+            else:
+                stored.__set__(slot, value)
             if value:  # 0: a new slot, nothing left yet
                 by_slot.setdefault(slot, []).append(value)
 
-        monkeypatch.setattr(Slot, "lastseen", property(get, set_))
+        monkeypatch.setattr(Slot, "lastseen", property(get, set_), raising=False)
 
     def gaps(self, crawler: Crawler, key: str) -> list[float]:
         """The gaps between the departures from slot ``key`` (a host)."""
@@ -199,9 +213,16 @@ needs_robots_parsed = pytest.mark.skipif(
 )
 
 
+def httpx_ignores_proxies() -> bool:
+    """Whether this run's crawls download with Scrapy 2.15's httpx handler,
+    which takes no proxy (it logs that it ignores the ``proxy`` meta key;
+    docs/reliability.md says so)."""
+    return httpx_downloads() and version_info < (2, 16)
+
+
 def httpx_downloads() -> bool:
     """Whether this run's crawls download with Scrapy's httpx handler: the
-    one ``get_crawler`` names without a reactor on Scrapy 2.16 to 2.18 (2.19
+    one ``get_crawler`` names without a reactor on Scrapy 2.15 to 2.18 (2.19
     names aiohttp there; under a reactor both download with Twisted).
 
     Where httpx answers differently the tests say so, and

@@ -134,7 +134,7 @@ def settings_for(config: dict[str, Any]) -> dict[str, Any]:
     }
     if config.get("reactorless"):
         # Scrapy picks its reactor-less download handler itself, as for a
-        # user: aiohttp on Scrapy 2.19, httpx on 2.16 to 2.18 (which have no
+        # user: aiohttp on Scrapy 2.19, httpx on 2.15 to 2.18 (which have no
         # aiohttp handler).
         settings["TWISTED_REACTOR_ENABLED"] = False
     settings.update(config.get("settings", {}))
