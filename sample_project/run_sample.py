@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     output: Path = args.output.resolve()
     settings = get_project_settings()
     feeds = {
-        output / Path(str(uri)).name: options
+        str(output / Path(str(uri)).name): options
         for uri, options in settings.getdict("FEEDS").items()
     }
     settings.set("FEEDS", feeds, "cmdline")

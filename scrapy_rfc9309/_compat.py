@@ -1,6 +1,9 @@
 """Where the package meets differences between the Scrapy releases it
 supports: Scrapy 2.14 and newer (Python 3.10 and newer).
 
+- ``is_asyncio_available`` is Scrapy's, but ``True`` where no reactor is
+  installed (plain asyncio, as Scrapy 2.15 answers), where Scrapy 2.14
+  raises;
 - ``sleep`` is Scrapy's own where Scrapy has it
   (``scrapy.utils.asyncio.sleep``, Scrapy 2.18), else the same few lines
   over what older releases have: it works under the asyncio reactor,
@@ -27,19 +30,36 @@ import time
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from scrapy import version_info
-from scrapy.utils.asyncio import call_later, is_asyncio_available
+from scrapy.utils.asyncio import call_later
+from scrapy.utils.asyncio import is_asyncio_available as _is_asyncio_available
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["DownloadTimeoutError", "run_in_thread", "sleep", "slot_clock"]
+__all__ = [
+    "DownloadTimeoutError",
+    "is_asyncio_available",
+    "run_in_thread",
+    "sleep",
+    "slot_clock",
+]
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
 slot_clock = time.monotonic if version_info >= (2, 16) else time.time
+
+
+def is_asyncio_available() -> bool:
+    """Whether asyncio code may run: under the asyncio reactor, or without
+    a reactor."""
+    try:
+        return _is_asyncio_available()
+    except RuntimeError:  # Scrapy 2.14, no reactor installed: plain asyncio
+        return True
+
 
 try:
     from scrapy.utils.asyncio import sleep

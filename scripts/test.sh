@@ -4,9 +4,9 @@
 # whole pytest suite, and the crawl tests again without a reactor.
 #
 #   bash scripts/test.sh [PYTEST ARGS]   arguments go to the first pytest run
-#   bash scripts/test.sh --oldest        the crawl tests on the oldest versions
+#   bash scripts/test.sh --oldest        the tests on the oldest versions
 #                                        supported (Python 3.10, Scrapy 2.14.2)
-#   bash scripts/test.sh --scrapy 2.18.0 the crawl tests on that Scrapy release
+#   bash scripts/test.sh --scrapy 2.18.0 the tests on that Scrapy release
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -77,9 +77,6 @@ split() {
 
 # The oldest Scrapy supported, on Python 3.10: --oldest.
 OLDEST=2.14.2
-# On another Scrapy, also the tests that start crawls in subprocesses
-# (scrapy robots, fleets of workers with and without a reactor).
-other_also=(tests/test_commands.py tests/test_fleet.py tests/test_store_fleet.py)
 
 need_redis_server() {
     command -v redis-server >/dev/null 2>&1 && return
@@ -92,8 +89,9 @@ need_redis_server() {
     fi
 }
 
-# --oldest and --scrapy VERSION: the crawl tests on another Scrapy release,
-# in a git-ignored venv of its own (never the .venv below).
+# --oldest and --scrapy VERSION: every test on another Scrapy release, and
+# the crawl tests without a reactor where it has that mode, in a git-ignored
+# venv of its own (never the .venv below).
 other=
 case "${1-}" in
     --oldest) other=$OLDEST ;;
@@ -140,7 +138,9 @@ if [ -n "$other" ]; then
     fi
     echo "testing on $("$venv/bin/python" --version), Scrapy" \
         "$("$venv/bin/python" -c 'import scrapy; print(scrapy.__version__)')" >&2
-    split "$venv/bin/python" -- "${crawl[@]}" "${other_also[@]}"
+    # Every test (what a release changes shows in the sample, in feed exports,
+    # in `scrapy crawl`'s exit status, not only in crawls).
+    split "$venv/bin/python" -- tests/test_*.py
     # Scrapy runs without a reactor from 2.15 (TWISTED_REACTOR_ENABLED).
     if "$venv/bin/python" -c 'import scrapy, sys; sys.exit(scrapy.version_info < (2, 15))'; then
         split "$venv/bin/python" "${reactorless[@]}" -- "${crawl[@]}"

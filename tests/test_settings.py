@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scrapy import version_info
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
@@ -348,7 +349,8 @@ def test_scrapy_crawl_says_a_refused_setting_in_one_line(
         timeout=60,
         check=False,
     )
-    assert done.returncode == 1, done.stderr
+    # Scrapy 2.14 sets 1 only for a spider it could not make.
+    assert done.returncode == (1 if version_info >= (2, 15) else 0), done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     assert "never retrieved" not in done.stderr
     # Every log line of the package's: the one ERROR.

@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import DeferredList
 
-from scrapy_rfc9309._compat import sleep
+from scrapy_rfc9309._compat import is_asyncio_available, sleep
 from scrapy_rfc9309.outcome import (
     FORMAT,
 )

@@ -44,8 +44,10 @@ LOG_LEVEL = "INFO"
 
 # Items and the summaries go to output/ beside scrapy.cfg.
 SAMPLE_OUTPUT_DIR = str(Path(__file__).resolve().parent.parent / "output")
+# A path as a string: Scrapy 2.14 turns a Path into a file URI whose "%"
+# is escaped, and the "%(name)s" placeholder fails.
 FEEDS = {
-    Path(SAMPLE_OUTPUT_DIR) / "%(name)s.jsonl": {
+    str(Path(SAMPLE_OUTPUT_DIR) / "%(name)s.jsonl"): {
         "format": "jsonlines",
         "encoding": "utf8",
         "overwrite": True,

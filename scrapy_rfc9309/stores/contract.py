@@ -78,7 +78,7 @@ SAMPLE_SHA256 = "ab" * 32
 async def _gather(*coros: Coroutine[Any, Any, _T]) -> list[_T]:
     """The coroutines run at once: ``asyncio.gather``, or, under a Twisted
     reactor without asyncio, Deferreds."""
-    from scrapy.utils.asyncio import is_asyncio_available
+    from .._compat import is_asyncio_available
 
     if is_asyncio_available():
         return list(await asyncio.gather(*coros))

@@ -19,8 +19,6 @@ import time
 import uuid
 from typing import TYPE_CHECKING, TypeVar
 
-from scrapy.utils.asyncio import is_asyncio_available
-
 try:
     from redis.asyncio import Redis
     from redis.asyncio.retry import Retry
@@ -31,6 +29,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "ROBOTS_STORE='redis' needs redis-py: pip install scrapy-rfc9309[redis]"
     ) from exc
 
+from .._compat import is_asyncio_available
 from .._config import RobotsConfig
 from .._defaults import DEFAULTS
 from .._redact import ambiguous, masked, redacted

@@ -21,11 +21,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.job import job_dir
 from scrapy.utils.project import data_path
 
-from .._compat import run_in_thread
+from .._compat import is_asyncio_available, run_in_thread
 from .._config import RobotsConfig
 from .._defaults import DEFAULTS
 from .._redact import masked
