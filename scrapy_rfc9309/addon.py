@@ -23,6 +23,7 @@ DOWNLOADER_PRIORITY = 100
 #: responses, before Referer (700), UrlLength (800) and Depth (900) see the
 #: follow-up requests of a page.
 SPIDER_PRIORITY = 550
+#: Scrapy's RobotsTxtMiddleware as DOWNLOADER_MIDDLEWARES_BASE names it.
 BUILTIN_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 # By import path: the add-on does not need the spider middleware's module.
 DIRECTIVES_MIDDLEWARE = "scrapy_rfc9309.spidermiddleware.DirectivesMiddleware"
