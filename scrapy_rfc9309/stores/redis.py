@@ -189,15 +189,6 @@ def redis_url(settings: BaseSettings) -> str:
     return f"redis://{host}:{port}"
 
 
-def _asyncio_loop_in_use() -> bool:
-    try:
-        return is_asyncio_available()
-    except RuntimeError:
-        # No reactor and no loop running yet: whatever runs the crawl will
-        # be an asyncio loop.
-        return True
-
-
 class RedisStore(OutcomeStore):
     """Outcomes in Redis under ``prefix``, shared by every worker using it.
 
@@ -255,7 +246,7 @@ class RedisStore(OutcomeStore):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        if not _asyncio_loop_in_use():
+        if not is_asyncio_available():
             raise StoreError(
                 "the Redis store needs an asyncio event loop: the asyncio "
                 "reactor (Scrapy's default TWISTED_REACTOR) or reactor-less mode"
