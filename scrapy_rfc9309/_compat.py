@@ -18,9 +18,11 @@ supports: Scrapy 2.14 and newer (Python 3.10 and newer).
 
 The other differences are read where they are used: a downloader slot's
 jitter (``Slot.jitter``, Scrapy 2.19) against the boolean
-``randomize_delay`` before it (``_slots.py``), and Scrapy's
-``robots_parsed`` signal (Scrapy 2.18), sent only where it exists
-(``_coordination.py``).
+``randomize_delay`` before it (``_slots.py``), Scrapy's ``robots_parsed``
+signal (Scrapy 2.18), sent only where it exists (``_coordination.py``), and
+Scrapy 2.14's settings, which tell a class from its import path, so the
+add-on also disables the built-in middleware by its path there
+(``addon.py``).
 """
 
 from __future__ import annotations
