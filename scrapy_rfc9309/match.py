@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_ALLOW",
+    "MATCHERS_PER_DOCUMENT",
     "ROBOTS_TXT",
     "Cause",
     "Decision",
@@ -425,7 +426,6 @@ class Matcher:
         alike); then Content-Signal values and Content-Usage rules.
         """
         plain = self._plain
-        meta = self._meta
         size = len(plain)
         # Entries spelt otherwise are among the others.
         spelt = [entry for entry in self._originals or () if entry < size]
@@ -434,7 +434,7 @@ class Matcher:
             kept[entry] = 0
         lines = list(compress(plain, kept))
         others = list(map(self._pattern, spelt))
-        others.extend(map(self._pattern, range(size, len(meta))))
+        others.extend(map(self._pattern, range(size, len(self._meta))))
         text = b"\n".join(lines)
         if not text.isascii():
             # A profile that keeps octets beyond ASCII as they are.
@@ -507,14 +507,14 @@ def compile(document: Document, user_agent: str) -> Matcher:
             matcher = Matcher(document, user_agent)
         else:
             matcher = _compile_text(text, document.profile, user_agent)
-        if len(matchers) >= _MATCHERS_PER_DOCUMENT:
+        if len(matchers) >= MATCHERS_PER_DOCUMENT:
             matchers.clear()
         matchers[user_agent] = matcher
     return matcher
 
 
-# Agents a document keeps a matcher for: a crawler asks for one or two.
-_MATCHERS_PER_DOCUMENT = 4
+#: Agents a document keeps a matcher for: a crawler asks for one or two.
+MATCHERS_PER_DOCUMENT = 4
 # The profiles whose rules for one agent _read.rules_for() reads in full:
 # it selects by product token (not as a bounded profile does) and leaves
 # empty patterns out (which Yandex reads as "Allow: /").

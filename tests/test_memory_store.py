@@ -10,7 +10,13 @@ import pytest
 from scrapy.utils.test import get_crawler
 
 from scrapy_rfc9309 import _sizes
-from scrapy_rfc9309.match import Matcher, content_signals, crawl_delay
+from scrapy_rfc9309.match import (
+    MATCHERS_PER_DOCUMENT,
+    Matcher,
+    compile,
+    content_signals,
+    crawl_delay,
+)
 from scrapy_rfc9309.outcome import (
     Lifetimes,
     explain_by,
@@ -18,7 +24,7 @@ from scrapy_rfc9309.outcome import (
     unavailable,
     unreachable,
 )
-from scrapy_rfc9309.parse import Rule, parse
+from scrapy_rfc9309.parse import Document, Rule, parse
 from scrapy_rfc9309.stores.base import OutcomeStore
 from scrapy_rfc9309.stores.memory import Entry, MemoryStore, entry_size, new_entry
 from scrapy_rfc9309.usage import matched_usage, usage_explained, usage_preferences
@@ -248,7 +254,8 @@ def test_hostile_origins_stay_within_the_byte_bound() -> None:
     assert entry.matcher.explain("/public").allowed
 
 
-@pytest.mark.parametrize(
+# The costliest shapes of robots.txt to keep, per byte of body.
+COSTLY_BODIES = pytest.mark.parametrize(
     "body",
     [
         hostile_body(100_000),
@@ -264,6 +271,9 @@ def test_hostile_origins_stay_within_the_byte_bound() -> None:
     ],
     ids=["short", "wildcard-unicode", "many-wildcards", "sitemaps", "content-usage"],
 )
+
+
+@COSTLY_BODIES
 def test_the_estimate_stays_above_what_is_held_and_near_it(body: str | bytes) -> None:
     # The bound is only as good as entry_size(): it must not undercount
     # the costliest shapes.
@@ -290,6 +300,42 @@ def test_the_estimate_stays_above_what_is_held_and_near_it(body: str | bytes) ->
     # Nor overcount them much: the bound would keep far fewer origins
     # than it could.
     assert entry_size(origin, entry) <= 2 * held
+
+
+@COSTLY_BODIES
+def test_whole_documents_are_counted_with_every_matcher_they_may_keep(
+    body: str | bytes,
+) -> None:
+    # Without an agent (library use) the store keeps whole documents, and
+    # each agent asked of one compiles a matcher the document keeps, up to
+    # MATCHERS_PER_DOCUMENT; the entry's own matcher (for "*") outlives the
+    # document's dict being emptied. The estimate counts them all at once.
+    store = MemoryStore()
+    origin = "http://example.com/robots.txt"
+    asked = [f"Bot{agent}" for agent in range(MATCHERS_PER_DOCUMENT + 3)]
+
+    def ask(document: Document | None) -> None:
+        assert document is not None
+        for agent in asked:
+            # Asked once, each matcher compiles its Content-Usage table too.
+            matched_usage(compile(document, agent), "http://example.com/p1/x")
+
+    # A first store fills the parser's process-wide caches.
+    warm = parsed(parse(body), now=0, lifetimes=LIFETIMES)
+    ask(store.store("http://warm/robots.txt", warm).outcome.document)
+
+    def fill() -> None:
+        entry = store.store(origin, parsed(parse(body), now=0, lifetimes=LIFETIMES))
+        ask(entry.outcome.document)
+
+    held = held_after(fill)
+    entry = store.entry(origin)
+    assert entry is not None
+    assert entry.outcome.document is not None
+    # The dict was emptied once and filled again: it keeps the last agents.
+    assert list(entry.outcome.document._matchers) == asked[-MATCHERS_PER_DOCUMENT:]
+    assert entry_size(origin, entry) >= held
+    assert entry_size(origin, entry) <= 2.5 * held
 
 
 def _counted_by_rules(origin: str, entry: Entry) -> int:

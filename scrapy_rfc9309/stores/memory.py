@@ -17,9 +17,20 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from .._config import RobotsConfig
-from .._sizes import LINE_BYTES, TEXT_CHAR, WILDCARD_BYTES, chars, extras_size
+from .._sizes import (
+    LINE_BYTES,
+    MATCHER_CHAR,
+    MATCHER_RULE_BYTES,
+    MATCHER_SPECIAL_BYTES,
+    MATCHER_SPECIAL_TABLES_BYTES,
+    TEXT_CHAR,
+    WILDCARD_BYTES,
+    chars,
+    extras_size,
+    usage_table_size,
+)
 from ..licenses import robots_licenses
-from ..match import compile
+from ..match import MATCHERS_PER_DOCUMENT, compile
 from ..outcome import PARSED
 from ..parse import Document, Record
 from .base import OutcomeStore
@@ -98,36 +109,53 @@ _LEAN_ENTRY_BYTES = 700
 #: A group of a kept document: its tuple, user-agent strings, Content-Signal
 #: dict.
 _GROUP_BYTES = 400
-#: A rule of a kept document: the Rule tuple and its line, the matcher's
-#: table slots.
-_RULE_BYTES = 320
+#: A rule of a kept document: the Rule tuple, its line and its pattern's
+#: object (the matchers' share is counted apart).
+_RULE_BYTES = 200
+#: A matcher's fixed part: its object, arrays and tuples, its slot in the
+#: document's dict.
+_MATCHER_BYTES = 500
 #: A string object beyond its text (CPython's header, rounded up).
 _STRING_BYTES = 64
-# Per character of a pattern: the pattern as written and the matcher's
-# percent-encoded copies.  Beyond ASCII a character takes up to four bytes
-# as text and twelve percent-encoded.
-_PATTERN_CHAR = (3, 20)
+# Per character of a pattern as written: beyond ASCII a character takes up
+# to four bytes.
+_PATTERN_CHAR = (1, 4)
 
 
-def _document_size(document: Document) -> int:
+def _document_size(document: Document, matchers: int) -> int:
+    """A kept document and the ``matchers`` compiled from it that may be
+    held, each of at most every rule of the document (and its Content-Usage
+    table)."""
     size = 0
+    # What every matcher may hold, counted once (as Matcher.estimated_bytes
+    # counts a matcher's rules), then for as many matchers as it may keep.
+    matched = 0
+    specials = False
     for group in document.groups:
         size += _GROUP_BYTES + sum(
             LINE_BYTES + chars(agent, TEXT_CHAR) for agent in group.user_agents
         )
-        size += sum(
-            _RULE_BYTES
-            + chars(rule.pattern, _PATTERN_CHAR)
-            + WILDCARD_BYTES * rule.pattern.count("*")
-            for rule in group.rules
-        )
+        for rule in group.rules:
+            pattern = rule.pattern
+            size += _RULE_BYTES + chars(pattern, _PATTERN_CHAR)
+            matched += MATCHER_RULE_BYTES + chars(pattern, MATCHER_CHAR)
+            stars = pattern.count("*")
+            if stars or pattern.endswith("$"):
+                specials = True
+                matched += MATCHER_SPECIAL_BYTES + WILDCARD_BYTES * stars
+        # The document's Content-Signal values and Content-Usage rules; a
+        # matcher's own are its copy of the values and its table of the rules.
         size += extras_size(group.content_signals, group.content_usage)
+        matched += LINE_BYTES * len(group.content_signals) + sum(
+            usage_table_size(rule.path) for rule in group.content_usage if rule.path
+        )
     size += sum(LINE_BYTES + chars(url, TEXT_CHAR) for url in document.sitemaps)
     size += sum(
         LINE_BYTES + chars(record.name, TEXT_CHAR) + chars(record.value, TEXT_CHAR)
         for record in document.records
     )
-    return size
+    matched += _MATCHER_BYTES + (MATCHER_SPECIAL_TABLES_BYTES if specials else 0)
+    return size + matchers * matched
 
 
 def entry_size(origin: str, entry: Entry) -> int:
@@ -135,7 +163,8 @@ def entry_size(origin: str, entry: Entry) -> int:
 
     An estimate from counts and lengths (groups, rules, pattern lengths,
     sitemaps, records), deterministic and of the cost of compiling the
-    matcher, set to stay above what tracemalloc measures; no object walk.
+    matcher (for a whole document, every matcher it may keep), set to stay
+    above what tracemalloc measures; no object walk.
     """
     outcome = entry.outcome
     documents = [
@@ -160,7 +189,10 @@ def entry_size(origin: str, entry: Entry) -> int:
         # Kept for one agent: the matcher alone holds the rules that apply.
         size += entry.matcher.estimated_bytes()
     for document in documents:
-        size += _document_size(document)
+        # A document keeps a matcher per agent asked, up to
+        # MATCHERS_PER_DOCUMENT; the entry's own may outlive them.
+        matchers = MATCHERS_PER_DOCUMENT + (document is outcome.rules)
+        size += _document_size(document, matchers)
     return size
 
 
