@@ -50,8 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(HERE))
     os.environ["SCRAPY_SETTINGS_MODULE"] = "sample_project.settings"
     from sample_project.demo_site import DemoSite, DemoSiteError, describe
-    from scrapy.crawler import AsyncCrawlerProcess
     from scrapy.utils.project import get_project_settings
+
+    try:
+        from scrapy.crawler import AsyncCrawlerProcess
+    except ImportError:  # Scrapy 2.13
+        from scrapy.crawler import CrawlerProcess as AsyncCrawlerProcess
 
     output: Path = args.output.resolve()
     settings = get_project_settings()

@@ -1,9 +1,15 @@
 """Where the package meets differences between the Scrapy releases it
-supports: Scrapy 2.14 and newer (Python 3.10 and newer).
+supports: Scrapy 2.13 and newer (Python 3.10 and newer).
 
-- ``is_asyncio_available`` is Scrapy's, but ``True`` where no reactor is
-  installed (plain asyncio, as Scrapy 2.15 answers), where Scrapy 2.14
-  raises;
+- ``spider_argument`` makes a middleware whose methods take no ``spider``
+  callable as Scrapy 2.13 calls them (with ``spider=``); every middleware
+  of the package is wrapped, a no-op from 2.14;
+- ``download`` is ``engine.download_async`` (Scrapy 2.14), or the Deferred
+  of ``engine.download`` awaited on 2.13;
+- ``is_asyncio_available`` is Scrapy's (on 2.13,
+  ``is_asyncio_reactor_installed``), but ``True`` where no reactor is
+  installed (plain asyncio, as Scrapy 2.15 answers), where Scrapy 2.13 and
+  2.14 raise;
 - ``sleep`` is Scrapy's own where Scrapy has it
   (``scrapy.utils.asyncio.sleep``, Scrapy 2.18), else the same few lines
   over what older releases have: it works under the asyncio reactor,
@@ -20,8 +26,8 @@ The other differences are read where they are used: a downloader slot's
 jitter (``Slot.jitter``, Scrapy 2.19) against the boolean
 ``randomize_delay`` before it (``_slots.py``), Scrapy's ``robots_parsed``
 signal (Scrapy 2.18), sent only where it exists (``_coordination.py``), and
-Scrapy 2.14's settings, which tell a class from its import path, so the
-add-on also disables the built-in middleware by its path there
+the settings of Scrapy 2.13 and 2.14, which tell a class from its import
+path, so the add-on also disables the built-in middleware by its path there
 (``addon.py``).
 """
 
@@ -29,23 +35,41 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from functools import wraps
+from inspect import isasyncgenfunction, iscoroutinefunction
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from scrapy import version_info
-from scrapy.utils.asyncio import call_later
-from scrapy.utils.asyncio import is_asyncio_available as _is_asyncio_available
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
+
+try:
+    from scrapy.utils.asyncio import call_later
+    from scrapy.utils.asyncio import is_asyncio_available as _is_asyncio_available
+except ImportError:  # Scrapy 2.13
+    from scrapy.utils.reactor import CallLaterOnce
+    from scrapy.utils.reactor import (
+        is_asyncio_reactor_installed as _is_asyncio_available,
+    )
+
+    def call_later(delay: float, func: Callable[..., Any], *args: Any) -> None:  # type: ignore[misc]
+        CallLaterOnce(func, *args).schedule(delay)
+
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+
 __all__ = [
     "DownloadTimeoutError",
+    "download",
     "is_asyncio_available",
     "run_in_thread",
     "sleep",
     "slot_clock",
+    "spider_argument",
 ]
 
 _P = ParamSpec("_P")
@@ -59,7 +83,7 @@ def is_asyncio_available() -> bool:
     a reactor."""
     try:
         return _is_asyncio_available()
-    except RuntimeError:  # Scrapy 2.14, no reactor installed: plain asyncio
+    except RuntimeError:  # Scrapy < 2.15, no reactor installed: plain asyncio
         return True
 
 
@@ -94,3 +118,62 @@ except ImportError:  # Scrapy < 2.15
         from twisted.internet.threads import deferToThread
 
         return await maybe_deferred_to_future(deferToThread(func, *args, **kwargs))
+
+
+async def download(crawler: Crawler, request: Request) -> Response:
+    """``request`` downloaded through ``crawler``'s engine, past the
+    downloader middlewares and outside the scheduler."""
+    engine = crawler.engine
+    assert engine is not None
+    if hasattr(engine, "download_async"):
+        return await engine.download_async(request)
+    # Scrapy 2.13: the Deferred form.
+    return await maybe_deferred_to_future(engine.download(request))
+
+
+#: The middleware methods Scrapy 2.13 calls with a ``spider`` keyword.
+_HOOKS = (
+    "process_request",
+    "process_response",
+    "process_exception",
+    "process_spider_input",
+    "process_spider_output",
+    "process_spider_output_async",
+    "process_spider_exception",
+)
+
+
+def spider_argument(cls: type[_T]) -> type[_T]:
+    """``cls``, a middleware whose methods take no ``spider``, as Scrapy 2.13
+    calls them: with ``spider=`` as well, which they are not given.  From
+    Scrapy 2.14 on, ``cls`` itself."""
+    if version_info >= (2, 14):
+        return cls
+    for name in _HOOKS:
+        method = cls.__dict__.get(name)
+        if method is not None:
+            setattr(cls, name, _without_spider(method))
+    return cls
+
+
+def _without_spider(method: Callable[..., Any]) -> Callable[..., Any]:
+    # Scrapy tells an async generator, a coroutine and a plain method apart:
+    # the wrapper is of the same kind.
+    wrapper: Callable[..., Any]
+    if isasyncgenfunction(method):
+
+        async def wrapper(*args: Any, spider: Any = None, **kwargs: Any) -> Any:
+            async for item in method(*args, **kwargs):
+                yield item
+
+    elif iscoroutinefunction(method):
+
+        async def wrapper(*args: Any, spider: Any = None, **kwargs: Any) -> Any:
+            return await method(*args, **kwargs)
+
+    else:
+
+        def wrapper(*args: Any, spider: Any = None, **kwargs: Any) -> Any:
+            return method(*args, **kwargs)
+
+    return wraps(method)(wrapper)

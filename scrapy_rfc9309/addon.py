@@ -86,7 +86,7 @@ class Addon:
             "DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, None
         )
         if version_info < (2, 15):
-            # Scrapy 2.14 tells a class from its import path, the key of
+            # Scrapy 2.13 and 2.14 tell a class from its import path, the key of
             # DOWNLOADER_MIDDLEWARES_BASE: the built-in is named that way too.
             _set_by_path(settings, "DOWNLOADER_MIDDLEWARES", BUILTIN_MIDDLEWARE, None)
         settings.setdefault_in_component_priority_dict(

@@ -29,7 +29,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 
-from ._compat import DownloadTimeoutError, run_in_thread
+from ._compat import DownloadTimeoutError, download, run_in_thread
 from ._config import RobotsConfig
 from ._decode import ACCEPT_ENCODING, BoundedDecoder, codings, decode
 from ._ssrf import is_public as _is_public
@@ -295,7 +295,7 @@ class RobotsFetcher:
         )
         self._track_bodies(+1)
         try:
-            response = await self.crawler.engine.download_async(request)
+            response = await download(self.crawler, request)
         finally:
             self._track_bodies(-1)
         return response, body.decoded(response)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 from scrapy import Request
 
+from ._compat import spider_argument
 from .licenses import link_licenses
 from .spidermiddleware import annotate
 
@@ -23,6 +24,7 @@ __all__ = ["LicensesMiddleware"]
 META_KEY = FIELD = "robots_licenses"
 
 
+@spider_argument
 class LicensesMiddleware:
     """Give each response the licences that apply to it: robots.txt's
     ``License`` lines for the crawl's agent (which

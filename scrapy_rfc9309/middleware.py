@@ -23,6 +23,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.httpobj import urlparse_cached
 
+from ._compat import spider_argument
 from ._config import RobotsConfig
 from ._coordination import GuardedStore, Outcomes
 from ._settings import ensure_enabled, refusals_logged
@@ -117,6 +118,7 @@ class _Configured(Generic[_T]):
         raise AttributeError(f"{self.field} is read from the crawl's config")
 
 
+@spider_argument
 class RobotsMiddleware:
     """Downloader middleware obeying RFC 9309 robots.txt (see the README).
 

@@ -73,7 +73,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 
-from scrapy_rfc9309._compat import sleep
+from scrapy_rfc9309._compat import sleep, spider_argument
 
 from ._config import SCOPES, RobotsConfig
 from ._retryafter import RETRY_AFTER_STATUSES, retry_after
@@ -576,6 +576,7 @@ class Politeness:
         return {"origins": len(self._free_at), "gates": len(self._gates)}
 
 
+@spider_argument
 class PacingMiddleware:
     """Downloader middleware, last in the chain: holds each request that
     :class:`~scrapy_rfc9309.RobotsMiddleware` marked under a Crawl-delay

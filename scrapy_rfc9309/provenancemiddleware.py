@@ -22,6 +22,7 @@ from itemadapter import ItemAdapter
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
+from ._compat import spider_argument
 from ._settings import ensure_enabled, refusals_logged
 from .directives import directives_for, stringify_directives
 from .provenance import (
@@ -50,6 +51,7 @@ __all__ = ["ProvenanceMiddleware"]
 OTHER_FACTS = {"tdm": "robots_tdm", "licenses": "robots_licenses"}
 
 
+@spider_argument
 class ProvenanceMiddleware:
     """Give each kept item its ``robots_provenance`` record
     (``ROBOTS_PROVENANCE``) and count it for ``ROBOTS_REPORT``."""

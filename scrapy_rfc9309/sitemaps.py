@@ -42,7 +42,7 @@ from scrapy.utils.defer import deferred_from_coro
 
 from . import _sitemap_read
 from . import signals as robots_signals
-from ._compat import sleep
+from ._compat import sleep, spider_argument
 from ._config import RobotsConfig
 from ._settings import ensure_enabled, refusals_logged
 from ._sitemap_read import site as _site
@@ -265,6 +265,7 @@ class _PageCap:
         return False
 
 
+@spider_argument
 class SitemapsMiddleware:
     """Spider middleware feeding robots.txt sitemaps to the spider.
 

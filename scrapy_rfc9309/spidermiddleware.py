@@ -12,6 +12,7 @@ from itemadapter import ItemAdapter
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
+from ._compat import spider_argument
 from ._config import RobotsConfig
 from ._settings import ensure_enabled, refusals_logged
 from .directives import DirectiveSet, directives_for
@@ -50,6 +51,7 @@ def _utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+@spider_argument
 class DirectivesMiddleware:
     """Obey the page directives (``X-Robots-Tag``, ``<meta name="robots">``).
 

@@ -25,6 +25,7 @@ from itemadapter import ItemAdapter
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
+from ._compat import spider_argument
 from ._config import RobotsConfig
 from ._coordination import Leases, SingleFlight, StoreGuard
 from ._settings import ensure_enabled, refusals_logged
@@ -177,6 +178,7 @@ class TdmEntry(NamedTuple):
             return None
 
 
+@spider_argument
 class TdmMiddleware:
     """Apply each origin's ``tdmrep.json`` to the requests of a TDM crawl.
 
@@ -468,6 +470,7 @@ def response_state(response: Response) -> TdmState:
     return resolve(state, steps)
 
 
+@spider_argument
 class TdmItemsMiddleware:
     """Apply the ``tdm-reservation`` header and HTML meta of each response
     of a TDM crawl: ``response.meta["robots_tdm"]`` says the result; with

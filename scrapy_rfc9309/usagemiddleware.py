@@ -19,6 +19,7 @@ from itemadapter import ItemAdapter
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
+from ._compat import spider_argument
 from ._config import RobotsConfig
 from ._settings import ensure_enabled, refusals_logged
 from .middleware import USAGE_META_KEY
@@ -39,6 +40,7 @@ logger = logging.getLogger(__name__)
 FIELD = USAGE_META_KEY
 
 
+@spider_argument
 class UsageMiddleware:
     """Obey ``Content-Usage`` for the purposes of the crawl.
 

@@ -5,7 +5,7 @@
 #
 #   bash scripts/test.sh [PYTEST ARGS]   arguments go to the first pytest run
 #   bash scripts/test.sh --oldest        the tests on the oldest versions
-#                                        supported (Python 3.10, Scrapy 2.14.2)
+#                                        supported (Python 3.10, Scrapy 2.13.4)
 #   bash scripts/test.sh --scrapy 2.18.0 the tests on that Scrapy release
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -76,7 +76,7 @@ split() {
 }
 
 # The oldest Scrapy supported, on Python 3.10: --oldest.
-OLDEST=2.14.2
+OLDEST=2.13.4
 
 need_redis_server() {
     command -v redis-server >/dev/null 2>&1 && return

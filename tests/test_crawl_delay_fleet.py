@@ -22,6 +22,7 @@ import pytest
 from scrapy import Request
 from scrapy.crawler import Crawler
 
+from scrapy_rfc9309._compat import download
 from scrapy_rfc9309.middleware import RobotsMiddleware
 from scrapy_rfc9309.stores.redis import RedisStore
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
@@ -91,8 +92,9 @@ class WarmSpider(RecordingSpider):
     """
 
     async def start(self) -> AsyncIterator[Any]:
-        await self.crawler.engine.download_async(
-            Request(self.settings["WARMUP_URL"], meta={"dont_obey_robotstxt": True})
+        await download(
+            self.crawler,
+            Request(self.settings["WARMUP_URL"], meta={"dont_obey_robotstxt": True}),
         )
         async for request in super().start():
             yield request

@@ -23,6 +23,7 @@ import pytest
 from scrapy import Request
 from scrapy.crawler import Crawler
 
+from scrapy_rfc9309._compat import spider_argument
 from scrapy_rfc9309.politeness import Politeness
 from tests.support.crawl_helpers import (
     TIMER_GRANULARITY,
@@ -40,6 +41,7 @@ BURST = {"CONCURRENT_REQUESTS_PER_DOMAIN": 8, "CONCURRENT_REQUESTS": 16}
 MakeServer = Callable[..., Server]
 
 
+@spider_argument
 class Sent:
     """Records when each request leaves the downloader middlewares (placed
     after PacingMiddleware): ``(monotonic time, URL)``."""
@@ -66,6 +68,7 @@ def _gaps(server: Server) -> list[float]:
     return [later - earlier for earlier, later in pairwise(times)]
 
 
+@spider_argument
 class RotatingSlots:
     """Puts each request in one of three slots, one per "proxy", as
     scrapy-rotating-proxies does (placed at 610, after RobotsMiddleware)."""
@@ -76,6 +79,7 @@ class RotatingSlots:
         request.meta["download_slot"] = f"proxy{next(self.numbers) % 3}"
 
 
+@spider_argument
 class ZyteApiLike:
     """As scrapy-zyte-api's downloader middleware (at 1000): each request to
     a ``zyte-api@<slot>`` slot whose delay it sets to 0."""
@@ -97,6 +101,7 @@ class ZyteApiLike:
             slot.delay = 0
 
 
+@spider_argument
 class OneGroup:
     """Sends every request through the slot ``group`` (of DOWNLOAD_SLOTS)."""
 

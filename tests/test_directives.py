@@ -529,7 +529,7 @@ ISO_UTC = b"2026-12-31T00:00:00+00:00"
             b' "notranslate": false, "max_snippet": 5, "max_image_preview": null,'
             b' "max_video_preview": null,'
             b' "unavailable_after": "%s", "other": ["noai"]}'
-            # Scrapy 2.14 to 2.17 write a datetime to JSON without its zone.
+            # Scrapy 2.13 to 2.17 write a datetime to JSON without its zone.
             % (ISO_UTC if version_info >= (2, 18) else b"2026-12-31 00:00:00"),
         ),
         (

@@ -29,6 +29,7 @@ from scrapy.utils.reactor import is_reactor_installed
 
 import scrapy_rfc9309._decode as decode_module
 import scrapy_rfc9309.fetch as fetch_module
+from scrapy_rfc9309._compat import spider_argument
 from scrapy_rfc9309._decode import MAX_MEMBERS
 from scrapy_rfc9309.middleware import META_KEY
 from scrapy_rfc9309.outcome import Outcome
@@ -90,6 +91,7 @@ class _StatsMiddleware:
         return cls(crawler)
 
 
+@spider_argument
 class Counter(_StatsMiddleware):
     """Just before RobotsMiddleware: counts the requests entering it, the
     spider's and robots.txt hops apart."""
@@ -99,6 +101,7 @@ class Counter(_StatsMiddleware):
         self.stats.inc_value("test/robots_hops" if hop else "test/requests_in")
 
 
+@spider_argument
 class Dropper(_StatsMiddleware):
     """After RobotsMiddleware: drops the requests of ``/p/dropped``, as
     another middleware of a project might."""

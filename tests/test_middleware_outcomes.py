@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import pytest
 from scrapy import Request
 
+from scrapy_rfc9309._compat import spider_argument
 from tests.support.crawl_helpers import (
     CannotResolveHostError,
     RecordingSpider,
@@ -94,6 +95,7 @@ async def test_connection_refused_unreachable() -> None:
     assert stats(crawler)["robots/outcome/unreachable"] == 1
 
 
+@spider_argument
 class FailDNS:
     """Fails the resolution of hosts ending in ``.unresolvable``, as Scrapy's
     resolver does (the tests touch no real DNS)."""

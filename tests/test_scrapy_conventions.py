@@ -13,7 +13,12 @@ from typing import Any, ClassVar
 
 import pytest
 from scrapy import Request
-from scrapy.crawler import AsyncCrawlerRunner, Crawler, CrawlerRunner
+from scrapy.crawler import Crawler, CrawlerRunner
+
+try:
+    from scrapy.crawler import AsyncCrawlerRunner
+except ImportError:  # Scrapy 2.13, which always runs a reactor
+    AsyncCrawlerRunner = CrawlerRunner  # type: ignore[misc,assignment]
 from scrapy.exceptions import IgnoreRequest
 from scrapy.robotstxt import RobotParser as ScrapyRobotParser
 from scrapy.settings import Settings
@@ -22,6 +27,7 @@ from scrapy.utils.test import get_reactor_settings
 
 import scrapy_rfc9309.fetch as fetch_module
 from scrapy_rfc9309 import DirectivesMiddleware, RobotParser
+from scrapy_rfc9309._compat import spider_argument
 from scrapy_rfc9309.sitemaps import SitemapsMiddleware
 from tests.support.crawl_helpers import (
     BASE_SETTINGS,
@@ -395,6 +401,7 @@ async def test_summary_at_spider_close(
 # -- a robots.txt request refused by another component --------------------------
 
 
+@spider_argument
 class RefuseRobots:
     """A project's middleware refusing robots.txt requests."""
 

@@ -402,9 +402,17 @@ async def test_pages_per_robots_txt_are_capped(
     assert sum(1 for url in scheduled if url.startswith(home.origin)) == 120
     assert sum(1 for url in scheduled if url.startswith(other.origin)) == 50
     assert len(set(scheduled)) == len(scheduled)
-    # Two sitemaps cut (one in part, one before its first page), logged once.
+    # Each sitemap that gave fewer than its 50 pages is counted as cut: at
+    # least two (read one after another: one in part, one before its first
+    # page; Scrapy 2.13 reads the four side by side), logged once.
+    cut = sum(
+        1
+        for number in range(4)
+        if sum(1 for url in scheduled if f"/page/{number}/" in url) < 50
+    )
+    assert cut >= 2
     assert stats(crawler, "robots/sitemaps/cut/") == {
-        "robots/sitemaps/cut/robots_txt_urls": 2
+        "robots/sitemaps/cut/robots_txt_urls": cut
     }
     (cut,) = [r for r in caplog.records if "read only in part" in r.getMessage()]
     assert "ROBOTS_SITEMAP_MAX_URLS_PER_ROBOTSTXT" in cut.getMessage()

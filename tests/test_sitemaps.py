@@ -17,9 +17,9 @@ import pytest
 from scrapy import Request, signals
 from scrapy.http import Response
 from scrapy.spiders import SitemapSpider
-from scrapy.utils.asyncio import call_later
 from scrapy.utils.test import get_crawler
 
+from scrapy_rfc9309._compat import call_later
 from scrapy_rfc9309.sitemaps import DEPTH_KEY, _site
 from tests.support.crawl_helpers import BASE_SETTINGS, RecordingSpider, crawl, stats
 from tests.support.server import Route, Server
@@ -563,6 +563,9 @@ class StoppingSpider(RecordingSpider):
     def _stop(self) -> None:
         from scrapy.utils.defer import deferred_from_coro
 
+        if not hasattr(self.crawler, "stop_async"):  # Scrapy 2.13
+            self.crawler.stop()
+            return
         deferred_from_coro(self.crawler.stop_async())
 
 

@@ -364,3 +364,26 @@ def test_the_engine_does_not_grow() -> None:
     sizes = _sizes()
     total = sum(sizes[f"{name}.py"] for name in CORE)
     assert total <= CORE_LINES, f"{total} lines: more than {CORE_LINES}"
+
+
+def test_every_middleware_takes_scrapy_2_13_spider_argument() -> None:
+    """Scrapy 2.13 calls middleware methods with ``spider=``, which the
+    package's do not take: a class with such a method wears
+    ``_compat.spider_argument``."""
+    from scrapy_rfc9309._compat import _HOOKS
+
+    bare = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            hooks = [
+                item.name
+                for item in node.body
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and item.name in _HOOKS
+            ]
+            decorators = [ast.unparse(decorator) for decorator in node.decorator_list]
+            if hooks and "spider_argument" not in decorators:
+                bare.append(f"{path.name}: {node.name}")
+    assert bare == []

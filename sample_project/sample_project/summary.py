@@ -37,6 +37,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
 from scrapy_rfc9309 import RobotsDisallowed, content_signals, crawl_delay
+from scrapy_rfc9309._compat import spider_argument
 from scrapy_rfc9309.middleware import META_KEY as ROBOTS_TXT_FOR
 from scrapy_rfc9309.signals import robots_outcome
 
@@ -256,6 +257,9 @@ class _Recorder:
         return cls(crawler)
 
 
+# Scrapy 2.13 calls middleware methods with a spider argument too, which
+# these do not take: the package's own middlewares are wrapped alike.
+@spider_argument
 class DropRecorder(_Recorder):
     """Downloader middleware: records each request that robots.txt drops."""
 
@@ -264,6 +268,7 @@ class DropRecorder(_Recorder):
             self.record.host(request.url).dropped.append(_drop(request, exception))
 
 
+@spider_argument
 class DirectivesRecorder(_Recorder):
     """Spider middleware: records what noindex and nofollow take away.
 

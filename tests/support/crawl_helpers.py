@@ -18,18 +18,27 @@ from scrapy.core.downloader import Slot
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
+from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.test import get_crawler, get_reactor_settings
 from twisted.python.failure import Failure
 
+from scrapy_rfc9309._compat import spider_argument
 from scrapy_rfc9309.middleware import RobotsDisallowed, RobotsMiddleware
 
 try:
     from scrapy.exceptions import CannotResolveHostError, DownloadConnectionRefusedError
-except ImportError:  # Scrapy 2.14: a download fails with Twisted's errors
+except ImportError:  # Scrapy 2.13, 2.14: a download fails with Twisted's errors
     from twisted.internet import error
 
     CannotResolveHostError = error.DNSLookupError  # type: ignore[misc]
     DownloadConnectionRefusedError = error.ConnectionRefusedError  # type: ignore[misc]
+
+if not hasattr(Crawler, "crawl_async"):  # Scrapy 2.13: the Deferred form
+
+    async def _crawl_async(self: Crawler, *args: Any, **kwargs: Any) -> None:
+        await maybe_deferred_to_future(self.crawl(*args, **kwargs))
+
+    Crawler.crawl_async = _crawl_async  # type: ignore[attr-defined]
 
 ADDON = {"scrapy_rfc9309.Addon": 100}
 
@@ -99,6 +108,7 @@ class ItemSpider(RecordingSpider):
         yield {"url": response.url}
 
 
+@spider_argument
 class IgnoreRobots:
     """A downloader middleware of the crawl's own (not the site) refusing
     every robots.txt request."""

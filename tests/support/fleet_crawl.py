@@ -27,9 +27,14 @@ from typing import Any
 
 import pytest
 from scrapy import Request, Spider
-from scrapy.crawler import AsyncCrawlerProcess
+
+try:
+    from scrapy.crawler import AsyncCrawlerProcess
+except ImportError:  # Scrapy 2.13
+    from scrapy.crawler import CrawlerProcess as AsyncCrawlerProcess
 from scrapy.http import Response
 
+from scrapy_rfc9309._compat import spider_argument
 from scrapy_rfc9309.middleware import RobotsMiddleware
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
 
@@ -99,6 +104,7 @@ class FleetSpider(Spider):
             pass
 
 
+@spider_argument
 class LateMiddleware:
     """Placed after PacingMiddleware (``FLEET_LATE`` seconds): every other
     request of this worker reaches the wire that much after its departure

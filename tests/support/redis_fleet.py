@@ -49,6 +49,7 @@ from scrapy.core.engine import ExecutionEngine
 from scrapy.http import Response
 from scrapy_redis.spiders import RedisSpider
 
+from scrapy_rfc9309._compat import download, spider_argument
 from scrapy_rfc9309.stores.redis import RedisStore
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
 from tests.support.fleet_crawl import Worker, run_worker, settings_for, spawn
@@ -148,6 +149,7 @@ STORES = {
 SENT_AT = "X-Sent-At"
 
 
+@spider_argument
 class SentAt:
     """Stamps each request with the moment it leaves the downloader
     middlewares, just before its downloader slot sends it: ``time.monotonic()``,
@@ -180,8 +182,8 @@ class FleetRedisSpider(RedisSpider):
 
     async def start(self) -> AsyncIterator[Any]:
         if self.warmup:
-            await self.crawler.engine.download_async(
-                Request(self.warmup, meta={"dont_obey_robotstxt": True})
+            await download(
+                self.crawler, Request(self.warmup, meta={"dont_obey_robotstxt": True})
             )
         for request in self.next_requests():
             yield request
