@@ -36,7 +36,13 @@ from __future__ import annotations
 import asyncio
 import time
 from functools import wraps
-from inspect import isasyncgenfunction, iscoroutinefunction
+from inspect import (
+    Parameter,
+    isasyncgenfunction,
+    iscoroutinefunction,
+    isfunction,
+    signature,
+)
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from scrapy import version_info
@@ -146,34 +152,61 @@ _HOOKS = (
 def spider_argument(cls: type[_T]) -> type[_T]:
     """``cls``, a middleware whose methods take no ``spider``, as Scrapy 2.13
     calls them: with ``spider=`` as well, which they are not given.  From
-    Scrapy 2.14 on, ``cls`` itself."""
+    Scrapy 2.14 on, ``cls`` itself.
+
+    On 2.13 a subclass's own methods are wrapped alike when it is made (a
+    user's override of ``process_request``), unless they take ``spider``
+    themselves; a wrapped method called with the spider as its last
+    positional argument (``super().process_request(request, spider)``)
+    drops it too.
+    """
     if version_info >= (2, 14):
         return cls
+    _wrap_hooks(cls)
+    base: type[Any] = cls
+
+    def init_subclass(subclass: type[Any], /, **kwargs: Any) -> None:
+        super(base, subclass).__init_subclass__(**kwargs)
+        _wrap_hooks(subclass)
+
+    base.__init_subclass__ = classmethod(init_subclass)  # type: ignore[assignment]
+    return cls
+
+
+def _wrap_hooks(cls: type) -> None:
     for name in _HOOKS:
         method = cls.__dict__.get(name)
-        if method is not None:
+        # A method taking a spider (a wrapper, or written for Scrapy 2.13,
+        # maybe under a decorator of its own) is left as it is.
+        if isfunction(method) and not any(
+            "spider" in signature(method, follow_wrapped=unwrap).parameters
+            for unwrap in (False, True)
+        ):
             setattr(cls, name, _without_spider(method))
-    return cls
 
 
 def _without_spider(method: Callable[..., Any]) -> Callable[..., Any]:
     # Scrapy tells an async generator, a coroutine and a plain method apart:
-    # the wrapper is of the same kind.
+    # the wrapper is of the same kind.  A spider passed by position (by a
+    # subclass written for Scrapy 2.13) is the one argument beyond those
+    # ``method`` takes.
+    kinds = [parameter.kind for parameter in signature(method).parameters.values()]
+    taken = None if Parameter.VAR_POSITIONAL in kinds else len(kinds)
     wrapper: Callable[..., Any]
     if isasyncgenfunction(method):
 
         async def wrapper(*args: Any, spider: Any = None, **kwargs: Any) -> Any:
-            async for item in method(*args, **kwargs):
+            async for item in method(*args[:taken], **kwargs):
                 yield item
 
     elif iscoroutinefunction(method):
 
         async def wrapper(*args: Any, spider: Any = None, **kwargs: Any) -> Any:
-            return await method(*args, **kwargs)
+            return await method(*args[:taken], **kwargs)
 
     else:
 
         def wrapper(*args: Any, spider: Any = None, **kwargs: Any) -> Any:
-            return method(*args, **kwargs)
+            return method(*args[:taken], **kwargs)
 
     return wraps(method)(wrapper)

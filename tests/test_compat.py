@@ -74,3 +74,36 @@ async def test_newer_releases_get_the_class_itself() -> None:
     assert vars(cls)["process_request"] is vars(Hooks)["process_request"]
     with pytest.raises(TypeError, match="spider"):
         await _outputs(cls(), spider=None)
+
+
+@coroutine_test
+async def test_a_subclass_of_a_wrapped_middleware_is_wrapped_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A user's override, written for Scrapy 2.14 on (no spider), of a
+    # package middleware: on 2.13 its hooks are wrapped when it is made.
+    monkeypatch.setattr(_compat, "version_info", (2, 13, 4))
+    base = spider_argument(type("Base", (Hooks,), dict(vars(Hooks))))
+
+    class Override(base):  # type: ignore[valid-type,misc]
+        async def process_request(self, request: str) -> str:
+            return "override " + await super().process_request(request)
+
+    class Written213(base):  # type: ignore[valid-type,misc]
+        # Written for Scrapy 2.13: takes the spider, passes it on by position.
+        async def process_request(self, request: str, spider: Any) -> str:
+            return "2.13 " + await super().process_request(request, spider)
+
+    assert await Override().process_request(request="r", spider=None) == (
+        "override request r"
+    )
+    assert await Written213().process_request(request="r", spider=None) == (
+        "2.13 request r"
+    )
+    assert vars(Written213)["process_request"].__qualname__.endswith(
+        "Written213.process_request"
+    )
+    # A decorated subclass (its hooks wrapped when it was made): not twice.
+    decorated = spider_argument(type("Decorated", (base,), dict(vars(Hooks))))
+    wrapper = vars(decorated)["process_request"]
+    assert wrapper.__wrapped__ is vars(Hooks)["process_request"]

@@ -28,6 +28,8 @@ from scrapy.utils.test import get_reactor_settings
 import scrapy_rfc9309.fetch as fetch_module
 from scrapy_rfc9309 import DirectivesMiddleware, RobotParser
 from scrapy_rfc9309._compat import spider_argument
+from scrapy_rfc9309.addon import DOWNLOADER_PRIORITY
+from scrapy_rfc9309.middleware import RobotsMiddleware
 from scrapy_rfc9309.sitemaps import SitemapsMiddleware
 from tests.support.crawl_helpers import (
     BASE_SETTINGS,
@@ -516,3 +518,39 @@ async def test_ssrf_guard_lookup_failure_is_a_download_error(
     assert "<GET http://unresolvable.test/robots.txt>" in error.getMessage()
     assert "no such host" in error.getMessage()
     assert stats(crawler)["robots/fetch_error/gaierror"] == 1
+
+
+# -- a project's subclass of the middleware -------------------------------------
+
+
+class CountingRobots(RobotsMiddleware):
+    """A project's subclass overriding a hook, as written for Scrapy 2.14 on
+    (no spider): on Scrapy 2.13, which passes one, it works too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.seen: list[str] = []
+
+    async def process_request(self, request: Request) -> None:
+        self.seen.append(request.url)
+        await super().process_request(request)
+
+
+@coroutine_test
+async def test_a_subclass_overriding_a_hook(server: Server) -> None:
+    server.route("/robots.txt", "User-agent: *\nDisallow: /private\n")
+    crawler = await crawl(
+        [server.url("/a"), server.url("/private/1")],
+        {
+            "DOWNLOADER_MIDDLEWARES": {
+                RobotsMiddleware: None,
+                CountingRobots: DOWNLOADER_PRIORITY,
+            }
+        },
+    )
+    subclass = middleware(crawler)
+    assert isinstance(subclass, CountingRobots)
+    assert server.url("/private/1") in subclass.seen
+    assert crawler.spider.crawled == [server.url("/a")]
+    assert list(crawler.spider.dropped) == [server.url("/private/1")]
+    assert stats(crawler)["robots/forbidden/rule"] == 1
