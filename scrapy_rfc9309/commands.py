@@ -413,6 +413,12 @@ class RobotsCommand(ScrapyCommand):
                 " 'scrapy robots lint FILE|URL' (see scrapy robots -h)"
             )
         subcommand, operands = args[0], args[1:]
+        # The command's crawl downloads what the answer needs and nothing
+        # more: no robots.txt sitemap and its pages are requested, and the
+        # project's feeds (the spider's own name with --spider) are not
+        # written over.
+        self._settings.set("FEEDS", {}, "cmdline")
+        self._settings.set("ROBOTS_SITEMAPS", False, "cmdline")
         if subcommand == "check":
             return self._check(operands, opts)
         if subcommand == "lint":

@@ -29,6 +29,11 @@ Content-Signal: search=yes, ai-train=no
 User-agent: examplebot
 Disallow: /
 """
+SITEMAP = """<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<url><loc>{page}</loc></url>
+</urlset>
+"""
 # Nothing listens on port 1: connection refused.
 REFUSED = "http://127.0.0.1:1"
 TIMEOUT = 60
@@ -372,6 +377,38 @@ def test_check_spider_custom_settings(site: dict[str, Server], tmp_path: Path) -
     document = json.loads(done.stdout)
     assert (document["agent"], document["profile"]) == ("ProjectBot/1.0", "rfc9309")
     assert document["allowed"] is False
+
+
+@pytest.mark.parametrize(("spider", "status"), [(None, 0), ("attribute", 1)])
+def test_check_requests_nothing_but_robots_txt(
+    site: dict[str, Server], tmp_path: Path, spider: str | None, status: int
+) -> None:
+    """In a project that follows robots.txt sitemaps and writes feeds, the
+    check requests no sitemap and writes over no feed."""
+    project = _project_with_spiders(tmp_path)
+    settings = project / "spiderproject" / "settings.py"
+    settings.write_text(
+        settings.read_text()
+        + "ROBOTS_SITEMAPS = True\n"
+        + f"FEEDS = {{{str(project / '%(name)s.jsonl')!r}: "
+        + '{"format": "jsonlines", "overwrite": True}}\n'
+    )
+    rules = site["rules"]
+    rules.route("/robots.txt", f"Sitemap: {rules.url('/sitemap.xml')}\n{ROBOTS}")
+    rules.route("/sitemap.xml", SITEMAP.format(page=rules.url("/listed")))
+    feeds = [project / "attribute.jsonl", project / "scrapy_robots.jsonl"]
+    for feed in feeds:
+        feed.write_text('{"kept": true}\n')
+    whose = ("--spider", spider) if spider else ()
+    done = scrapy(project, "check", rules.url("/page"), *whose, "--json")
+    assert done.returncode == status, done.stderr
+    assert [hit.path for hit in rules.hits] == ["/robots.txt"]
+    for feed in feeds:
+        assert feed.read_text() == '{"kept": true}\n'
+    done = scrapy(project, "lint", rules.url("/robots.txt"))
+    assert done.returncode == 0, done.stderr
+    assert [hit.path for hit in rules.hits] == ["/robots.txt"] * 2
+    assert sorted(project.glob("*.jsonl")) == sorted(feeds)
 
 
 def test_check_spider_and_profile(site: dict[str, Server], tmp_path: Path) -> None:
