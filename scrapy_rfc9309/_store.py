@@ -53,6 +53,13 @@ def build_store(crawler: Crawler) -> OutcomeStore:
             f"ROBOTS_STORE must be one of {', '.join(map(repr, STORES))} or the"
             f" import path of an OutcomeStore class; {name!r} cannot be loaded: {exc}"
         ) from exc
+    if not (isinstance(cls, type) and issubclass(cls, OutcomeStore)):
+        raise SettingError(f"ROBOTS_STORE {name!r} is not an OutcomeStore class")
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(cls.__abstractmethods__))
+        raise SettingError(
+            f"ROBOTS_STORE {name!r} is abstract: it does not define {missing}"
+        )
     try:
         store = build_from_crawler(cls, crawler)
     except StoreError as exc:
@@ -64,6 +71,16 @@ def build_store(crawler: Crawler) -> OutcomeStore:
             extra={"crawler": crawler},
         )
         return build_from_crawler(MemoryStore, crawler)
+    except SettingError:
+        raise
+    except Exception as exc:
+        # A store class that cannot be made from these settings: the
+        # crawl's configuration is wrong, said in one line (its traceback
+        # at DEBUG).
+        logger.debug("ROBOTS_STORE %r could not be made", name, exc_info=exc)
+        raise SettingError(
+            f"ROBOTS_STORE {name!r} could not be made: {type(exc).__name__}: {exc}"
+        ) from exc
     if not isinstance(store, OutcomeStore):
         raise SettingError(f"ROBOTS_STORE {name!r} is not an OutcomeStore")
     return store

@@ -48,6 +48,7 @@ from scrapy_rfc9309._settings import (
     text,
 )
 from scrapy_rfc9309.sitemaps import SitemapsMiddleware
+from scrapy_rfc9309.stores.memory import MemoryStore
 from tests.support.crawl_helpers import BASE_SETTINGS, RecordingSpider, crawl
 from tests.support.server import Server
 from tests.support.utils import coroutine_test
@@ -256,6 +257,42 @@ async def test_bad_value_stops_the_crawl_at_start_up(
     # Said once, in one line, by the component that refused it.
     (error,) = _robots_errors(caplog)
     assert error.startswith(f"The crawl cannot start: {message}")
+    assert "\n" not in error
+
+
+class StoreNeedingAnArgument(MemoryStore):
+    """A project's store whose constructor Scrapy cannot call."""
+
+    def __init__(self, database: str) -> None:
+        super().__init__()
+        self.database = database
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("scrapy_rfc9309.stores.memory", "is not an OutcomeStore class"),
+        ("os.path.join", "is not an OutcomeStore class"),
+        ("builtins.int", "is not an OutcomeStore class"),
+        (
+            "scrapy_rfc9309.stores.base.OutcomeStore",
+            "is abstract: it does not define acquire, get, put,",
+        ),
+        (
+            f"{__name__}.StoreNeedingAnArgument",
+            "could not be made: TypeError: ",
+        ),
+    ],
+)
+@coroutine_test
+async def test_a_store_that_cannot_be_made_stops_the_crawl_at_start_up(
+    server: Server, value: str, message: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with pytest.raises(SettingError, match=re.escape(f"ROBOTS_STORE {value!r} ")):
+        await crawl([server.url("/page")], {"ROBOTS_STORE": value})
+    assert server.hits == []
+    (error,) = _robots_errors(caplog)
+    assert message in error
     assert "\n" not in error
 
 
