@@ -544,7 +544,8 @@ class RobotsCommand(ScrapyCommand):
         source = operands[0]
         profile = self._profile(opts)
         max_bytes = self._max_bytes()
-        body, overrun = self._read(source)
+        # One byte past the limit tells lint the body is over it.
+        body, overrun = self._read(source, max_bytes + 1)
         diagnostics = lint(body, profile=profile, max_bytes=max_bytes)
         if overrun is not None:
             message = f"the download was cut after {len(body):,} bytes ({overrun})"
@@ -583,10 +584,13 @@ class RobotsCommand(ScrapyCommand):
         except ValueError as exc:
             raise UsageError(str(exc)) from None
 
-    def _read(self, source: str) -> tuple[bytes, str | None]:
-        """The body of ``source``, and why its download was cut short."""
+    def _read(self, source: str, limit: int) -> tuple[bytes, str | None]:
+        """The body of ``source`` (at most ``limit`` bytes of a file), and
+        why its download was cut short."""
         if source == "-":
-            return sys.stdin.buffer.read(), None
+            if sys.stdin is None:
+                raise CommandFailure("cannot read standard input: it is closed")
+            return sys.stdin.buffer.read(limit), None
         if "://" in source:
             if robots_url(source) is None:
                 raise UsageError(f"not an http:// or https:// URL: {source!r}")
@@ -595,7 +599,8 @@ class RobotsCommand(ScrapyCommand):
                 self.crawler_process, lambda crawler: _download(crawler, source)
             )
         try:
-            return Path(source).read_bytes(), None
+            with Path(source).open("rb") as file:
+                return file.read(limit), None
         except OSError as exc:
             raise CommandFailure(
                 f"cannot read {source}: {exc.strerror or describe(exc)}"

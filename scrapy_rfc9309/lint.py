@@ -359,11 +359,13 @@ def lint(
     linter = _Linter(profile, max_bytes)
     if oversize_allows_all(source, max_bytes, profile):
         size = len(encode(source) if isinstance(source, str) else source)
+        over = _size(size, max_bytes)
+        if size != max_bytes + 1:
+            over += f", over {max_bytes:,}"
         linter.add(
             0,
             "body-over-vendor-limit",
-            f"the body is {size:,} bytes, over {max_bytes:,}:"
-            f" {linter.rules_of.vendor} then allows everything",
+            f"the body is {over}: {linter.rules_of.vendor} then allows everything",
         )
         return linter.diagnostics
     # One read: the reader tells the linter what it finds in the bytes and

@@ -4,6 +4,7 @@ time.  Outside a project unless a test makes one."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -13,7 +14,7 @@ import sys
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -43,19 +44,24 @@ TIMEOUT = 60
 ROOT = str(Path(__file__).resolve().parent.parent)
 
 
-def scrapy(
-    cwd: Path, *args: str, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
+def command_env() -> dict[str, str]:
+    """The environment of a command run outside any project."""
     env = {
         name: value
         for name, value in os.environ.items()
         if name not in ("SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT")
     }
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+    return env
+
+
+def scrapy(
+    cwd: Path, *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "scrapy", "robots", *args],
         cwd=cwd,
-        env=env,
+        env=command_env(),
         input=stdin,
         capture_output=True,
         text=True,
@@ -561,6 +567,62 @@ def test_lint_clean_from_stdin(tmp_path: Path) -> None:
     done = scrapy(tmp_path, "lint", "-", stdin="User-agent: *\nDisallow: /x\n")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "-: 0 errors, 0 warnings, 0 info\n"
+
+
+def _feed(stream: IO[bytes], total: int) -> int:
+    """Write up to ``total`` bytes of robots.txt lines to ``stream``, until
+    its reader stops reading: how many were written."""
+    chunk = b"Disallow: /" + b"x" * 52 + b"\n"
+    chunk *= 1024  # 64 KiB
+    written = 0
+    with contextlib.suppress(BrokenPipeError):
+        while written < total:
+            stream.write(chunk)
+            written += len(chunk)
+    return written
+
+
+@pytest.mark.parametrize("source", ["-", "fifo"])
+def test_lint_reads_no_more_than_robots_max_bytes(tmp_path: Path, source: str) -> None:
+    """A file or standard input of no end (a device, a pipe) is read up to
+    ROBOTS_MAX_BYTES, one byte past it, not to its end."""
+    fifo = tmp_path / "robots.txt"
+    os.mkfifo(fifo)
+    read = str(fifo) if source == "fifo" else "-"
+    command = [sys.executable, "-m", "scrapy", "robots", "lint"]
+    process = subprocess.Popen(
+        [*command, "-s", "ROBOTS_MAX_BYTES=10000", read],
+        cwd=tmp_path,
+        env=command_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdin is not None
+    with process:
+        if source == "fifo":
+            with fifo.open("wb", buffering=0) as stream:
+                written = _feed(stream, 64 * 2**20)
+        else:
+            written = _feed(process.stdin, 64 * 2**20)
+        out, err = process.communicate(timeout=TIMEOUT)
+    assert process.returncode == 0, err
+    assert b"[body-too-large] the body is over 10,000 bytes" in out
+    # What the pipe holds, beyond what was read: not the 64 MiB offered.
+    assert written <= 2 * 2**20
+
+
+def test_lint_with_standard_input_closed(tmp_path: Path) -> None:
+    done = subprocess.run(
+        ["sh", "-c", f'exec "{sys.executable}" -m scrapy robots lint - <&-'],
+        cwd=tmp_path,
+        env=command_env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert "cannot read standard input: it is closed" in one_line_error(done)
 
 
 def test_lint_profile_is_not_cprofile(tmp_path: Path) -> None:
