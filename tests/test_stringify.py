@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from scrapy_rfc9309.parse import Document, parse
+from scrapy_rfc9309.parse import Document, Group, Record, Rule, parse
 from scrapy_rfc9309.stringify import stringify
 
 
@@ -58,3 +58,74 @@ def test_round_trip(body: str | bytes, profile: str) -> None:
     document = parse(body, profile=profile)
     again = parse(stringify(document), profile=profile)
     assert again.without_lines() == document.without_lines()
+
+
+# Whatever reaches the length a reader keeps of a line.
+CAP = 2083 * 8 - 1
+
+
+@pytest.mark.parametrize("profile", ["rfc9309", "google", "yandex", "bing"])
+@pytest.mark.parametrize("key", ["Disallow", "Sitemap", "host", "User-agent"])
+def test_round_trip_of_a_line_as_long_as_a_reader_keeps(key: str, profile: str) -> None:
+    # Written without a space after the colon and up to the cap: the space
+    # stringify usually writes would take the line past it, and cut it.
+    line = f"{key}:/" + "x" * (CAP - len(key) - 2)
+    body = f"User-agent: *\n{line}\nDisallow: /\n"
+    document = parse(body, profile=profile)
+    again = parse(stringify(document), profile=profile)
+    assert again.without_lines() == document.without_lines()
+
+
+def _from_dict(**group: object) -> Document:
+    return Document.from_dict(
+        {
+            "groups": [{"user_agents": ["*"], "rules": [], **group}],
+            "sitemaps": [],
+            "profile": "rfc9309",
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("document", "unsaid"),
+    [
+        # A rule that would read back as other lines: here, a group of its own
+        # allowing everything.
+        (
+            _from_dict(rules=[["disallow", "/a\nUser-agent: evil\nAllow: /", 1]]),
+            r"'Disallow: /a\nUser-agent: evil\nAllow: /' of group 1",
+        ),
+        (_from_dict(rules=[["disallow", "/a#b", 1]]), "'Disallow: /a#b' of group 1"),
+        (_from_dict(rules=[["allow", "/a\x00b", 1]]), r"'Allow: /a\x00b' of group 1"),
+        (_from_dict(rules=[["disallow", " /a", 1]]), "'Disallow:  /a' of group 1"),
+        (_from_dict(user_agents=["bot\nDisallow: /"]), "the user-agents of group 1"),
+        (
+            _from_dict(content_usage=[["/a", "train-ai=n\nAllow: /", 1]]),
+            "the content usage of group 1",
+        ),
+        (_from_dict(content_signals={"ai-train": "no, search=no"}), "the content"),
+        (
+            Document((Group(("a",)), Group(("b",), (Rule(False, "/", 0),)))),
+            "the user-agents of group 1 (User-agent: 'a')",
+        ),
+        (Document((Group((), (Rule(False, "/", 0),)),)), "its 1 groups (read back: 0)"),
+        (
+            Document(sitemaps=("https://a/s.xml", "https://a/t.xml#x")),
+            "the sitemap 'https://a/t.xml#x'",
+        ),
+        (Document(records=(Record("host", "a\nb", 0),)), r"the record 'host: a\nb'"),
+        (Document(records=(Record("disallow", "/", 0),)), "the record 'disallow: /'"),
+    ],
+)
+def test_what_robots_txt_cannot_say_is_refused(document: Document, unsaid: str) -> None:
+    with pytest.raises(ValueError, match=r"^robots\.txt cannot say ") as raised:
+        stringify(document)
+    assert unsaid in str(raised.value)
+
+
+def test_a_misspelt_key_at_the_length_cap_is_refused() -> None:
+    # "Disalow:/xxx..." read up to the cap: "Disallow:" takes it one past.
+    document = parse(f"User-agent: *\nDisalow:/{'x' * (CAP - 9)}\n")
+    assert len(document.groups[0].rules[0].pattern) == CAP - 8
+    with pytest.raises(ValueError, match=r"cannot say 'Disallow:/xxx.*' of group 1"):
+        stringify(document)
