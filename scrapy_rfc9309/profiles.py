@@ -318,6 +318,12 @@ def status_category(status: int) -> str:
 def effective_max_bytes(profile: str, max_bytes: int) -> int:
     """The bytes of a robots.txt ``profile`` reads when asked to read
     ``max_bytes``: a profile with a limit of its own (Yandex) reads no more
-    than that."""
+    than that.  A ``max_bytes`` that is no whole number of bytes (0 or more)
+    raises ``TypeError`` or ``ValueError``."""
+    refused = f"max_bytes must be a whole number, 0 or more, not {max_bytes!r}"
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int):
+        raise TypeError(refused)
+    if max_bytes < 0:
+        raise ValueError(refused)
     limit = RULES[profile].max_bytes
     return max_bytes if limit is None else min(limit, max_bytes)

@@ -5,6 +5,7 @@ import pickle
 
 import pytest
 
+from scrapy_rfc9309.lint import lint
 from scrapy_rfc9309.match import explain
 from scrapy_rfc9309.parse import (
     MAX_LINE_BYTES,
@@ -153,6 +154,25 @@ def test_max_bytes_counts_bytes_of_text() -> None:
     assert len(body) == 40
     assert len(body.encode()) == 42
     assert rules(parse(body, max_bytes=40)) == [(False, "/ツ", 2)]
+
+
+@pytest.mark.parametrize(
+    ("max_bytes", "error"),
+    [
+        (-1, ValueError),
+        ("512000", TypeError),
+        (None, TypeError),
+        (1.5, TypeError),
+        (True, TypeError),
+    ],
+)
+def test_max_bytes_that_is_no_size_is_refused(max_bytes: object, error: type) -> None:
+    # A negative cut read nothing and allowed everything, without a word.
+    body = "User-agent: *\nDisallow: /\n"
+    for read in (parse, lint):
+        with pytest.raises(error, match="max_bytes must be a whole number, 0 or"):
+            read(body, max_bytes=max_bytes)  # type: ignore[arg-type]
+    assert parse(body, max_bytes=0) == Document()
 
 
 def test_default_max_bytes_is_at_least_500_kib() -> None:
