@@ -417,9 +417,10 @@ class Politeness:
         if self._paused_until(origin, until):
             self.stats.inc_value("robots/retry_after/paused")
             logger.info(
-                "%(origin)s answered %(status)s with Retry-After %(header)s:"
-                " no request to it for %(wait)g s%(capped)s",
+                "%(url)s answered %(status)s with Retry-After %(header)s: no"
+                " request to its origin (%(origin)s) for %(wait)g s%(capped)s",
                 {
+                    "url": response.url,
                     "origin": origin,
                     "status": response.status,
                     "header": header.decode("latin-1"),
@@ -530,13 +531,14 @@ class Politeness:
         if self._closing():
             self.stats.inc_value("robots/crawl_delay/cancelled")
             logger.debug(
-                "Dropped a request waiting for the Crawl-delay turn of"
-                " %(origin)s: the spider is closing",
+                "Dropped a request waiting for its turn at %(origin)s (its"
+                " Crawl-delay or a Retry-After pause): the spider is closing",
                 {"origin": origin},
                 extra={"spider": self.crawler.spider},
             )
             raise IgnoreRequest(
-                f"the spider closed while waiting for the Crawl-delay turn of {origin}"
+                f"the spider closed while waiting for its turn at {origin}"
+                " (its Crawl-delay or a Retry-After pause)"
             )
 
     async def _sleep(self, seconds: float, origin: str) -> float:

@@ -131,6 +131,9 @@ async def test_retry_after_over_the_maximum_is_capped(
     logged = [r.getMessage() for r in caplog.records if "Retry-After" in r.getMessage()]
     assert len(logged) == 1
     assert "for 1 s (ROBOTS_RETRY_AFTER_MAX)" in logged[0]
+    # The page that answered, not the origin's robots.txt.
+    assert logged[0].startswith(f"{server.url('/busy')} answered 429")
+    assert f"its origin ({server.url('/robots.txt')})" in logged[0]
 
 
 @coroutine_test
