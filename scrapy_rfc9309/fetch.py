@@ -315,16 +315,18 @@ class RobotsFetcher:
 
     def _headers_received(self, headers: Headers, request: Request) -> None:
         body = request.meta.get(_BODY_KEY)
-        if body is None:
+        # Only the fetcher's own requests carry a _Body (the key is no
+        # promise to others' requests).
+        if not isinstance(body, _Body):
             return
         body.start(headers, request.meta.get("download_timeout"))
-        if body.decoder.done:
+        if body.decoder is not None and body.decoder.done:
             # An encoding that cannot be decoded: no use reading the body.
             raise StopDownload(fail=False)
 
     def _bytes_received(self, data: bytes, request: Request) -> None:
         body = request.meta.get(_BODY_KEY)
-        if body is None or body.decoder is None:
+        if not isinstance(body, _Body) or body.decoder is None:
             return
         if time.monotonic() > body.deadline:
             raise BodyTimeout(body.timeout)
@@ -340,7 +342,7 @@ class RobotsFetcher:
     def _response_downloaded(self, response: Response, request: Request) -> None:
         # Sent before any downloader middleware's process_response: with the
         # header renamed, HttpCompressionMiddleware leaves the body alone.
-        if _BODY_KEY in request.meta:
+        if isinstance(request.meta.get(_BODY_KEY), _Body):
             encodings = response.headers.pop(b"Content-Encoding", None)
             if encodings is not None:
                 response.headers.setlist(ENCODING_HEADER, encodings)

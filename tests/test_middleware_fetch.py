@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
+from http.server import BaseHTTPRequestHandler
 from types import SimpleNamespace
 from typing import Any
 
@@ -27,7 +28,7 @@ from tests.support.crawl_helpers import (
     middleware,
     stats,
 )
-from tests.support.server import Server
+from tests.support.server import Route, Server
 from tests.support.utils import FakeClock, coroutine_test
 
 MakeServer = Callable[..., Server]
@@ -380,3 +381,57 @@ def test_a_body_still_dripping_after_the_download_timeout_fails_as_one(
     assert raised.value.fail
     assert isinstance(raised.value, DownloadTimeoutError)
     assert str(raised.value) == "robots.txt body not received within 5 s"
+
+
+class ForeignBodyKey(RecordingSpider):
+    """Requests carrying the fetcher's meta key with a value of their own,
+    after a first request to the ``slow`` origin; keeps each body."""
+
+    def __init__(self, slow: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.slow = slow
+        self.bodies: dict[str, bytes] = {}
+
+    async def start(self) -> AsyncIterator[Any]:
+        yield Request(self.slow, callback=self.parse, dont_filter=True)
+        for url in self.urls:
+            meta = {"_robots_txt_body": "mine"}
+            yield Request(url, callback=self.parse, meta=meta, dont_filter=True)
+
+    def parse(self, response: Any) -> None:
+        super().parse(response)
+        self.bodies[response.url] = response.body
+
+
+@coroutine_test
+async def test_a_page_carrying_the_fetchers_meta_key_is_left_alone(
+    make_server: MakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # While a robots.txt is on its way, the fetcher hears every response's
+    # headers and bytes: a page whose meta holds the fetcher's key with
+    # another value is not the fetcher's, and keeps its Content-Encoding.
+    slow, fast = make_server(), make_server()
+    page_first: list[int] = []
+
+    def slow_robots(handler: BaseHTTPRequestHandler) -> None:
+        # Answers once the fast page was downloaded (within 10 s).
+        for _ in range(200):
+            if fast.count("/page") or slow.closing.wait(0.05):
+                break
+        page_first.append(fast.count("/page"))
+        handler.send_response(200)
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    slow.routes["/robots.txt"] = Route(handler=slow_robots)
+    fast.route("/robots.txt", "User-agent: *\n")
+    page = b"<html>" + b"x" * 20_000 + b"</html>"
+    headers = {"Content-Encoding": "gzip"}
+    fast.route("/page", gzip.compress(page), headers=headers)
+    crawler = await crawl(
+        [fast.url("/page")], spidercls=ForeignBodyKey, slow=slow.url("/a")
+    )
+    assert crawler.spider.bodies[fast.url("/page")] == page
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []
+    # The fast page came while the slow robots.txt was still on its way.
+    assert page_first == [1]
