@@ -154,11 +154,11 @@ def spider_argument(cls: type[_T]) -> type[_T]:
     calls them: with ``spider=`` as well, which they are not given.  From
     Scrapy 2.14 on, ``cls`` itself.
 
-    On 2.13 a subclass's own methods are wrapped alike when it is made (a
-    user's override of ``process_request``), unless they take ``spider``
-    themselves; a wrapped method called with the spider as its last
-    positional argument (``super().process_request(request, spider)``)
-    drops it too.
+    On 2.13 a subclass's methods are wrapped alike when it is made (a
+    user's override of ``process_request``, or a mixin's before ``cls``),
+    unless they take ``spider`` themselves; a wrapped method called with
+    the spider as its last positional argument
+    (``super().process_request(request, spider)``) drops it too.
     """
     if version_info >= (2, 14):
         return cls
@@ -175,7 +175,9 @@ def spider_argument(cls: type[_T]) -> type[_T]:
 
 def _wrap_hooks(cls: type) -> None:
     for name in _HOOKS:
-        method = cls.__dict__.get(name)
+        # The method cls has: its own, or a mixin's in front of the wrapped
+        # class (wrapped on cls, the mixin left as it is).
+        method = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), None)
         # A method taking a spider (a wrapper, or written for Scrapy 2.13,
         # maybe under a decorator of its own) is left as it is.
         if isfunction(method) and not any(

@@ -103,6 +103,21 @@ async def test_a_subclass_of_a_wrapped_middleware_is_wrapped_alike(
     assert vars(Written213)["process_request"].__qualname__.endswith(
         "Written213.process_request"
     )
+
+    class Mixin:
+        async def process_request(self, request: str) -> str:
+            return "mixin " + await super().process_request(request)  # type: ignore[misc]
+
+    class Mixed(Mixin, base):  # type: ignore[valid-type,misc]
+        pass
+
+    assert await Mixed().process_request(request="r", spider=None) == (
+        "mixin request r"
+    )
+    # The mixin itself is left as it is; the wrapper is the subclass's.
+    mixin = vars(Mixin)["process_request"]
+    assert not hasattr(mixin, "__wrapped__")
+    assert vars(Mixed)["process_request"].__wrapped__ is mixin
     # A decorated subclass (its hooks wrapped when it was made): not twice.
     decorated = spider_argument(type("Decorated", (base,), dict(vars(Hooks))))
     wrapper = vars(decorated)["process_request"]
