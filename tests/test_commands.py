@@ -58,8 +58,14 @@ def command_env() -> dict[str, str]:
 def scrapy(
     cwd: Path, *args: str, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
+    return run(cwd, [sys.executable, "-m", "scrapy", "robots", *args], stdin)
+
+
+def run(
+    cwd: Path, argv: list[str], stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "scrapy", "robots", *args],
+        argv,
         cwd=cwd,
         env=command_env(),
         input=stdin,
@@ -613,15 +619,8 @@ def test_lint_reads_no_more_than_robots_max_bytes(tmp_path: Path, source: str) -
 
 
 def test_lint_with_standard_input_closed(tmp_path: Path) -> None:
-    done = subprocess.run(
-        ["sh", "-c", f'exec "{sys.executable}" -m scrapy robots lint - <&-'],
-        cwd=tmp_path,
-        env=command_env(),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
+    closed = f'exec "{sys.executable}" -m scrapy robots lint - <&-'
+    done = run(tmp_path, ["sh", "-c", closed])
     assert "cannot read standard input: it is closed" in one_line_error(done)
 
 

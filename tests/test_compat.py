@@ -44,12 +44,16 @@ async def _outputs(hooks: Any, **spider: Any) -> list[str]:
     ]
 
 
-@coroutine_test
-async def test_middleware_methods_take_the_spider_argument_of_scrapy_2_13(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Scrapy 2.13 calls every hook with spider=...; the package's take none.
+@pytest.fixture
+def scrapy_2_13(monkeypatch: pytest.MonkeyPatch) -> None:
+    """spider_argument as on Scrapy 2.13, whatever release runs the tests."""
     monkeypatch.setattr(_compat, "version_info", (2, 13, 4))
+
+
+@pytest.mark.usefixtures("scrapy_2_13")
+@coroutine_test
+async def test_middleware_methods_take_the_spider_argument_of_scrapy_2_13() -> None:
+    # Scrapy 2.13 calls every hook with spider=...; the package's take none.
     wrapped = spider_argument(type("Wrapped", (Hooks,), dict(vars(Hooks))))
     hooks = wrapped()
     assert hooks.process_spider_input(response="page", spider=object()) == "input page"
@@ -76,13 +80,11 @@ async def test_newer_releases_get_the_class_itself() -> None:
         await _outputs(cls(), spider=None)
 
 
+@pytest.mark.usefixtures("scrapy_2_13")
 @coroutine_test
-async def test_a_subclass_of_a_wrapped_middleware_is_wrapped_alike(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_a_subclass_of_a_wrapped_middleware_is_wrapped_alike() -> None:
     # A user's override, written for Scrapy 2.14 on (no spider), of a
     # package middleware: on 2.13 its hooks are wrapped when it is made.
-    monkeypatch.setattr(_compat, "version_info", (2, 13, 4))
     base = spider_argument(type("Base", (Hooks,), dict(vars(Hooks))))
 
     class Override(base):  # type: ignore[valid-type,misc]
