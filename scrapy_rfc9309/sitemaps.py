@@ -139,12 +139,17 @@ class _Budget:
         #: ROBOTS_SITEMAP_MAX_REQUESTS at most.
         self.urls: dict[str, int] = {}
         self.exhausted: set[str] = set()
+        #: The sitemap URLs requested: each once in the crawl, however many
+        #: robots.txt files or indexes name it, however often.  As many as
+        #: ROBOTS_SITEMAP_MAX_REQUESTS at most.
+        self.requested: set[str] = set()
 
-    def take(self) -> bool:
-        """Whether one more sitemap may be requested (then counted)."""
+    def take(self, url: str) -> bool:
+        """Whether sitemap ``url`` may be requested (then counted)."""
         if self.left <= 0:
             return False
         self.left -= 1
+        self.requested.add(url)
         return True
 
     def urls_left(self, robots_txt: str) -> int:
@@ -226,10 +231,12 @@ class _Follow:
 
     def admit(self, url: str) -> bool:
         """Whether to request ``url`` (counted if so, kept for the report
-        if not)."""
+        if not; a sitemap requested already is neither)."""
+        if url in self.budget.requested:
+            return False
         if not self.limits.other_sites and _site(url) != self.site:
             self.skips.add("other_site", url)
-        elif not self.budget.take():
+        elif not self.budget.take(url):
             self.skips.add("crawl_limit", url)
         else:
             self.stats.inc_value(_FOLLOWED)
@@ -303,10 +310,6 @@ class SitemapsMiddleware:
             # once rather than failing on every sitemap.
             _page_callback(spider)
             self.callback = getattr(spider, CALLBACK_ATTRIBUTE)
-        # Sitemap URLs requested so far: each one once in the crawl, however
-        # many origins name it and however often their robots.txt is
-        # fetched again.
-        self._requested: set[str] = set()
         self._robots: RobotsMiddleware | None = None
         self.budget = _budget(spider)
         # SitemapSpider robots.txt start requests being answered.
@@ -472,7 +475,9 @@ class SitemapsMiddleware:
         site = _site(origin)
         requests = []
         skips = _Skips()
-        listed = 0
+        # Distinct sitemaps named, not requested yet: the first
+        # ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT are.
+        named: set[str] = set()
         for value in document.sitemaps:
             url = http_url(origin, value)
             if url is None:
@@ -485,17 +490,16 @@ class SitemapsMiddleware:
             if not limits.other_sites and _site(url) != site:
                 skips.add("other_site", url)
                 continue
-            listed += 1
-            if listed > limits.per_robots_txt:
+            request = _sitemap_request(url, self.callback, 1, limits, origin)
+            if request.url in named or request.url in self.budget.requested:
+                continue
+            named.add(request.url)
+            if len(named) > limits.per_robots_txt:
                 skips.add("robots_txt_limit", url)
                 continue
-            request = _sitemap_request(url, self.callback, 1, limits, origin)
-            if request.url in self._requested:
-                continue
-            if not self.budget.take():
+            if not self.budget.take(request.url):
                 skips.add("crawl_limit", url)
                 continue
-            self._requested.add(request.url)
             self.stats.inc_value(_DISCOVERED)
             logger.debug(
                 "Sitemap %(url)s found in %(origin)s",
@@ -616,8 +620,9 @@ def _index_requests(
     callback = getattr(spider, CALLBACK_ATTRIBUTE)
     follow = _Follow(spider, response.url, robots_txt)
     for url in locations:
-        if follow.admit(url):
-            yield _sitemap_request(url, callback, depth, follow.limits, robots_txt)
+        request = _sitemap_request(url, callback, depth, follow.limits, robots_txt)
+        if follow.admit(request.url):
+            yield request
     follow.done()
 
 

@@ -266,7 +266,10 @@ async def test_sitemap_index_pointing_at_itself_ends(server: Server) -> None:
     xml(server, "/loop.xml", sitemapindex(pages(server, "/loop.xml")))
     crawler = await crawl([server.url("/start")], SITEMAPS)
     assert server.count("/loop.xml") == 1
-    assert crawler.stats.get_value("dupefilter/filtered") == 1
+    # Requested already: not asked for again (nor left to the dupefilter),
+    # and no allowance taken.
+    assert crawler.stats.get_value("dupefilter/filtered") is None
+    assert crawler.stats.get_value("robots/sitemaps/followed") is None
 
 
 @coroutine_test
@@ -664,6 +667,40 @@ async def test_sitemaps_per_crawl_are_capped(make_server: MakeServer) -> None:
     assert counts["robots/sitemaps/discovered"] == 6
     assert counts["robots/sitemaps/followed"] == 14
     assert counts["robots/sitemaps/skipped/crawl_limit"] == 500 - 14
+
+
+@coroutine_test
+async def test_a_sitemap_named_twice_is_counted_once(make_server: MakeServer) -> None:
+    # Named twice by robots.txt (relative and absolute), then ten times by an
+    # index: each name of the same sitemap took its limits' allowance, so
+    # the sitemaps named after it were skipped.
+    server = make_server(EMPTY_SITEMAP)
+    server.route(
+        "/robots.txt",
+        f"Sitemap: /a.xml\nSitemap: {server.url('/a.xml')}\nSitemap: /index.xml\n",
+    )
+    repeated = pages(server, *["/same.xml"] * 10, "/other.xml")
+    xml(server, "/index.xml", sitemapindex(repeated))
+    crawler = await crawl(
+        [server.url("/start")],
+        {
+            **SITEMAPS,
+            "ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT": 2,
+            "ROBOTS_SITEMAP_MAX_REQUESTS": 4,
+        },
+    )
+    assert hits(server) == {
+        "/robots.txt": 1,
+        "/start": 1,
+        "/a.xml": 1,
+        "/index.xml": 1,
+        "/same.xml": 1,
+        "/other.xml": 1,
+    }
+    counts = stats(crawler)
+    assert counts["robots/sitemaps/discovered"] == 2
+    assert counts["robots/sitemaps/followed"] == 2
+    assert not [key for key in counts if key.startswith("robots/sitemaps/skipped")]
 
 
 @pytest.mark.parametrize("other_sites", [False, True])
