@@ -266,7 +266,10 @@ async def test_origins_without_a_crawl_delay_cost_no_store_call(
     free_calls = [name for name, called, _ in Recording.calls if called == origin]
     assert free_calls == ["get", "acquire", "get", "put", "release"]
     assert calls("reserve", free) == []
-    assert len(calls("taken", delayed)) == 2
+    # robots.txt's turn and the page's (and one more for each turn a busy
+    # machine left unused: each such turn was counted late).
+    late = stats(crawler).get("robots/crawl_delay/late", 0)
+    assert 2 <= len(calls("taken", delayed)) <= 2 + late
     assert of_the_delay(calls("taken", delayed), DELAY)
 
 
