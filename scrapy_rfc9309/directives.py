@@ -188,6 +188,7 @@ _VALUE_KEYS = {*_LIMITS, "max-image-preview", *_DATE_KEYS}
 _WORD = re.compile(r"[a-z0-9_][a-z0-9_.\-]*")
 # What follows a ``max-*:``: its value, then the spaces after it.
 _VALUE = re.compile(r"\s*(\S+)\s*")
+_INTEGER = re.compile(r"-?[0-9]+").fullmatch
 # A date whose own commas were split apart ("Monday, 27-Jun-2011 ...") is
 # put back together from at most this many following pieces.
 _DATE_PIECES = 2
@@ -346,10 +347,9 @@ def _read_value(scopes: _Scopes, key: str, piece: str, start: int) -> int:
     value = match.group(1)
     field = _LIMITS.get(key)
     if field is not None:
-        try:
-            limit = int(value)
-        except ValueError:
-            limit = -2
+        # An integer as Google writes one: ASCII digits, perhaps "-1" (not
+        # "+5", "1_000" or other scripts' digits, which int() takes).
+        limit = int(value) if _INTEGER(value) else -2
         if limit >= -1:
             scopes.set(field, limit)
         else:
@@ -435,9 +435,11 @@ _ATTRIBUTE = re.compile(
     r"""([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+)))?"""
 )
 # Text in which a "<meta" is not a tag: comments, scripts, style sheets (an
-# unclosed one runs to the end, as in a browser).
+# unclosed one runs to the end, as in a browser).  A comment ends at the
+# first "-->" after its "<!--", or at once as "<!-->" or "<!--->" (empty
+# comments in HTML5).
 _OPAQUE = re.compile(
-    r"<!--.*?(?:-->|\Z)|<(script|style)\b.*?(?:</\1|\Z)",
+    r"<!--(?:-?>|.*?(?:-->|\Z))|<(script|style)\b.*?(?:</\1|\Z)",
     re.IGNORECASE | re.DOTALL,
 )
 

@@ -151,7 +151,11 @@ def parse_file(body: bytes | str, base: str = "") -> TdmFile:
     and gives unset.  A policy is resolved against ``base`` (the file's URL).
     """
     try:
-        data = json.loads(body)
+        # UTF-8 only (a JSON text "MUST be encoded using UTF-8", RFC 8259,
+        # which lets a reader skip a byte-order mark): json.loads would take
+        # UTF-16 and UTF-32 bytes too.
+        text = body.decode("utf-8-sig") if isinstance(body, bytes) else body
+        data = json.loads(text)
     # Bytes not UTF-8, bad JSON, or nesting past the recursion limit: the
     # file is from outside, so any failure means "no usable file".
     except Exception as exc:

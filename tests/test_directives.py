@@ -111,6 +111,11 @@ def at(
         # A value the directive does not take is ignored, its neighbours not.
         ("max-snippet: many, noindex", [D(noindex=True)]),
         ("max-snippet: -7", [D()]),
+        # An integer of ASCII digits, as Google writes them; not what else
+        # Python's int() takes.
+        ("max-snippet: +5", [D()]),
+        ("max-snippet: 1_000", [D()]),
+        ("max-snippet: \u0663", [D()]),
         ("max-image-preview: huge", [D()]),
         ("unavailable_after: someday, noindex", [D(noindex=True)]),
         ("unavailable_after: 1 Jan 99999 00:00:00 GMT", [D()]),
@@ -435,6 +440,10 @@ def test_headers(headers: list[str], expected: DirectiveSet) -> None:
             ),
         ),
         ('<!-- <meta name="robots" content="noindex"> -->', D()),
+        # Empty comments in HTML5: the tag after them is read.
+        ('<!--><meta name="robots" content="noindex">', D(noindex=True)),
+        ('<!---><meta name="robots" content="noindex">', D(noindex=True)),
+        ('<!--a-><meta name="robots" content="noindex">-->', D()),
         (
             "<script>document.write('"
             + '<meta name="robots" content="noindex">'

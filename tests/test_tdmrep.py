@@ -168,6 +168,11 @@ def test_reservation_values(value: Any, expected: int | None) -> None:
         (b'[{"location": "/", "tdm-reservation": 2}]', 1, "unset"),
         (b'[{"location": "/"}]', 1, "unset"),
         (b'[{"location": "/", "tdm-reservation": 1}]', 1, None),
+        # UTF-8 only, a byte-order mark allowed (RFC 8259 8.1); json.loads
+        # alone would read UTF-16 and UTF-32 too.
+        (b'\xef\xbb\xbf[{"location": "/", "tdm-reservation": 1}]', 1, None),
+        ('[{"location": "/", "tdm-reservation": 1}]'.encode("utf-16"), 0, "not JSON"),
+        ('[{"location": "/", "tdm-reservation": 1}]'.encode("utf-32"), 0, "not JSON"),
     ],
 )
 def test_file_errors(body: bytes, rules: int, problem: str | None) -> None:
