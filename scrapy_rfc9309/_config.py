@@ -111,6 +111,9 @@ class RobotsConfig:
     store_url: str | None
     #: Scrapy's ``DOWNLOAD_TIMEOUT`` (180 when 0 or unset).
     download_timeout: float
+    #: The tries of one download: 1, and Scrapy's ``RETRY_TIMES`` more when
+    #: ``RETRY_ENABLED`` (a robots.txt that times out is tried again).
+    download_tries: int
 
     @classmethod
     def for_crawler(cls, crawler: Crawler) -> RobotsConfig:
@@ -154,6 +157,9 @@ class RobotsConfig:
             ) from None
         purposes, usage_purposes = crawl_purposes(settings)
         timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) or 180.0
+        retries = (
+            settings.getint("RETRY_TIMES") if settings.getbool("RETRY_ENABLED") else 0
+        )
         return cls(
             user_agent=user_agent,
             profile=profile,
@@ -195,6 +201,7 @@ class RobotsConfig:
             store_prefix=text(settings, "ROBOTS_STORE_PREFIX"),
             store_url=text(settings, "ROBOTS_STORE_URL"),
             download_timeout=timeout,
+            download_tries=1 + max(retries, 0),
         )
 
 

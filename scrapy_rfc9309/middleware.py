@@ -150,8 +150,10 @@ class RobotsMiddleware:
         self.fetcher = RobotsFetcher(
             crawler, lifetimes=config.lifetimes, clock=self._now
         )
-        # A lease is held for one fetch: redirects and retries included.
-        lease = config.download_timeout * 2
+        # A lease is held for one fetch, its retries included (a robots.txt
+        # that times out is tried download_tries times), twice over: a worker
+        # waiting on it would fetch the same robots.txt at the same time.
+        lease = config.download_timeout * config.download_tries * 2
 
         self.stats = crawler.stats
         #: The crawl's store (shared with TdmMiddleware: one connection for

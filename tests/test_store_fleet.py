@@ -178,6 +178,34 @@ def test_expired_outcomes_are_fetched_again(
     assert_pages_crawled(second, servers)
 
 
+def test_a_lease_outlasts_the_retries_of_a_robots_txt_that_times_out(
+    make_server: Callable[..., Server],
+    start_worker: Any,
+    redis_server: RedisServer,
+    redis_prefix: str,
+) -> None:
+    # Every try of robots.txt times out: three tries (RETRY_TIMES 2) of a
+    # second each. A lease of twice DOWNLOAD_TIMEOUT ran out during the
+    # holder's third try, and the waiting worker tried robots.txt three
+    # times as well: the slow site was asked six times, not three.
+    server = make_server()
+    server.route("/robots.txt", ROBOTS, delay=3)
+    settings = {
+        **redis_settings(redis_server.url, redis_prefix),
+        "DOWNLOAD_TIMEOUT": 1,
+        "RETRY_ENABLED": True,
+        "RETRY_TIMES": 2,
+    }
+    workers = [start_worker(urls([server]), settings) for _ in range(2)]
+    stats = [worker.wait(timeout=60) for worker in workers]
+    assert server.count("/robots.txt") == 3
+    assert sum(s.get("robots/fetch_count", 0) for s in stats) == 1
+    for s in stats:
+        assert s["robots/outcome/unreachable"] == 1
+        assert s["robots/forbidden/unreachable"] == len(PAGES)
+    assert server.count("/a") == server.count("/private") == 0
+
+
 def test_killed_lease_holder_does_not_stall_the_fleet(
     make_server: Callable[..., Server],
     start_worker: Any,
