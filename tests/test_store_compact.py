@@ -106,6 +106,12 @@ def _bomb() -> bytes:
         ("not an outcome", pack([1, 2, 3])),
         ("newer format", pack({**stored_outcome().to_dict(), "format": 99})),
         ("bomb", _bomb()),
+        # A readable outcome of the previous (bare JSON) form, but of over
+        # MAX_DECODED bytes: not parsed at all.
+        (
+            "bare JSON over the limit",
+            b"{" + b" " * MAX_DECODED + legacy_encode(stored_outcome())[1:].encode(),
+        ),
     ],
 )
 def test_an_entry_that_cannot_be_read_is_missing_and_counted(

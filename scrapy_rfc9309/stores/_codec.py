@@ -57,9 +57,9 @@ DICTIONARY = (
     b'"],"records":[]},"detail":"HTTP 200","http_status":200,"kind":"parsed",'
 )
 
-#: The most a compact entry may decompress to (16 MiB): far more than any
-#: robots.txt of ``ROBOTS_MAX_BYTES`` gives, so only an entry written by
-#: hand to be a decompression bomb is refused.
+#: The most an entry may hold, a compact one once decompressed (16 MiB): far
+#: more than any robots.txt of ``ROBOTS_MAX_BYTES`` gives, so only an entry
+#: written by hand (a decompression bomb, megabytes of JSON) is refused.
 MAX_DECODED = 16 * 1024 * 1024
 
 
@@ -105,9 +105,13 @@ def _without_records(document: Document | None) -> Document | None:
 def unpack(data: str | bytes) -> Any:
     """The JSON value of a stored entry, compact or of the previous form.
 
-    Raises ``ValueError`` when it is neither (or decompresses to more than
-    :data:`MAX_DECODED` bytes).
+    Raises ``ValueError`` when it is neither, or holds (compact: once
+    decompressed) more than :data:`MAX_DECODED` bytes, which are not read.
     """
+    if len(data) > MAX_DECODED:
+        # A bare JSON entry of that size was written by hand: parsing it
+        # would hold the event loop for seconds.
+        raise ValueError(f"more than {MAX_DECODED} bytes")
     if isinstance(data, bytes) and data.startswith(COMPACT):
         decompressor = zlib.decompressobj(zdict=DICTIONARY)
         data = decompressor.decompress(data[len(COMPACT) :], MAX_DECODED)
