@@ -122,6 +122,30 @@ async def test_undecodable_entries_are_missing(
 
 
 @coroutine_test
+async def test_keys_of_another_type_are_missing_not_a_failure(
+    new_store: Callable[[], RedisStore],
+    client: redis.Redis,
+    redis_prefix: str,
+) -> None:
+    # Written by another program on a shared Redis: a list where an outcome
+    # goes, a hash where a turn goes.  Redis answered WRONGTYPE, which took
+    # the whole store down for the crawl.
+    client.rpush(f"{redis_prefix}outcome:{ORIGIN}", "x")
+    client.hset(f"{redis_prefix}turn:{ORIGIN}", "a", "b")
+    client.rpush(f"{redis_prefix}record:tdm", "x")
+    store = new_store()
+    assert await store.get(ORIGIN) is None
+    assert await store.get_record("tdm") is None
+    assert await store.reserve(ORIGIN, 0.2) == 0.0
+    await store.extend(ORIGIN, 0.2)
+    # Written over by the next put, as any entry is.
+    fetched = stored_outcome()
+    await store.put(ORIGIN, fetched)
+    assert await store.get(ORIGIN) == fetched
+    await closing(store)
+
+
+@coroutine_test
 async def test_unknown_format_version_is_missing(
     new_store: Callable[[], RedisStore],
     client: redis.Redis,

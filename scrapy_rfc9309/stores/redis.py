@@ -72,7 +72,28 @@ return 0
 # honest worker writes one) is discarded: its distance is returned second,
 # capped so that it stays an integer reply.
 # %.0f keeps every digit (Lua's tostring gives 14 significant digits).
-_RESERVE = """
+# A key another program gave another type (a list, a hash) reads as an
+# empty string: not a value of ours, and no WRONGTYPE error that would take
+# the whole store down.  For GET, and the turn scripts' first lines.
+_STRING = """
+local kind = redis.call("TYPE", KEYS[1]).ok
+if kind == "none" then
+    return false
+elseif kind ~= "string" then
+    return ""
+end
+return redis.call("GET", KEYS[1])
+"""
+_TURN_TYPE = """
+local kind = redis.call("TYPE", KEYS[1]).ok
+if kind ~= "string" and kind ~= "none" then
+    redis.call("DEL", KEYS[1])
+end
+"""
+
+_RESERVE = (
+    _TURN_TYPE
+    + """
 local time = redis.call("TIME")
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local interval = tonumber(ARGV[1])
@@ -87,12 +108,15 @@ redis.call("SET", KEYS[1], string.format("%.0f", now + interval),
            "PX", math.ceil(interval / 1000))
 return {0, discarded}
 """
+)
 
 # Move the turn of an origin (KEYS[1]) to at least ARGV[1] microseconds from
 # now, by Redis's clock, never earlier.  A stored moment more than ARGV[2]
 # microseconds ahead is discarded and replaced (its distance kept in
 # ``discarded``).  The start of _EXTEND and _HOLD, each one step.
-_PUSH_TURN = """
+_PUSH_TURN = (
+    _TURN_TYPE
+    + """
 local time = redis.call("TIME")
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local finish = now + tonumber(ARGV[1])
@@ -108,6 +132,7 @@ if not stored or stored < finish then
     redis.call("SET", KEYS[1], string.format("%.0f", finish), "PX", ms)
 end
 """
+)
 
 # The end of a fetch: the next turn a Crawl-delay after it.  Nothing is
 # listed (unlike _HOLD).
@@ -234,6 +259,7 @@ class RedisStore(OutcomeStore):
             raise SettingError(
                 f"Redis URL {masked(url)}: {redacted(str(exc), url)}{hint}"
             ) from None
+        self._string_script = self._client.register_script(_STRING)
         self._release_script = self._client.register_script(_RELEASE)
         self._reserve_script = self._client.register_script(_RESERVE)
         self._hold_script = self._client.register_script(_HOLD)
@@ -263,7 +289,9 @@ class RedisStore(OutcomeStore):
         return f"{self.prefix}{kind}:{origin}"
 
     async def get(self, origin: str) -> Outcome | None:
-        data = await self._call(self._client.get(self._key("outcome", origin)))
+        data = await self._call(
+            self._string_script(keys=[self._key("outcome", origin)])
+        )
         return None if data is None else decode(data, origin, self._crawler)
 
     async def put(self, origin: str, outcome: Outcome) -> None:
@@ -282,8 +310,8 @@ class RedisStore(OutcomeStore):
             await self._call(self._client.set(key, data, px=ttl_ms))
 
     async def get_record(self, key: str) -> str | None:
-        data = await self._call(self._client.get(self._key("record", key)))
-        if data is None:
+        data = await self._call(self._string_script(keys=[self._key("record", key)]))
+        if not data:  # none, or a key of another type
             return None
         return data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)
 
