@@ -108,6 +108,10 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
+class _TurnCancelled(IgnoreRequest):
+    """A request dropped while it waited for its turn, the spider closing."""
+
+
 #: How late after its turn a request may leave; later, it takes another turn
 #: (a worker stalled by its machine, a store slow to answer).
 _MISSED = 0.01
@@ -248,6 +252,7 @@ class Politeness:
         #: (``ROBOTS_RETRY_AFTER``), and for at most how long.
         self.retry_after = config.retry_after
         self.retry_after_max = config.retry_after_max
+        self.jobdir = config.jobdir
         # Origin -> until when (monotonic) a Retry-After pauses it.
         self.paused: OrderedDict[str, float] = OrderedDict()
         #: How far ahead a stored turn (or pause) is trusted: the longest
@@ -536,10 +541,32 @@ class Politeness:
                 {"origin": origin},
                 extra={"spider": self.crawler.spider},
             )
-            raise IgnoreRequest(
+            raise _TurnCancelled(
                 f"the spider closed while waiting for its turn at {origin}"
                 " (its Crawl-delay or a Retry-After pause)"
             )
+
+    def keep(self, request: Request) -> None:
+        """Put ``request``, cancelled while the spider closes, back in the
+        scheduler when a ``JOBDIR`` keeps its queue: the resumed crawl sends
+        it.  Without one, the queue ends with the crawl."""
+        if not self.jobdir or self.crawler.engine is None:
+            return
+        meta = {
+            key: value
+            for key, value in request.meta.items()
+            if key not in (PACE_META, TURN_META)
+        }
+        try:
+            self.crawler.engine.crawl(request.replace(meta=meta, dont_filter=True))
+        except Exception as exc:  # the engine closed meanwhile
+            logger.warning(
+                "Could not keep %(request)s in JOBDIR for the resumed crawl: %(error)s",
+                {"request": request, "error": exc},
+                extra={"spider": self.crawler.spider},
+            )
+            return
+        self.stats.inc_value("robots/crawl_delay/kept")
 
     async def _sleep(self, seconds: float, origin: str) -> float:
         """Sleep ``seconds``, waking every ``_CLOSE_POLL`` at most to see
@@ -611,12 +638,16 @@ class PacingMiddleware:
         if PAUSE_META in meta:
             politeness.carried(request, meta[PAUSE_META])
         mark = meta.get(PACE_META)
-        if mark is not None:
-            await politeness.take_turn(request, *mark)
-        elif politeness.paused:
-            origin = origin_of(request)
-            if origin is not None:
-                await politeness.unpaused(origin)
+        try:
+            if mark is not None:
+                await politeness.take_turn(request, *mark)
+            elif politeness.paused:
+                origin = origin_of(request)
+                if origin is not None:
+                    await politeness.unpaused(origin)
+        except _TurnCancelled:
+            politeness.keep(request)
+            raise
 
     async def process_response(self, request: Request, response: Response) -> Response:
         """Space the next turn from this answer's arrival; pause the origin

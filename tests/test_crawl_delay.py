@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 from scrapy import Request
@@ -19,6 +20,7 @@ from scrapy.http import Response
 from scrapy_rfc9309._compat import sleep
 from tests.support.crawl_helpers import (
     TIMER_GRANULARITY,
+    Burst,
     Departures,
     RecordingSpider,
     crawl,
@@ -278,3 +280,25 @@ async def test_late_departures_are_counted_and_move_the_next_back(
     assert counted["robots/crawl_delay/late_max"] > 0.01
     # Spaced from when each page really left, not from when it was due.
     _assert_spaced(departures, crawler, server, 0.2)
+
+
+@coroutine_test
+async def test_requests_dropped_at_close_are_kept_in_jobdir(
+    server: Server, tmp_path: Path
+) -> None:
+    """A crawl paused in its JOBDIR (closed here by CLOSESPIDER_TIMEOUT)
+    while its pages wait for a Crawl-delay of 20 s: they are put back in its
+    queue, and the resumed crawl fetches them. They were lost: the queue
+    had handed them to the downloader already."""
+    server.route("/robots.txt", "User-agent: *\nCrawl-delay: 20\n")
+    job = {**BURST, "JOBDIR": str(tmp_path / "job")}
+    urls = [server.url(f"/{i}") for i in range(3)]
+    paused = await crawl(urls, {**job, "CLOSESPIDER_TIMEOUT": 1}, spidercls=Burst)
+    assert [server.count(f"/{i}") for i in range(3)] == [0, 0, 0]
+    counted = stats(paused)
+    assert counted["robots/crawl_delay/cancelled"] == 3
+    assert counted["robots/crawl_delay/kept"] == 3
+    server.route("/robots.txt", "User-agent: *\n")
+    resumed = await crawl(urls, job, spidercls=Burst)
+    assert [server.count(f"/{i}") for i in range(3)] == [1, 1, 1]
+    assert sorted(resumed.spider.crawled) == urls  # type: ignore[union-attr]
