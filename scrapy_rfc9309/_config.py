@@ -114,8 +114,10 @@ class RobotsConfig:
     #: The tries of one download: 1, and Scrapy's ``RETRY_TIMES`` more when
     #: ``RETRY_ENABLED`` (a robots.txt that times out is tried again).
     download_tries: int
-    #: Whether Scrapy's ``JOBDIR`` keeps the crawl's queue for a resumed crawl.
-    jobdir: bool
+    #: Whether the scheduler's queue outlives the crawl: Scrapy's ``JOBDIR``
+    #: (for the resumed crawl), scrapy-redis's ``SCHEDULER_PERSIST`` (for the
+    #: fleet).
+    queue_kept: bool
 
     @classmethod
     def for_crawler(cls, crawler: Crawler) -> RobotsConfig:
@@ -204,7 +206,8 @@ class RobotsConfig:
             store_url=text(settings, "ROBOTS_STORE_URL"),
             download_timeout=timeout,
             download_tries=1 + max(retries, 0),
-            jobdir=bool(settings.get("JOBDIR")),
+            queue_kept=bool(settings.get("JOBDIR"))
+            or settings.getbool("SCHEDULER_PERSIST"),
         )
 
 

@@ -252,7 +252,7 @@ class Politeness:
         #: (``ROBOTS_RETRY_AFTER``), and for at most how long.
         self.retry_after = config.retry_after
         self.retry_after_max = config.retry_after_max
-        self.jobdir = config.jobdir
+        self.queue_kept = config.queue_kept
         # Origin -> until when (monotonic) a Retry-After pauses it.
         self.paused: OrderedDict[str, float] = OrderedDict()
         #: How far ahead a stored turn (or pause) is trusted: the longest
@@ -548,9 +548,10 @@ class Politeness:
 
     def keep(self, request: Request) -> None:
         """Put ``request``, cancelled while the spider closes, back in the
-        scheduler when a ``JOBDIR`` keeps its queue: the resumed crawl sends
-        it.  Without one, the queue ends with the crawl."""
-        if not self.jobdir or self.crawler.engine is None:
+        scheduler when its queue outlives the crawl (``JOBDIR``, scrapy-redis's
+        ``SCHEDULER_PERSIST``): the resumed crawl, or another worker, sends
+        it.  Otherwise the queue ends with the crawl."""
+        if not self.queue_kept or self.crawler.engine is None:
             return
         meta = {
             key: value
@@ -561,7 +562,7 @@ class Politeness:
             self.crawler.engine.crawl(request.replace(meta=meta, dont_filter=True))
         except Exception as exc:  # the engine closed meanwhile
             logger.warning(
-                "Could not keep %(request)s in JOBDIR for the resumed crawl: %(error)s",
+                "Could not put %(request)s back in the queue: %(error)s",
                 {"request": request, "error": exc},
                 extra={"spider": self.crawler.spider},
             )

@@ -30,7 +30,7 @@ import pytest
 import redis
 
 from tests.support.fleet_crawl import Worker
-from tests.support.redis_fleet import Fleet, worker_of
+from tests.support.redis_fleet import QUEUE_KEY, SPIDER, Fleet, worker_of
 from tests.support.redis_server import RedisServer
 from tests.support.server import Server
 
@@ -156,3 +156,21 @@ def _page_seen(handler: BaseHTTPRequestHandler, seen: threading.Event) -> None:
     handler.send_header("Content-Length", str(len(body)))
     handler.end_headers()
     handler.wfile.write(body)
+
+
+def test_a_worker_closing_puts_its_waiting_requests_back_in_the_fleet_queue(
+    make_server: MakeServer, redis_fleet: Fleet
+) -> None:
+    # A worker closed (CLOSESPIDER_TIMEOUT) while its request waits for a
+    # Crawl-delay of 20 s: the request is back in the fleet's queue for the
+    # others (SCHEDULER_PERSIST), not lost with the worker.
+    server = site(make_server, 20)
+    settings = {"CLOSESPIDER_TIMEOUT": 2, "ROBOTS_CRAWL_DELAY_MAX": 30}
+    (stats,) = redis_fleet.run([server.url("/")], "redis", settings, workers=1)
+    assert server.count("/") == 0
+    assert stats["robots/crawl_delay/cancelled"] == 1
+    assert stats["robots/crawl_delay/kept"] == 1
+    client = redis.Redis.from_url(redis_fleet.redis_url)
+    queued = client.zrange(redis_fleet.prefix + QUEUE_KEY % {"spider": SPIDER}, 0, -1)
+    client.close()
+    assert len(queued) == 1
