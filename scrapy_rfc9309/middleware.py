@@ -72,6 +72,11 @@ CAUSES: tuple[Cause, ...] = get_args(Cause)
 USAGE_META_KEY = "robots_usage"
 # robots.txt's License lines for the request (scrapy_rfc9309.licenses).
 LICENSES_META_KEY = "robots_licenses"
+#: Request meta key of a robots.txt sitemap: how far below robots.txt it is
+#: (``scrapy_rfc9309.sitemaps.DEPTH_KEY``).  A sitemap is read to find
+#: pages, never kept as an item: the usage preferences of its own URL (and
+#: its TDMRep reservation) do not stop it.
+SITEMAP_DEPTH_KEY = "robots_sitemap_depth"
 
 
 class RobotsDisallowed(IgnoreRequest):
@@ -300,7 +305,9 @@ class RobotsMiddleware:
         preferences, rules = matched_usage(matcher, request.url)
         request.meta[USAGE_META_KEY] = preferences
         purposes = self.config.usage_purposes
-        if refused(preferences, purposes) is not None:
+        if refused(preferences, purposes) is not None and (
+            SITEMAP_DEPTH_KEY not in request.meta
+        ):
             refusals = ", ".join(
                 purpose
                 for purpose in purposes

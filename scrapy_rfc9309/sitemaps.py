@@ -46,7 +46,7 @@ from ._compat import sleep, spider_argument
 from ._config import RobotsConfig
 from ._settings import ensure_enabled, refusals_logged
 from ._sitemap_read import site as _site
-from .middleware import RobotsMiddleware
+from .middleware import SITEMAP_DEPTH_KEY, RobotsMiddleware
 from .outcome import PARSED
 from .urls import http_url, robots_url
 
@@ -80,7 +80,7 @@ CALLBACK_ATTRIBUTE = "_robots_parse_sitemap"
 SPIDER_CALLBACK_ATTRIBUTE = "_robots_parse_spider_sitemap"
 #: Request meta key: how far below robots.txt a sitemap is (1 for the
 #: sitemaps robots.txt names, 2 for those of a sitemap index they are, ...).
-DEPTH_KEY = "robots_sitemap_depth"
+DEPTH_KEY = SITEMAP_DEPTH_KEY
 #: Request meta key: the robots.txt URL below which a sitemap is (directly,
 #: or through sitemap indexes).
 ROBOTS_TXT_KEY = "robots_sitemap_robots_txt"

@@ -33,7 +33,7 @@ from ._store import crawl_store
 from .directives import is_html
 from .fetch import RobotsFetcher
 from .match import Decision
-from .middleware import RobotsDisallowed
+from .middleware import SITEMAP_DEPTH_KEY, RobotsDisallowed
 from .outcome import lifetime, max_age
 from .provenance import ledger_for
 from .spidermiddleware import annotate
@@ -245,7 +245,9 @@ class TdmMiddleware:
         meta[_STATE_KEY] = state
         meta[META_KEY] = state.to_dict()
         rule = state.rule
-        if state.reservation == 1 and self.drop and rule is not None:
+        # A sitemap is read for its pages, each then judged on its own.
+        sitemap = SITEMAP_DEPTH_KEY in meta
+        if state.reservation == 1 and self.drop and rule is not None and not sitemap:
             self.stats.inc_value("robots/forbidden")
             self.stats.inc_value("robots/forbidden/tdm_reservation")
             # One text for the refusal: the report's and the exception's.

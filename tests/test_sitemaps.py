@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import gzip
+import json
 import logging
 import tracemalloc
 from collections.abc import Callable, Iterable
@@ -701,6 +702,33 @@ async def test_a_sitemap_named_twice_is_counted_once(make_server: MakeServer) ->
     assert counts["robots/sitemaps/discovered"] == 2
     assert counts["robots/sitemaps/followed"] == 2
     assert not [key for key in counts if key.startswith("robots/sitemaps/skipped")]
+
+
+@pytest.mark.parametrize("refusal", ["content_usage", "tdm_reservation"])
+@coroutine_test
+async def test_an_ai_crawl_reads_a_sitemap_its_preferences_refuse(
+    server: Server, refusal: str
+) -> None:
+    # The site refuses AI training but under /articles/: the sitemap at its
+    # root was dropped, so the articles it lists were never found.
+    robots = "User-agent: *\nSitemap: /sitemap.xml\n"
+    if refusal == "content_usage":
+        robots += "Content-Usage: train-ai=n\nContent-Usage: /articles/ train-ai=y\n"
+    else:
+        rules = [
+            {"location": "/articles/", "tdm-reservation": 0},
+            {"location": "/", "tdm-reservation": 1},
+        ]
+        server.route("/.well-known/tdmrep.json", json.dumps(rules))
+    server.route("/robots.txt", robots)
+    xml(server, "/sitemap.xml", urlset(pages(server, "/articles/1", "/other")))
+    crawler = await crawl(
+        [server.url("/start")], {**SITEMAPS, "ROBOTS_PURPOSES": ["train-ai"]}
+    )
+    assert server.count("/sitemap.xml") == 1
+    assert server.count("/articles/1") == 1
+    assert server.count("/other") == 0
+    assert stats(crawler)[f"robots/forbidden/{refusal}"] == 2  # /start, /other
 
 
 @pytest.mark.parametrize("other_sites", [False, True])
