@@ -96,7 +96,8 @@ class RobotsDisallowed(IgnoreRequest):
     def __init__(
         self, decision: Decision, origin: str, cause: Cause, why: str = ""
     ) -> None:
-        super().__init__(f"Forbidden by robots.txt ({cause}): {origin}")
+        source = "TDMRep" if cause == "tdm_reservation" else "robots.txt"
+        super().__init__(f"Forbidden by {source} ({cause}): {origin}")
         self.decision = decision
         self.origin = origin
         self.cause = cause

@@ -88,6 +88,7 @@ async def test_file_rules_drop_reserved_requests(
     dropped = spider.dropped[server.url("/directory-b/html/a.html")]
     assert dropped.cause == "tdm_reservation"
     assert dropped.origin == server.url(TDM)
+    assert str(dropped) == f"Forbidden by TDMRep (tdm_reservation): {server.url(TDM)}"
     # Fetched once for the origin.
     assert server.count(TDM) == 1
     found = stats(crawler)
