@@ -341,6 +341,17 @@ class Leases:
                 return found
             if await self.stores.acquire(key, self.ttl):
                 return True
+        if self.stores.store is not None:
+            # The lease outlived the wait: a holder slower than its lease
+            # (or a lease key damaged by hand, which never ends).
+            stores = self.stores
+            stores.stats.inc_value("robots/store/lease_waits_expired")
+            logger.warning(
+                "Waited %(wait)g s for another process's fetch of %(key)s, whose"
+                " lease is still held: fetching it here",
+                {"wait": self.wait, "key": key},
+                extra={"spider": stores.crawler.spider},
+            )
         return False
 
 

@@ -359,3 +359,22 @@ async def test_a_records_store_failing_warns_once_with_what_goes_on(
     ]
     await guard.close()
     assert not store.closed
+
+
+@coroutine_test
+async def test_a_lease_held_past_the_wait_is_said(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A holder slower than its lease, or a lease key damaged by hand that
+    # never ends: the waiter fetches itself, and says so once.
+    store = LeaseStore(acquired=[False] * 1_000)
+    crawler = make_crawler()
+    guarded = GuardedStore(crawler, store, FakeClock())
+    leases = Leases(guarded, ttl=10.0, wait=0.2)
+    with caplog.at_level(logging.WARNING):
+        assert (
+            await leases.take(STORE_ORIGIN, lambda: guarded.get(STORE_ORIGIN)) is False
+        )
+    (said,) = [r.getMessage() for r in caplog.records if "lease" in r.getMessage()]
+    assert f"another process's fetch of {STORE_ORIGIN}" in said
+    assert crawler.stats.get_value("robots/store/lease_waits_expired") == 1  # type: ignore[union-attr]
