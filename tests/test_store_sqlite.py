@@ -410,3 +410,38 @@ def test_processes_opening_a_new_file_at_once_agree_on_one_holder(db: Path) -> N
     results = [racer.communicate(timeout=60) for racer in racers]
     assert all(racer.returncode == 0 for racer in racers), results
     assert sorted(out.strip() for out, _ in results) == ["lost"] * 5 + ["won"]
+
+
+async def _put(store: SQLiteStore, origin: str) -> str:
+    """What a put for ``origin`` gave: the StoreError's message, or ``ok``."""
+    try:
+        await store.put(origin, stored_outcome())
+    except StoreError as exc:
+        return str(exc)
+    return "ok"
+
+
+@coroutine_test
+async def test_calls_queued_behind_a_locked_file_fail_at_once(db: Path) -> None:
+    # Another process holds the file locked: the first write waits out the
+    # busy timeout, and those queued behind it on the store's one thread
+    # failed only after waiting it out too, one after the other.
+    store = SQLiteStore(db, busy_timeout=0.2)
+    await store.put(STORE_ORIGIN, stored_outcome())
+    locker = sqlite3.connect(db, isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        said = await gather(*(_put(store, f"{STORE_ORIGIN}{i}") for i in range(5)))
+    finally:
+        locker.close()
+    assert ["locked" in message for message in said] == [
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
+    assert all("a call before this one failed" in message for message in said[1:])
+    # A call made after the failure tries the file again: unlocked now.
+    assert await _put(store, STORE_ORIGIN) == "ok"
+    await store.close()

@@ -128,6 +128,8 @@ class SQLiteStore(OutcomeStore):
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="robots-sqlite")
         self._connection: sqlite3.Connection | None = None
         self._closed = False
+        # Calls that failed so far (changed on the store's thread only).
+        self._failures = 0
         self._writes = 0
         # The token of each lease this store holds, so that releasing a lease
         # that expired and was taken by another process deletes nothing.
@@ -216,17 +218,23 @@ class SQLiteStore(OutcomeStore):
             self._executor.shutdown(wait=False)
 
     async def _run(self, func: Callable[..., _T], *args: object) -> _T:
-        future = self._executor.submit(self._guarded, func, *args)
+        future = self._executor.submit(self._guarded, self._failures, func, *args)
         if is_asyncio_available():
             return await asyncio.wrap_future(future)
         # Under a reactor without asyncio the future cannot be awaited;
         # a reactor thread waits for the store's thread instead.
         return await run_in_thread(future.result)
 
-    def _guarded(self, func: Callable[..., _T], *args: object) -> _T:
+    def _guarded(self, failures: int, func: Callable[..., _T], *args: object) -> _T:
+        # A call queued before another failed fails at once: behind a locked
+        # file each would wait out the busy timeout in turn, one after the
+        # other on this one thread (a crawl stops using a store that failed).
+        if failures != self._failures and func != self._close:
+            raise StoreError(f"SQLite store {self.path}: a call before this one failed")
         try:
             return func(*args)
         except (sqlite3.Error, OSError) as exc:
+            self._failures += 1
             raise StoreError(f"SQLite store {self.path}: {exc}") from exc
 
     def _db(self) -> sqlite3.Connection:
