@@ -29,7 +29,7 @@ def usage_line(rule: UsageRule) -> str:
     """A Content-Usage rule as its robots.txt line:
     ``Content-Usage: /ai-ok/ train-ai=y``."""
     path = f"{rule.path} " if rule.path else ""
-    return _line("Content-Usage", f"{path}{rule.preference}".rstrip())
+    return _line("Content-Usage", f"{path}{rule.preference}").rstrip()
 
 
 def signal_text(value: bool | str) -> str:

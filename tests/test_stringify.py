@@ -129,3 +129,8 @@ def test_a_misspelt_key_at_the_length_cap_is_refused() -> None:
     assert len(document.groups[0].rules[0].pattern) == CAP - 8
     with pytest.raises(ValueError, match=r"cannot say 'Disallow:/xxx.*' of group 1"):
         stringify(document)
+
+
+def test_an_empty_content_usage_line_ends_with_its_colon() -> None:
+    document = parse("User-agent: *\nContent-Usage:\n")
+    assert stringify(document) == "User-agent: *\nContent-Usage:\n"
