@@ -270,7 +270,8 @@ class RobotsMiddleware:
                 if not politeness.paced_later:
                     # No PacingMiddleware in the chain: the turn is taken
                     # here, in the slot chosen so far.
-                    await politeness.take_turn(request, origin, kept)
+                    turn = politeness.take_turn(request, origin, kept)
+                    await politeness.wait(request, turn)
 
     def _kept_delay(self, delay: float) -> float | None:
         """The delay kept for a Crawl-delay of ``delay``: clamped to

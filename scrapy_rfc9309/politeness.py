@@ -83,6 +83,8 @@ from .stores.base import OutcomeStore
 from .urls import origin_robots_url
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from typing_extensions import Self
@@ -546,6 +548,16 @@ class Politeness:
                 " (its Crawl-delay or a Retry-After pause)"
             )
 
+    async def wait(self, request: Request, waiting: Awaitable[None]) -> None:
+        """Await ``waiting``, ``request``'s turn or the end of its origin's
+        pause; a request dropped meanwhile, the spider closing, is put back
+        in the queue first when the queue outlives the crawl (:meth:`keep`)."""
+        try:
+            await waiting
+        except _TurnCancelled:
+            self.keep(request)
+            raise
+
     def keep(self, request: Request) -> None:
         """Put ``request``, cancelled while the spider closes, back in the
         scheduler when its queue outlives the crawl (``JOBDIR``, scrapy-redis's
@@ -639,16 +651,12 @@ class PacingMiddleware:
         if PAUSE_META in meta:
             politeness.carried(request, meta[PAUSE_META])
         mark = meta.get(PACE_META)
-        try:
-            if mark is not None:
-                await politeness.take_turn(request, *mark)
-            elif politeness.paused:
-                origin = origin_of(request)
-                if origin is not None:
-                    await politeness.unpaused(origin)
-        except _TurnCancelled:
-            politeness.keep(request)
-            raise
+        if mark is not None:
+            await politeness.wait(request, politeness.take_turn(request, *mark))
+        elif politeness.paused:
+            origin = origin_of(request)
+            if origin is not None:
+                await politeness.wait(request, politeness.unpaused(origin))
 
     async def process_response(self, request: Request, response: Response) -> Response:
         """Space the next turn from this answer's arrival; pause the origin

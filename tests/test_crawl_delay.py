@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from scrapy import Request
 from scrapy.http import Response
 
@@ -34,6 +35,7 @@ from tests.support.utils import coroutine_test
 MakeServer = Callable[..., Server]
 DELAY = 0.3
 BURST = {"CONCURRENT_REQUESTS_PER_DOMAIN": 8, "CONCURRENT_REQUESTS": 16}
+PACING = "scrapy_rfc9309.politeness.PacingMiddleware"
 
 
 def _assert_spaced(
@@ -282,16 +284,20 @@ async def test_late_departures_are_counted_and_move_the_next_back(
     _assert_spaced(departures, crawler, server, 0.2)
 
 
+@pytest.mark.parametrize("pacing", [True, False])
 @coroutine_test
 async def test_requests_dropped_at_close_are_kept_in_jobdir(
-    server: Server, tmp_path: Path
+    server: Server, tmp_path: Path, pacing: bool
 ) -> None:
     """A crawl paused in its JOBDIR (closed here by CLOSESPIDER_TIMEOUT)
     while its pages wait for a Crawl-delay of 20 s: they are put back in its
     queue, and the resumed crawl fetches them. They were lost: the queue
-    had handed them to the downloader already."""
+    had handed them to the downloader already. Without PacingMiddleware,
+    RobotsMiddleware holds them itself."""
     server.route("/robots.txt", "User-agent: *\nCrawl-delay: 20\n")
     job = {**BURST, "JOBDIR": str(tmp_path / "job")}
+    if not pacing:
+        job["DOWNLOADER_MIDDLEWARES"] = {PACING: None}
     urls = [server.url(f"/{i}") for i in range(3)]
     paused = await crawl(urls, {**job, "CLOSESPIDER_TIMEOUT": 1}, spidercls=Burst)
     assert [server.count(f"/{i}") for i in range(3)] == [0, 0, 0]
