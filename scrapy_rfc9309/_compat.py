@@ -38,6 +38,7 @@ import time
 from functools import wraps
 from inspect import (
     Parameter,
+    getattr_static,
     isasyncgenfunction,
     iscoroutinefunction,
     isfunction,
@@ -175,9 +176,10 @@ def spider_argument(cls: type[_T]) -> type[_T]:
 
 def _wrap_hooks(cls: type) -> None:
     for name in _HOOKS:
-        # The method cls has: its own, or a mixin's in front of the wrapped
-        # class (wrapped on cls, the mixin left as it is).
-        method = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), None)
+        # The method cls has, as its class dict holds it: its own, or a
+        # mixin's in front of the wrapped class (wrapped on cls, the mixin
+        # left as it is).
+        method = getattr_static(cls, name, None)
         # A method taking a spider (a wrapper, or written for Scrapy 2.13,
         # maybe under a decorator of its own) is left as it is.
         if isfunction(method) and not any(
