@@ -96,9 +96,9 @@ def usage_rule(value: str, line: int) -> UsageRule:
 
 
 def parse_crawl_delay(value: str) -> float | None:
-    """A Crawl-delay value in seconds; ``None`` unless finite and >= 0."""
+    """Seconds, finite and >= 0, in ASCII digits (no "_"); else ``None``."""
     try:
-        delay = float(value)
+        delay = float(value) if value.isascii() and "_" not in value else math.nan
     except ValueError:
         return None
     return delay if math.isfinite(delay) and delay >= 0 else None

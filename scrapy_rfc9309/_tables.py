@@ -252,7 +252,7 @@ def build(rules: ProfileRules, patterns: Sequence[str], metas: list[int]) -> Tab
         # it (the tables are built from newline-joined text).
         patterns = [pattern.replace("\n", "%0A") for pattern in patterns]
         joined = "".join(patterns)
-    index_html = rules.index_html and "/index.htm" in joined
+    index_html = rules.index_html and ("/index.htm" in joined or "%" in joined)
     # Each pattern once, with the meta of the rule of it that would win.
     prefixes = _earliest(patterns, metas)
     # The patterns with a wildcard or octets to normalise, told by the

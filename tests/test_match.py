@@ -184,6 +184,15 @@ def test_index_html_allows_its_directory(profile: str) -> None:
     assert decide(body, "/e/", profile=profile).allowed is True
 
 
+def test_index_html_escaped_allows_its_directory_where_escapes_are_decoded() -> None:
+    body = "User-agent: *\nDisallow: /d/\nAllow: /d/%69ndex.html\n"
+    assert decide(body, "/d/") == Decision(
+        True, "rule_allow", Rule(True, "/d/%69ndex.html", 3)
+    )
+    # Google compares escapes as written: "%69ndex" is not "index".
+    assert decide(body, "/d/", profile="google").allowed is False
+
+
 def test_empty_patterns_match_nothing() -> None:
     body = "User-agent: *\nDisallow:\nAllow:\n"
     assert decide(body, "/x") == Decision(True, "default_allow", None)

@@ -250,7 +250,10 @@ def test_crawl_delay(value: str, delay: float) -> None:
     assert parse(f"User-agent: *\nCrawl-delay:{value}\n").groups[0].crawl_delay == delay
 
 
-@pytest.mark.parametrize("value", ["", "abc", "-1", "nan", "inf", "5s", "1,5"])
+# float() alone would read "1_0" as 10 and "\u0663" (Arabic-Indic three) as 3.
+@pytest.mark.parametrize(
+    "value", ["", "abc", "-1", "nan", "inf", "5s", "1,5", "1_0", "\u0663", "\uff15"]
+)
 def test_invalid_crawl_delay_is_ignored(value: str) -> None:
     assert parse(f"User-agent: *\nCrawl-delay: {value}\n").groups[0].crawl_delay is None
 
