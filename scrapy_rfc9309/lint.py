@@ -11,7 +11,7 @@ import re
 from typing import Literal, NamedTuple
 from urllib.parse import urlsplit
 
-from ._agents import product_token
+from ._agents import agent_token, product_token
 from ._bytes import MAX_LINE_BYTES, UTF8_BOM, body_text, encode, oversize_allows_all
 from ._model import check_profile, parse_content_signal, usage_rule
 from ._read import Handler, key_kind, read_document
@@ -133,7 +133,9 @@ class _Linter(Handler):
 
     def invalid_utf8(self, line: int) -> None:
         self.add(
-            line, "invalid-utf8", "not valid UTF-8; the invalid bytes match no URL"
+            line,
+            "invalid-utf8",
+            "not valid UTF-8; each invalid byte is read as that octet (%XX in a URL)",
         )
 
     def html(self, text: str) -> None:
@@ -193,7 +195,7 @@ class _Linter(Handler):
 
     def user_agent(self, line: int, value: str) -> None:
         name = value.strip().lower()
-        if self.rules_of.selectors is not None and value and value != "*":
+        if self.rules_of.selectors is not None and value and agent_token(value) != "*":
             # Whether any of the profile's agents can read the group.
             if not any(
                 selector.rank(name, product_token(name))
@@ -290,11 +292,16 @@ class _Linter(Handler):
         for code, message in preference_problems(usage_rule(value, line)):
             self.add(line, code, message)
 
+    def _slash_escaped(self, pattern: str) -> bool:
+        """Whether ``pattern`` starts with ``%2F``, read as ``/`` where the
+        profile decodes escapes to compare."""
+        return self.rules_of.percent == "normalize" and pattern[:3].upper() == "%2F"
+
     def rules(self, rules: tuple[Rule, ...]) -> None:
         seen: dict[tuple[bool, str], Rule] = {}
         for rule in rules:
             pattern = rule.pattern
-            if pattern and pattern[0] not in "/*":
+            if pattern and pattern[0] not in "/*" and not self._slash_escaped(pattern):
                 hint = (
                     "; write the path alone"
                     if pattern.startswith(("http://", "https://"))

@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from scrapy_rfc9309.lint import CODES, Diagnostic, lint
-from scrapy_rfc9309.parse import MAX_LINE_BYTES
+from scrapy_rfc9309.match import explain
+from scrapy_rfc9309.parse import MAX_LINE_BYTES, parse
 
 
 def codes(
@@ -57,6 +58,8 @@ def test_diagnostic_shape() -> None:
         ("User-agent: *\nDissallow: /x\n", [(2, "typo-accepted")]),
         ("User-agent: *\nDisallow: x/\n", [(2, "pattern-not-rooted")]),
         ("User-agent: *\nDisallow: https://a/x\n", [(2, "pattern-not-rooted")]),
+        # rfc9309 decodes escapes to compare: this is "/admin".
+        ("User-agent: *\nDisallow: %2fadmin\n", []),
         ("User-agent: *\nCrawl-delay: soon\nAllow: /\n", [(2, "invalid-crawl-delay")]),
         (
             "User-agent: *\nCrawl-delay: 1\nCrawl-delay: 2\nAllow: /\n",
@@ -145,6 +148,13 @@ def test_body_too_large() -> None:
     source = "User-agent: *\nDisallow: /a\nDisallow: /b\n"
     assert codes(source, max_bytes=30) == [(3, "body-too-large")]
     assert codes(source, max_bytes=len(source)) == []
+
+
+def test_invalid_utf8_says_what_the_bytes_match() -> None:
+    robots = b"User-agent: *\nDisallow: /caf\xe9\n"
+    (diagnostic,) = lint(robots)
+    assert "(%XX in a URL)" in diagnostic.message
+    assert explain(parse(robots), "bot", "/caf%E9").allowed is False
 
 
 def test_crlf_line_numbers() -> None:

@@ -302,6 +302,7 @@ def _codes(robots: str | bytes, profile: str) -> list[tuple[int, str]]:
         (Y + "Crawl-delay: 3\n", "yandex", (1, "unsupported-directive")),
         (OVERSIZE, "yandex", (0, "body-over-vendor-limit")),
         ("User-agent: msnbot\nDisallow: /\n", "bing", (1, "user-agent-not-selected")),
+        ("User-agent: *\nDisallow: %2Fa\n", "google", (2, "pattern-not-rooted")),
         (B + "Disallow /x\n", "bing", (2, "missing-colon-ignored")),
     ],
 )  # fmt: skip
@@ -315,6 +316,17 @@ def test_lint_names_the_profiles_reasons(
     assert expected in _codes(robots, profile)
     if expected[1] not in ("rule-outside-group", "user-agent-not-selected"):
         assert expected not in _codes(robots, "rfc9309")
+
+
+@pytest.mark.parametrize(
+    ("profile", "agent"), [("yandex", "Yandex"), ("bing", "bingbot")]
+)
+def test_lint_reads_a_wildcard_with_more_as_the_engine_does(
+    profile: str, agent: str
+) -> None:
+    robots = "User-agent: * x\nDisallow: /\n"
+    assert explain(parse(robots, profile=profile), agent, "/x").allowed is False
+    assert _codes(robots, profile) == [(1, "user-agent-not-token")]
 
 
 def test_lint_in_the_lenient_profiles_is_unchanged() -> None:
