@@ -24,8 +24,10 @@ __all__ = ["license_records", "link_licenses", "robots_licenses"]
 _RSL_TYPE = "application/rsl+xml"
 _LICENSE = "license"
 
-# One link of a Link header (RFC 8288): <target> and its parameters.
-_LINK = re.compile(r"<([^>]*)>((?:\s*;\s*[^;,\"]*(?:\"(?:[^\"\\]|\\.)*\")?)*)")
+# One link of a Link header (RFC 8288): <target> and its parameters.  A
+# target holds no "<": each search from a "<" stops at the next one, so a
+# value is read in linear time (with "[^>]*", 16 KB of "<" took a second).
+_LINK = re.compile(r"<([^<>]*)>((?:\s*;\s*[^;,\"]*(?:\"(?:[^\"\\]|\\.)*\")?)*)")
 _PARAM = re.compile(
     r";\s*([!#$%&'*+.^_`|~0-9A-Za-z-]+)\s*(?:=\s*(\"(?:[^\"\\]|\\.)*\"|[^;,\s]*))?"
 )

@@ -99,6 +99,12 @@ def test_license_never_changes_matching() -> None:
                 {"url": "https://cc.example/by/4.0/", "source": "link", "rsl": False},
             ],
         ),
+        # A stray "<" before a link is not part of its target (each "<"
+        # scanned only up to the next one keeps the reading linear).
+        (
+            ["<<https://x.example/l>; rel=license"],
+            [{"url": "https://x.example/l", "source": "link", "rsl": False}],
+        ),
         # Junk: nothing, never an error.
         ([b"\xff\xfe<", "rel=license", "<>; rel=license", '<x>; rel="lic'], []),
     ],
