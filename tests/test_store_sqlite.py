@@ -268,6 +268,28 @@ async def test_a_past_turn_changes_nothing_and_is_purged(db: Path) -> None:
     await store.close()
 
 
+@pytest.mark.parametrize("writer", ["put_record", "hold", "extend"])
+@coroutine_test
+async def test_every_writer_counts_toward_the_purge(
+    db: Path, writer: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fleet worker under a Crawl-delay writes mostly turns' extensions and
+    # holds: the purge must not wait for the next open of the file.
+    monkeypatch.setattr("scrapy_rfc9309.stores.sqlite._PURGE_EVERY", 3)
+    store = SQLiteStore(db)
+    await store.get(ORIGIN)
+    past = time.time() - 1
+    with sqlite3.connect(db, isolation_level=None) as connection:
+        connection.execute("INSERT INTO records VALUES ('old', 'x', ?)", (past,))
+    for number in range(3):
+        if writer == "put_record":
+            await store.put_record(f"k{number}", "v", time.time() + 60)
+        else:
+            await getattr(store, writer)(ORIGIN, 5.0, 30.0)
+    assert raw(db, "SELECT key FROM records WHERE key = 'old'") == []
+    await store.close()
+
+
 # Failures and configuration
 
 

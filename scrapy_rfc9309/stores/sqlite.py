@@ -295,6 +295,12 @@ class SQLiteStore(OutcomeStore):
         connection.execute("DELETE FROM records WHERE retain_until <= ?", (now,))
         connection.execute("DELETE FROM holds WHERE ends_at <= ?", (time.time(),))
 
+    def _wrote(self, db: sqlite3.Connection) -> None:
+        """Count a write; every :data:`_PURGE_EVERY` writes, purge."""
+        self._writes += 1
+        if self._writes % _PURGE_EVERY == 0:
+            self._purge(db)
+
     def _get(self, origin: str) -> bytes | None:
         row = (
             self._db()
@@ -323,9 +329,7 @@ class SQLiteStore(OutcomeStore):
             " VALUES (?, ?, ?)",
             (origin, data, retain_until),
         )
-        self._writes += 1
-        if self._writes % _PURGE_EVERY == 0:
-            self._purge(db)
+        self._wrote(db)
 
     def _get_record(self, key: str) -> bytes | None:
         row = (
@@ -351,7 +355,7 @@ class SQLiteStore(OutcomeStore):
             " VALUES (?, ?, ?)",
             (key, value, retain_until),
         )
-        self._writes += 1
+        self._wrote(db)
 
     def _acquire(self, origin: str, token: str, ttl: float) -> bool:
         now = self.clock()
@@ -391,9 +395,7 @@ class SQLiteStore(OutcomeStore):
                 "INSERT OR REPLACE INTO turns (origin, next_free) VALUES (?, ?)",
                 (origin, now + interval),
             )
-        self._writes += 1
-        if self._writes % _PURGE_EVERY == 0:
-            self._purge(db)
+        self._wrote(db)
         return 0.0, ahead if ahead > limit else 0.0
 
     def _hold(self, origin: str, seconds: float, limit: float) -> float:
@@ -412,7 +414,7 @@ class SQLiteStore(OutcomeStore):
                     "INSERT OR REPLACE INTO holds (origin, ends_at) VALUES (?, ?)",
                     (origin, now + seconds),
                 )
-        self._writes += 1
+        self._wrote(db)
         return ahead if ahead > limit else 0.0
 
     def _extend(self, origin: str, seconds: float, limit: float) -> float:
@@ -421,7 +423,7 @@ class SQLiteStore(OutcomeStore):
         db = self._db()
         with _immediate(db):
             ahead = _push_turn(db, origin, seconds, time.time(), limit)
-        self._writes += 1
+        self._wrote(db)
         return ahead if ahead > limit else 0.0
 
     def _held(self, limit: float) -> tuple[dict[str, float], list[tuple[str, float]]]:
