@@ -294,10 +294,19 @@ class Leases:
     redirects and retries included) fetches, the others poll the store for
     what it puts, for at most ``wait`` seconds."""
 
-    def __init__(self, stores: StoreGuard, ttl: float, wait: float) -> None:
+    def __init__(
+        self,
+        stores: StoreGuard,
+        ttl: float,
+        wait: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.stores = stores
         self.ttl = ttl
         self.wait = wait
+        self.clock = clock
+        # Key -> when this process took its lease, until it lets it go.
+        self._taken: dict[str, float] = {}
 
     async def take(
         self, key: str, look: Callable[[], Awaitable[_V | None]]
@@ -323,7 +332,24 @@ class Leases:
         if found is not None:
             await stores.release(key)
             return found
+        self._taken[key] = self.clock()
         return True
+
+    async def release(self, key: str) -> None:
+        """Let the lease of ``key`` go after fetching it; a fetch that took
+        longer than the lease (a slow redirect chain, a long Retry-After
+        pause), which another process may have repeated, is said."""
+        taken = self._taken.pop(key, None)
+        stores = self.stores
+        if taken is not None and (took := self.clock() - taken) > self.ttl:
+            stores.stats.inc_value("robots/store/leases_outlived")
+            logger.warning(
+                "Fetching %(key)s took %(took).0f s, longer than its lease"
+                " (%(ttl).0f s): another process may have fetched it too",
+                {"key": key, "took": took, "ttl": self.ttl},
+                extra={"spider": stores.crawler.spider},
+            )
+        await stores.release(key)
 
     async def _wait_for_holder(
         self, key: str, look: Callable[[], Awaitable[_V | None]]
@@ -460,7 +486,7 @@ class Outcomes:
             await self.stores.put(origin, outcome)
         finally:
             if leased:
-                await self.stores.release(origin)
+                await self.leases.release(origin)
         return entry
 
     async def _stored(self, origin: str) -> Outcome | None:

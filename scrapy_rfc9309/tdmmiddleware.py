@@ -334,7 +334,7 @@ class TdmMiddleware:
             await self.stores.put_record(tdm_url, entry.encode(), entry.expires_at)
         finally:
             if leased:
-                await self.stores.release(tdm_url)
+                await self.leases.release(tdm_url)
         return entry
 
     async def _stored(self, tdm_url: str) -> TdmEntry | None:

@@ -378,3 +378,30 @@ async def test_a_lease_held_past_the_wait_is_said(
     (said,) = [r.getMessage() for r in caplog.records if "lease" in r.getMessage()]
     assert f"another process's fetch of {STORE_ORIGIN}" in said
     assert crawler.stats.get_value("robots/store/lease_waits_expired") == 1  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("took", "said"), [(9.0, False), (11.0, True)])
+@coroutine_test
+async def test_a_fetch_that_outlived_its_lease_is_said(
+    caplog: pytest.LogCaptureFixture, took: float, said: bool
+) -> None:
+    # A slow redirect chain or a long Retry-After pause: the lease ran out
+    # while this process fetched, so another one may have fetched too.
+    store = LeaseStore(acquired=[True])
+    crawler = make_crawler()
+    guarded = GuardedStore(crawler, store, FakeClock())
+    clock = FakeClock(100.0)
+    leases = Leases(guarded, ttl=10.0, wait=10.0, clock=clock)
+    with caplog.at_level(logging.WARNING):
+        assert await leases.take(STORE_ORIGIN, lambda: guarded.get(STORE_ORIGIN))
+        clock.now += took
+        await leases.release(STORE_ORIGIN)
+    assert store.leases == ["acquire", "release"]
+    warnings = [r.getMessage() for r in caplog.records if "lease" in r.getMessage()]
+    assert bool(warnings) is said
+    assert stats(crawler).get("robots/store/leases_outlived", 0) == int(said)
+    if said:
+        assert warnings == [
+            f"Fetching {STORE_ORIGIN} took 11 s, longer than its lease (10 s):"
+            " another process may have fetched it too"
+        ]

@@ -206,6 +206,33 @@ def test_a_lease_outlasts_the_retries_of_a_robots_txt_that_times_out(
     assert server.count("/a") == server.count("/private") == 0
 
 
+def test_a_fetch_longer_than_its_lease_is_said(
+    make_server: Callable[..., Server], start_worker: Any, tmp_path: Path
+) -> None:
+    # Three redirects of 0.8 s each: the fetch takes 3.2 s, its lease (twice
+    # a DOWNLOAD_TIMEOUT of 1 s, no retries) 2 s. Another worker may have
+    # taken the lease meanwhile and fetched too: the holder says so.
+    server = make_server()
+    for hop in range(3):
+        server.route(
+            f"/robots{hop or ''}.txt",
+            status=301,
+            headers={"Location": server.url(f"/robots{hop + 1}.txt")},
+            delay=0.8,
+        )
+    server.route("/robots3.txt", ROBOTS)
+    settings = {
+        "ROBOTS_STORE": "sqlite",
+        "ROBOTS_STORE_URL": str(tmp_path / "r.db"),
+        "DOWNLOAD_TIMEOUT": 1,
+        "RETRY_ENABLED": False,
+    }
+    (stats,) = [start_worker(urls([server]), settings).wait(timeout=60)]
+    assert stats["robots/outcome/parsed"] == 1
+    assert stats["robots/store/leases_outlived"] == 1
+    assert server.count("/a") == 1
+
+
 def test_killed_lease_holder_does_not_stall_the_fleet(
     make_server: Callable[..., Server],
     start_worker: Any,
