@@ -211,8 +211,10 @@ class TdmMiddleware:
         )
         self._entries: OrderedDict[str, TdmEntry] = OrderedDict()
         self._flight: SingleFlight[TdmEntry] = SingleFlight()
-        # A lease is held for one fetch of the file: twice its timeout.
-        self.leases = Leases(self.stores, self.timeout * 2, self.timeout * 2)
+        # A lease is held for one fetch of the file, as robots.txt's: twice
+        # its timeout for each try RetryMiddleware makes.
+        lease = self.timeout * config.download_tries * 2
+        self.leases = Leases(self.stores, lease, lease)
         #: The crawl's evidence (ROBOTS_REPORT counts the requests dropped).
         self.ledger = ledger_for(crawler)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)

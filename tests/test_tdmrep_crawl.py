@@ -324,6 +324,17 @@ def test_sqlite_fleet_fetches_the_file_once(
     assert [s.count("/a") for s in servers] == [2, 2, 2]
 
 
+@pytest.mark.parametrize(("retry", "tries"), [({}, 3), ({"RETRY_ENABLED": False}, 1)])
+def test_the_lease_covers_every_try_of_the_file(
+    retry: dict[str, Any], tries: int
+) -> None:
+    # As robots.txt's: a file that times out is tried 1 + RETRY_TIMES times,
+    # and a lease of twice one timeout ran out during the holder's tries.
+    crawler = get_crawler(settings_dict={**TRAIN, "ROBOTS_TDMREP_TIMEOUT": 7, **retry})
+    middleware = TdmMiddleware(crawler)
+    assert middleware.leases.ttl == middleware.leases.wait == 2 * 7 * tries
+
+
 @coroutine_test
 async def test_installed_only_for_a_tdm_crawl(server: Server) -> None:
     assert is_tdm(["train-ai"])
