@@ -351,14 +351,18 @@ class Ledger:
                 for line in lines:
                     file.write(json.dumps(line, ensure_ascii=False) + "\n")
             os.replace(temporary, path)
-        except OSError as exc:
+        except (OSError, ValueError, TypeError) as exc:
+            # The folder or the disk (OSError), or a value that JSON or
+            # UTF-8 cannot write (a TypeError, a UnicodeEncodeError): one
+            # line at close, never a traceback, no temporary file left.
             with contextlib.suppress(OSError):
                 temporary.unlink(missing_ok=True)
             if self.crawler.stats is not None:
                 self.crawler.stats.inc_value("robots/report/errors")
+            error = exc if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
             logger.error(
                 "ROBOTS_REPORT %(path)s could not be written: %(error)s",
-                {"path": str(path), "error": exc},
+                {"path": str(path), "error": error},
                 extra={"spider": self.crawler.spider},
             )
             return

@@ -29,7 +29,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from scrapy_rfc9309 import ProvenanceMiddleware
-from scrapy_rfc9309.provenance import iso_time
+from scrapy_rfc9309.provenance import Ledger, iso_time
 from tests.support.crawl_helpers import (
     RecordingSpider,
     crawl,
@@ -393,6 +393,41 @@ async def test_a_report_that_cannot_be_written_is_one_error_line(
         assert [p.name for p in path.iterdir()] == ["kept"]
     else:
         assert not folder.exists()
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [("\udce9", "UnicodeEncodeError"), (object(), "TypeError")],
+    ids=["not_utf8", "not_json"],
+)
+@coroutine_test
+async def test_a_report_value_that_cannot_be_written_is_one_error_line(
+    server: Server,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    value: object,
+    error: str,
+) -> None:
+    # Whatever the lines come to hold that UTF-8 or JSON cannot write.
+    monkeypatch.setattr(Ledger, "lines", lambda self: [{"robots_txt": value}])
+    server.route("/robots.txt", ROBOTS)
+    path = tmp_path / "report.jsonl"
+    crawler = make_crawler({"ROBOTS_REPORT": str(path)}, LinkingSpider)
+    with caplog.at_level(logging.INFO):
+        await crawler.crawl_async(urls=[server.url("/public")])
+    assert crawler.stats is not None
+    stats = crawler.stats.get_stats()
+    assert stats["finish_reason"] == "finished"
+    assert stats["robots/report/errors"] == 1
+    errors = [record for record in caplog.records if record.levelno >= logging.ERROR]
+    assert len(errors) == 1, caplog.text
+    message = errors[0].getMessage()
+    assert message.startswith(f"ROBOTS_REPORT {path} could not be written: {error}: ")
+    assert errors[0].exc_info is None
+    assert "Traceback" not in caplog.text
+    # Nothing half-written left behind.
+    assert list(tmp_path.iterdir()) == []
 
 
 #: A fleet site's pages: each links to the others, to a page robots.txt
