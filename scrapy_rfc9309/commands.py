@@ -44,7 +44,8 @@ from .middleware import LICENSES_META_KEY, RobotsDisallowed, RobotsMiddleware
 from .outcome import Lifetimes, Outcome, explain_by
 from .parse import PROFILES, Rule, UsageRule
 from .profiles import RULES, selector_for
-from .stringify import rule_line, signal_text, usage_line
+from .provenance import plain
+from .stringify import readable, rule_line, signal_text, usage_line
 from .tdmmiddleware import META_KEY as TDM_META_KEY
 from .tdmmiddleware import TdmMiddleware
 from .urls import robots_url
@@ -496,7 +497,7 @@ class RobotsCommand(ScrapyCommand):
                 "allowed": allowed,
                 "results": [row.to_dict() for row in rows],
             }
-            print(json.dumps(document, indent=2))
+            print(json.dumps(plain(document), indent=2))
         else:
             whose = "" if opts.spider is None else f"spider {opts.spider!r}, "
             _print(
@@ -571,7 +572,7 @@ class RobotsCommand(ScrapyCommand):
                 "counts": counts,
                 "diagnostics": [d._asdict() for d in diagnostics],
             }
-            print(json.dumps(document, indent=2))
+            print(json.dumps(plain(document), indent=2))
         else:
             for diagnostic in diagnostics:
                 _print(_diagnostic_text(source, diagnostic))
@@ -609,12 +610,10 @@ class RobotsCommand(ScrapyCommand):
 
 # Whatever a terminal could act on rather than show: C0 and C1 controls (ESC
 # and the 8-bit CSI start escape sequences that recolour, retitle or clear the
-# terminal), the bidi overrides that reorder what is shown, and lone
+# terminal) and the bidi overrides that reorder what is shown.  Lone
 # surrogates (undecodable robots.txt bytes), which a UTF-8 stdout cannot even
-# encode.
-_UNSAFE = re.compile(
-    r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
+# encode, are made readable() first.
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -625,8 +624,9 @@ def _escape(match: re.Match[str]) -> str:
 def _terminal_safe(text: str) -> str:
     """``text`` with every character a terminal would act on written as a
     Python escape (``\\x1b``, ``\\u202e``): robots.txt, its URLs and what the
-    server says are untrusted, and text output goes to a terminal."""
-    return _UNSAFE.sub(_escape, text)
+    server says are untrusted, and text output goes to a terminal; an
+    undecodable octet as its percent escape (``%FF``, :func:`readable`)."""
+    return _UNSAFE.sub(_escape, readable(text))
 
 
 def _print(line: str) -> None:

@@ -45,7 +45,7 @@ from .politeness import (
 from .provenance import EVIDENCE_KEY, ledger_for
 from .stores.base import OutcomeStore
 from .stores.memory import Entry
-from .stringify import rule_line, usage_line
+from .stringify import readable, rule_line, usage_line
 from .urls import origin_robots_url, robots_url
 from .usage import matched_usage, refused
 
@@ -230,8 +230,9 @@ class RobotsMiddleware:
             now = self.clock()
         outcome = entry.outcome
         if entry.licenses:
+            # Shown in items and records: undecodable octets as %XX.
             meta[LICENSES_META_KEY] = [
-                {"url": url, "source": "robots.txt"} for url in entry.licenses
+                {"url": readable(url), "source": "robots.txt"} for url in entry.licenses
             ]
         decision = explain_compiled(outcome, entry.matcher, request.url, now)
         if not decision.allowed:
@@ -390,6 +391,9 @@ class RobotsMiddleware:
             why = (
                 f"{outcome.kind}, {outcome.detail}" if outcome.detail else outcome.kind
             )
+        # Undecodable octets of robots.txt as %XX: the log line, the report
+        # and the exception say the same, and a UTF-8 log file can write it.
+        why = readable(why)
         if self.ledger is not None:
             self.ledger.dropped(origin, cause, why)
         logger.debug(

@@ -34,7 +34,7 @@ from ._config import RobotsConfig
 from ._settings import SettingError
 from .match import compile
 from .outcome import UNREACHABLE
-from .stringify import rule_line, signal_text, usage_line
+from .stringify import readable, rule_line, signal_text, usage_line
 from .urls import robots_url
 from .usage import matched_usage
 
@@ -135,11 +135,15 @@ def unchecked_facts(origin: str | None, reason: str) -> dict[str, Any]:
 
 
 def plain(value: Any) -> Any:
-    """``value`` as JSON data (what another component left in meta)."""
-    if value is None or isinstance(value, (str, int, float, bool)):
+    """``value`` as JSON data (what another component left in meta), its
+    strings :func:`~scrapy_rfc9309.stringify.readable`: a record or a report
+    line that any UTF-8 writer (a feed, the report file) can write."""
+    if isinstance(value, str):
+        return readable(value)
+    if value is None or isinstance(value, (int, float, bool)):
         return value
     if isinstance(value, dict):
-        return {str(key): plain(item) for key, item in value.items()}
+        return {readable(str(key)): plain(item) for key, item in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [plain(item) for item in value]
     to_dict = getattr(value, "to_dict", None)
@@ -305,7 +309,8 @@ class Ledger:
         outcomes[key] = (first, times + 1)
 
     def lines(self) -> list[dict[str, Any]]:
-        """The report: one JSON object per origin, by robots.txt URL."""
+        """The report: one JSON object per origin, by robots.txt URL, its
+        text :func:`~scrapy_rfc9309.stringify.readable` (:func:`plain`)."""
         spider = self.crawler.spider
         report = []
         for origin, facts in sorted(self._origins.items()):
@@ -337,7 +342,7 @@ class Ledger:
                     ],
                 }
             )
-        return report
+        return [plain(line) for line in report]
 
     def write(self) -> None:
         """Write the report, whole or not at all (a temporary file renamed)."""

@@ -100,8 +100,11 @@ class ProvenanceMiddleware:
             ),
         }
         for key, meta_key in OTHER_FACTS.items():
-            record[key] = plain(meta.get(meta_key))
-        self._records[response] = record
+            record[key] = meta.get(meta_key)
+        # Plain data whose text a UTF-8 feed can write: robots.txt's
+        # undecodable octets (a rule, a Content-Signal value, a License URL)
+        # as their percent escapes.
+        record = self._records[response] = plain(record)
         return record
 
     async def process_spider_output(

@@ -2,13 +2,36 @@
 
 from __future__ import annotations
 
+import re
 from itertools import zip_longest
 from reprlib import Repr
 
 from ._bytes import MAX_LINE_BYTES, encode
 from .parse import Document, Group, Rule, UsageRule, parse
 
-__all__ = ["rule_line", "signal_text", "stringify", "usage_line"]
+__all__ = ["readable", "rule_line", "signal_text", "stringify", "usage_line"]
+
+# A lone surrogate: an undecodable octet kept as a surrogate escape (U+DC80
+# to U+DCFF), or one a str given by hand holds.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _octets(match: re.Match[str]) -> str:
+    return "".join(f"%{octet:02X}" for octet in encode(match.group()))
+
+
+def readable(text: str) -> str:
+    """``text`` as people and files are shown robots.txt text: each octet
+    that was not UTF-8 (kept by the reader as a surrogate escape,
+    ``'\\udce9'``) written as its percent escape, ``%E9``, which is how URLs
+    match it; any other lone surrogate as the octets ``surrogatepass`` makes
+    of it (``%ED%A0%80``).  The result encodes as strict UTF-8, for a log
+    file, a feed, a report.  :func:`stringify`, :func:`rule_line` and
+    :func:`usage_line` keep the text as read: robots.txt written back holds
+    the octets themselves."""
+    if text.isascii():
+        return text
+    return _SURROGATE.sub(_octets, text)
 
 
 def _line(key: str, value: str) -> str:

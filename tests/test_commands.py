@@ -805,6 +805,38 @@ def test_lint_text_escapes_control_characters(tmp_path: Path) -> None:
     assert any("'/x\x1b[2J'" in message for message in messages)
 
 
+def test_undecodable_octets_are_shown_as_their_percent_escapes(
+    make_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    server = make_server()
+    robots = b"User-agent: *\nContent-Signal: ai-train=\xe9\nDisallow: /\xe9t\xe9\n"
+    server.route("/robots.txt", robots)
+    url = server.url("/%E9t%E9")
+    done = scrapy(tmp_path, "check", url)
+    assert done.returncode == 1, done.stderr
+    row = done.stdout.splitlines()[1]
+    # As the log line, the report and the records show them.
+    assert "rule_disallow (line 3: Disallow: /%E9t%E9)" in row
+    assert "content-signal ai-train=%E9" in row
+
+    done = scrapy(tmp_path, "check", url, "--json")
+    result = json.loads(done.stdout)["results"][0]
+    assert result["rule"]["pattern"] == "/%E9t%E9"
+    assert result["rule"]["text"] == "Disallow: /%E9t%E9"
+    assert result["content_signals"] == {"ai-train": "%E9"}
+    # Text any JSON reader takes: no lone surrogate.
+    json.dumps(result, ensure_ascii=False).encode("utf-8")
+
+    signal = b"User-agent: *\nContent-Signal: ai-tr\xe9in=maybe\n"
+    (tmp_path / "robots.txt").write_bytes(signal)
+    said = "ai-tr%E9in='maybe' is neither yes nor no"
+    done = scrapy(tmp_path, "lint", "robots.txt")
+    assert said in done.stdout, done.stdout
+    done = scrapy(tmp_path, "lint", "robots.txt", "--json")
+    messages = [d["message"] for d in json.loads(done.stdout)["diagnostics"]]
+    assert any(said in message for message in messages), messages
+
+
 # -- profiles -------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ stats and the robots_outcome signal."""
 from __future__ import annotations
 
 import ipaddress
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -490,6 +491,46 @@ async def test_the_refusal_carries_what_the_log_line_says(
     assert (dropped.cause, dropped.why) == (cause, why)
     # Built once: the log line gives the same words.
     assert f"({server.url('/robots.txt')} {why})" in caplog.text
+
+
+#: Invalid UTF-8 (docs/reliability.md): each octet stands for itself.
+UNDECODABLE = b"User-agent: *\nDisallow: /\xe9t\xe9\nContent-Usage: /u\xe9 train-ai=n\n"
+
+
+@coroutine_test
+async def test_a_refusal_quoting_undecodable_octets_reaches_a_utf8_log_file(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.route("/robots.txt", UNDECODABLE)
+    # LOG_FILE's handler: strict UTF-8, which no lone surrogate passes.  The
+    # middleware's lines go to it alone (pytest-xdist could not carry a lone
+    # surrogate in the captured log of a failure).
+    handler = logging.FileHandler(tmp_path / "log.txt", encoding="utf-8")
+    logger = logging.getLogger("scrapy_rfc9309.middleware")
+    monkeypatch.setattr(logger, "propagate", False)
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(handler)
+    try:
+        crawler = await crawl(
+            [server.url("/%E9t%E9"), server.url("/u%E9")],
+            {"ROBOTS_PURPOSES": "train-ai", "ROBOTS_TDMREP": "off"},
+        )
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        handler.close()
+    # Each octet as the escape a URL matches it with.
+    whys = {
+        server.url("/%E9t%E9"): "line 2: Disallow: /%E9t%E9",
+        server.url("/u%E9"): "Content-Usage refuses train-ai"
+        " (line 3: Content-Usage: /u%E9 train-ai=n)",
+    }
+    assert {url: e.why for url, e in crawler.spider.dropped.items()} == whys
+    logged = (tmp_path / "log.txt").read_text(encoding="utf-8")
+    robots = server.url("/robots.txt")
+    for url, why in whys.items():
+        assert f"Forbidden by robots.txt: <GET {url}> ({robots} {why})" in logged
 
 
 @coroutine_test

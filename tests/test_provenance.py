@@ -353,6 +353,59 @@ async def test_the_report_counts_the_items_each_component_dropped(
     assert (other["items_dropped"], other["items_dropped_because"]) == ({}, [])
 
 
+#: Invalid UTF-8 (docs/reliability.md) in a Content-Signal value, a rule
+#: and a License URL: the reader keeps each octet as a surrogate escape.
+UNDECODABLE = (
+    b"User-agent: *\n"  # 1
+    b"Content-Signal: ai-train=\xe9\n"  # 2
+    b"Disallow: /\xe9t\xe9\n"  # 3
+    b"Allow: /ok\xff\n"  # 4
+    b"License: https://example.com/licen\xe7e\n"  # 5
+)
+
+
+@coroutine_test
+async def test_undecodable_octets_reach_a_utf8_feed_and_the_report_escaped(
+    server: Server, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.route("/robots.txt", UNDECODABLE)
+    feed, report = tmp_path / "items.jsonl", tmp_path / "report.jsonl"
+    settings = {
+        "ROBOTS_PROVENANCE": True,
+        "ROBOTS_REPORT": str(report),
+        # What `scrapy startproject` writes: strict UTF-8.
+        "FEEDS": {str(feed): {"format": "jsonlines"}},
+        "FEED_EXPORT_ENCODING": "utf-8",
+    }
+    with caplog.at_level(logging.INFO):
+        crawler, _ = await collect(
+            [server.url("/ok%FF"), server.url("/%E9t%E9")], settings
+        )
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("item_scraped_count") == 1
+    # The item, stored: each octet as the escape a URL matches it with.
+    (item,) = map(json.loads, feed.read_text(encoding="utf-8").splitlines())
+    record = item["robots_provenance"]
+    assert (record["line"], record["rule"]) == (4, "Allow: /ok%FF")
+    assert record["content_signal"] == {"ai-train": "%E9"}
+    licenses = [{"url": "https://example.com/licen%E7e", "source": "robots.txt"}]
+    assert record["licenses"] == item["robots_licenses"] == licenses
+    # The report, written whole, says the same.
+    (line,) = map(json.loads, report.read_text(encoding="utf-8").splitlines())
+    assert line["outcomes"][0]["content_signal"] == {"ai-train": "%E9"}
+    assert line["dropped_because"] == [
+        {"cause": "rule", "why": "line 3: Disallow: /%E9t%E9", "requests": 1}
+    ]
+    assert line["items_allowed_by"] == [
+        {"reason": "rule_allow", "line": 4, "rule": "Allow: /ok%FF", "items": 1}
+    ]
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "items.jsonl",
+        "report.jsonl",
+    ]
+
+
 @pytest.mark.parametrize("damage", ["folder_removed", "path_made_a_folder"])
 @coroutine_test
 async def test_a_report_that_cannot_be_written_is_one_error_line(

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from scrapy_rfc9309.parse import Document, Group, Record, Rule, parse
-from scrapy_rfc9309.stringify import stringify
+from scrapy_rfc9309.stringify import readable, rule_line, signal_text, stringify
 
 
 def test_layout() -> None:
@@ -134,3 +134,28 @@ def test_a_misspelt_key_at_the_length_cap_is_refused() -> None:
 def test_an_empty_content_usage_line_ends_with_its_colon() -> None:
     document = parse("User-agent: *\nContent-Usage:\n")
     assert stringify(document) == "User-agent: *\nContent-Usage:\n"
+
+
+def test_undecodable_octets_are_shown_as_their_percent_escapes() -> None:
+    # Compared in tuples: pytest shows strings in a tuple by their repr,
+    # where a lone surrogate is an escape (pytest-xdist cannot carry one).
+    document = parse(
+        b"User-agent: *\nContent-Signal: ai-train=\xe9\nDisallow: /\xe9t\xe9\n"
+    )
+    (group,) = document.groups
+    (rule,) = group.rules
+    signal = signal_text(group.content_signals["ai-train"])
+    # Written back, robots.txt holds the octets themselves...
+    assert (rule_line(rule), signal) == ("Disallow: /\udce9t\udce9", "\udce9")
+    assert parse(stringify(document)).without_lines() == document.without_lines()
+    # ...shown, each is the escape a URL matches it with.
+    assert (readable(rule_line(rule)), readable(signal)) == (
+        "Disallow: /%E9t%E9",
+        "%E9",
+    )
+    # A lone surrogate of a str given by hand: the octets surrogatepass
+    # makes of it.  Text that is UTF-8 is left alone.
+    assert (readable("/a\ud800"),) == ("/a%ED%A0%80",)
+    assert (readable("/café %E9 \U0001f600"),) == ("/café %E9 \U0001f600",)
+    for text in ("/\udce9", "\udcff\ud800\udfff", "a\udc80b"):
+        assert readable(text).isascii(), ascii(readable(text))
