@@ -12,11 +12,12 @@ middleware chain (after every component that picks a slot: proxy rotation,
 so a response replayed from the cache never waits), holds the marked
 request until its origin may receive it:
 
-- one request of this process at a time per origin (:class:`_Gate`), the
-  origin's Crawl-delay after the previous one left, whichever downloader
-  slot either went through: a slot's own delay is never raised, so origins
-  sharing a slot (a proxy's, a ``DOWNLOAD_SLOTS`` group, http and https of
-  one host) are never slowed by one another's Crawl-delay;
+- one request of this process at a time per origin
+  (:class:`~scrapy_rfc9309._gates.Gate`), the origin's Crawl-delay after
+  the previous one left, whichever downloader slot either went through: a
+  slot's own delay is never raised, so origins sharing a slot (a proxy's, a
+  ``DOWNLOAD_SLOTS`` group, http and https of one host) are never slowed by
+  one another's Crawl-delay;
 - once the request's final slot would send it at once (its own delay
   passed, a transfer place free), so that the request leaves when its turn
   comes instead of waiting behind others in the slot;
@@ -63,19 +64,18 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from time import monotonic
 from typing import TYPE_CHECKING
 
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
-from twisted.internet.defer import Deferred
 
 from scrapy_rfc9309._compat import sleep, spider_argument
 
 from ._config import SCOPES, RobotsConfig
+from ._gates import Gate, Moments
 from ._retryafter import RETRY_AFTER_STATUSES, retry_after
 from ._slots import Slots
 from ._store import keeps_extends, keeps_pauses, keeps_turns, reserve_turn
@@ -179,49 +179,6 @@ def crawl_delay_scope(config: RobotsConfig, store: OutcomeStore | None) -> str:
     return scope
 
 
-class _Gate:
-    """Lets one request through at a time, first come first served.
-
-    Each waiter has its own Deferred (one Deferred awaited by several gives
-    its result to the first only), so that it works with or without a
-    reactor.
-    """
-
-    __slots__ = ("_owner", "_waiters", "held")
-
-    def __init__(self) -> None:
-        self.held = False
-        self._waiters: deque[Deferred[None]] = deque()
-        self._owner: Deferred[None] | None = None
-
-    async def enter(self) -> None:
-        if not self.held:
-            self.held = True
-            return
-        waiter: Deferred[None] = Deferred()
-        self._waiters.append(waiter)
-        try:
-            await maybe_deferred_to_future(waiter)
-        except BaseException:
-            # Cancelled after the gate was handed over, before taking it:
-            # hand it on, or nobody would ever leave it.
-            if self._owner is waiter:
-                self.leave()
-            raise
-
-    def leave(self) -> bool:
-        """Let the next waiter through; whether one was waiting."""
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.called:  # else its request was cancelled
-                self._owner = waiter
-                waiter.callback(None)
-                return True
-        self.held = False
-        self._owner = None
-        return False
-
-
 class Politeness:
     """Spaces each origin's requests its Crawl-delay apart, whichever
     downloader slot carries them, and, given ``turns`` (the crawl's
@@ -238,15 +195,16 @@ class Politeness:
         self._extends = turns if turns is not None and turns.keeps_extends else None
         #: How many origins each table keeps, the least recently used
         #: dropped first: as many as the memory store keeps origins
-        #: (``ROBOTS_MEMORY_MAX_ORIGINS``).  An origin dropped is spaced
-        #: again from its next request on.
+        #: (``ROBOTS_MEMORY_MAX_ORIGINS``), beyond which only origins whose
+        #: moment has passed and whose requests wait for nothing go
+        #: (:class:`~scrapy_rfc9309._gates.Moments`).
         self.max_entries = config.memory_max_origins
+        # Origin -> the gate of its requests waiting for their turns.
+        self._gates: dict[str, Gate] = {}
         # Origin under a Crawl-delay -> when (monotonic) this process may
         # send it the next request: its last departure plus its delay.
-        self._free_at: OrderedDict[str, float] = OrderedDict()
+        self._free_at = Moments(self.max_entries, self._gates)
         self._slots = Slots(crawler)
-        # Origin -> the gate of its requests waiting for their turns.
-        self._gates: dict[str, _Gate] = {}
         # The event loop's latest lags (seconds a callback ran later than
         # asked): how late a request handed over now may reach the wire.
         self._lags: deque[float] = deque(maxlen=_LAGS)
@@ -256,7 +214,7 @@ class Politeness:
         self.retry_after_max = config.retry_after_max
         self.queue_kept = config.queue_kept
         # Origin -> until when (monotonic) a Retry-After pauses it.
-        self.paused: OrderedDict[str, float] = OrderedDict()
+        self.paused = Moments(self.max_entries, self._gates)
         #: How far ahead a stored turn (or pause) is trusted: the longest
         #: Crawl-delay or pause a worker writes, and its lag.
         self.turn_limit = LAG_MAX + max(
@@ -271,7 +229,7 @@ class Politeness:
             else None
         )
         self.pauses_due = 0.0 if self._pauses is not None else math.inf
-        self._pauses_gate = _Gate()
+        self._pauses_gate = Gate()
         #: Whether :class:`PacingMiddleware` holds the turns, last in the
         #: downloader middleware chain (else RobotsMiddleware does).
         self.paced_later = False
@@ -312,7 +270,7 @@ class Politeness:
         key = slots.key(request)
         gate = self._gates.get(origin)
         if gate is None:
-            gate = self._gates[origin] = _Gate()
+            gate = self._gates[origin] = Gate()
         # When the request could have left at the earliest: the end of the
         # last wait, or its arrival.  Its departure after that is lateness.
         due = monotonic()
@@ -458,10 +416,7 @@ class Politeness:
         before = paused.get(origin, 0.0)
         if before >= until:
             return False
-        paused[origin] = until
-        paused.move_to_end(origin)
-        if len(paused) > self.max_entries:
-            paused.popitem(last=False)
+        paused.later(origin, until)
         return before <= monotonic()
 
     async def read_pauses(self) -> None:
@@ -512,11 +467,7 @@ class Politeness:
         """A request to ``origin`` leaves (or its answer comes back) at
         ``now``: the next one waits ``delay`` from then at least, however
         late this one is."""
-        free_at = self._free_at
-        free_at[origin] = max(free_at.get(origin, 0.0), now + delay)
-        free_at.move_to_end(origin)
-        if len(free_at) > self.max_entries:
-            free_at.popitem(last=False)
+        self._free_at.later(origin, now + delay)
 
     def _count_late(self, late: float) -> None:
         """Count a request ``late`` seconds late for its turn (a missed fleet

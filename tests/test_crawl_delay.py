@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from scrapy import Request
 from scrapy.http import Response
 
 from scrapy_rfc9309._compat import sleep
+from scrapy_rfc9309._gates import Moments
 from tests.support.crawl_helpers import (
     TIMER_GRANULARITY,
     Burst,
@@ -256,6 +258,51 @@ async def test_politeness_tables_bounded_by_memory_max_origins(
     entries = middleware(crawler).politeness.entries
     assert entries == {"origins": 5, "gates": 0}
     assert stats(crawler)["robots/crawl_delay/origins"] == 30
+
+
+@coroutine_test
+async def test_origins_over_memory_max_origins_keep_their_delays(
+    make_server: MakeServer,
+) -> None:
+    """Six origins under a Crawl-delay, ROBOTS_MEMORY_MAX_ORIGINS = 2: an
+    origin whose next turn is still ahead (or whose pages wait for it) is
+    never dropped from the tables, so each page of every origin comes at
+    least the delay after the one before, at the server, and each origin is
+    counted once. They were dropped: pages came a few ms apart, and the
+    origins counted again each time they were met."""
+    servers = [make_server() for _ in range(6)]
+    for each in servers:
+        each.route("/robots.txt", crawl_delay_robots(DELAY))
+    urls = [each.url(f"/p{i}") for i in range(3) for each in servers]
+    crawler = await crawl(
+        urls, {**BURST, "CONCURRENT_REQUESTS": 32, "ROBOTS_MEMORY_MAX_ORIGINS": 2}
+    )
+    assert len(crawler.spider.crawled) == 18
+    for each in servers:
+        pages = sorted(hit.time for hit in each.hits if hit.path != "/robots.txt")
+        gaps = [later - earlier for earlier, later in pairwise(pages)]
+        assert len(gaps) == 2
+        assert min(gaps) >= DELAY - TOLERANCE, (each.host, gaps)
+    assert stats(crawler)["robots/crawl_delay/origins"] == 6
+    # Once their moments passed, the tables came back to the bound.
+    assert middleware(crawler).politeness.entries["gates"] == 0
+
+
+def test_a_paused_origin_is_kept_over_memory_max_origins() -> None:
+    """A Retry-After pause still running is never dropped to make room
+    (three origins paused, a bound of 2): it was, and the origin's requests
+    waited for nothing; one whose pause has passed goes."""
+    moments = Moments(2, set())
+    now = time.monotonic()
+    for origin in ("a", "b", "c"):
+        moments.later(origin, now + 60)
+    assert set(moments) == {"a", "b", "c"}
+    moments.later("d", now - 1)  # passed: dropped
+    assert set(moments) == {"a", "b", "c"}
+    busy = Moments(1, {"a"})
+    busy.later("a", now - 1)
+    busy.later("b", now - 1)
+    assert set(busy) == {"a"}  # requests wait at its gate
 
 
 class BusySpider(RecordingSpider):
