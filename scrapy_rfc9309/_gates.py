@@ -76,19 +76,29 @@ class Gate:
 class Moments(OrderedDict[str, float]):
     """Origin -> a moment (monotonic seconds), the least recently set first;
     over ``bound`` entries, those whose moment has passed go, the least
-    recently set first, unless the origin is in ``busy`` (its gates)."""
+    recently set first, unless the origin is in ``busy`` (its gates).
+
+    ``delays`` keeps, for the origins given one, the delay the latest
+    moment was set with (a Crawl-delay), dropped with the origin."""
 
     def __init__(self, bound: int, busy: Container[str]) -> None:
         super().__init__()
         self.bound = bound
         self._busy = busy
+        self.delays: dict[str, float] = {}
 
-    def later(self, origin: str, moment: float) -> None:
-        """Set ``origin``'s moment to ``moment`` unless it is later already;
-        then trim the table."""
+    def later(self, origin: str, moment: float, delay: float | None = None) -> None:
+        """Set ``origin``'s moment to ``moment`` unless it is later already
+        (and its delay to ``delay``, given one); then trim the table."""
         self[origin] = max(self.get(origin, 0.0), moment)
         self.move_to_end(origin)
+        if delay is not None:
+            self.delays[origin] = delay
         self.trim()
+
+    def __delitem__(self, origin: str) -> None:
+        super().__delitem__(origin)
+        self.delays.pop(origin, None)
 
     def trim(self) -> None:
         """Drop entries over the bound whose moment has passed (and whose

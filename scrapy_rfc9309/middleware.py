@@ -217,6 +217,8 @@ class RobotsMiddleware:
         if self.ledger is not None:
             meta.pop(EVIDENCE_KEY, None)
         if meta.get("dont_obey_robotstxt"):
+            if META_KEY in meta and not self.politeness.paced_later:
+                await self._own_turn(request)
             return
         parts = urlparse_cached(request)
         origin = origin_robots_url(parts.scheme, parts.netloc)
@@ -273,6 +275,15 @@ class RobotsMiddleware:
                     # here, in the slot chosen so far.
                     turn = politeness.take_turn(request, origin, kept)
                     await politeness.wait(request, turn)
+
+    async def _own_turn(self, request: Request) -> None:
+        """Without PacingMiddleware: the package's own request (robots.txt,
+        a TDMRep file) to an origin known under a Crawl-delay takes its turn
+        here, like a page."""
+        politeness = self.politeness
+        mark = politeness.own_mark(request)
+        if mark is not None:
+            await politeness.wait(request, politeness.take_turn(request, *mark))
 
     def _kept_delay(self, delay: float) -> float | None:
         """The delay kept for a Crawl-delay of ``delay``: clamped to

@@ -79,6 +79,7 @@ from ._gates import Gate, Moments
 from ._retryafter import RETRY_AFTER_STATUSES, retry_after
 from ._slots import Slots
 from ._store import keeps_extends, keeps_pauses, keeps_turns, reserve_turn
+from .fetch import META_KEY as FETCH_META
 from .stores.base import OutcomeStore
 from .urls import origin_robots_url
 
@@ -278,7 +279,7 @@ class Politeness:
         try:
             missed = 0
             while True:
-                due = max(due, await self._own_turn(origin))
+                due = max(due, await self._own_turn(origin, delay))
                 due = max(
                     due,
                     await slots.ready(key, delay, lambda s: self._sleep(s, origin)),
@@ -317,12 +318,17 @@ class Politeness:
             if not gate.leave() and self._gates.get(origin) is gate:
                 del self._gates[origin]
 
-    async def _own_turn(self, origin: str) -> float:
+    async def _own_turn(self, origin: str, delay: float) -> float:
         """Wait until this process's last request to ``origin`` left its
-        Crawl-delay ago; when that was."""
+        Crawl-delay ago (``delay``, when it is longer than the one that
+        request took: a renewed robots.txt raised it); when that was."""
         # Again after each wait: an answer coming back meanwhile moves it.
+        table = self._free_at
         while True:
-            free_at = max(self._free_at.get(origin, 0.0), self.paused.get(origin, 0.0))
+            free_at = table.get(origin, 0.0)
+            if free_at:
+                free_at += max(delay - table.delays.get(origin, delay), 0.0)
+            free_at = max(free_at, self.paused.get(origin, 0.0))
             if free_at <= monotonic():
                 break
             await self._sleep(free_at - monotonic(), origin)
@@ -467,7 +473,7 @@ class Politeness:
         """A request to ``origin`` leaves (or its answer comes back) at
         ``now``: the next one waits ``delay`` from then at least, however
         late this one is."""
-        self._free_at.later(origin, now + delay)
+        self._free_at.later(origin, now + delay, delay)
 
     def _count_late(self, late: float) -> None:
         """Count a request ``late`` seconds late for its turn (a missed fleet
@@ -547,8 +553,28 @@ class Politeness:
     async def turn_taken(self, origin: str, delay: float) -> None:
         """Count a request that went to ``origin`` without its turn (its
         robots.txt, fetched before the delay was known) as one, so that
-        no other worker's request follows it sooner than ``delay``."""
-        await self._turn(origin, delay)
+        no other worker's request follows it sooner than ``delay``: wait
+        for the fleet's next turn and take it.  A robots.txt of an origin
+        known under a Crawl-delay took its own turn (:meth:`own_mark`)."""
+        if origin in self._free_at:
+            return
+        try:
+            while (wait := await self._turn(origin, delay)) > 0:
+                await self._sleep(wait, origin)
+        except IgnoreRequest:
+            return  # the spider closes: the outcome is kept all the same
+
+    def own_mark(self, request: Request) -> tuple[str, float] | None:
+        """Mark the package's own request (robots.txt, a TDMRep file: its
+        meta has :data:`~scrapy_rfc9309.fetch.META_KEY`) to an origin this
+        process knows under a Crawl-delay, to take its turn like a page;
+        the mark, or ``None`` for an origin without one."""
+        origin = origin_of(request)
+        delay = None if origin is None else self._free_at.delays.get(origin)
+        if origin is None or not delay:
+            return None
+        mark = request.meta[PACE_META] = (origin, delay)
+        return mark
 
     async def _turn(self, origin: str, delay: float) -> float:
         turns = self._turns
@@ -602,6 +628,8 @@ class PacingMiddleware:
         if PAUSE_META in meta:
             politeness.carried(request, meta[PAUSE_META])
         mark = meta.get(PACE_META)
+        if mark is None and FETCH_META in meta:
+            mark = politeness.own_mark(request)
         if mark is not None:
             await politeness.wait(request, politeness.take_turn(request, *mark))
         elif politeness.paused:

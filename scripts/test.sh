@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 # file goes here.
 crawl=(
     tests/test_middleware*.py tests/test_crawl_delay.py tests/test_crawl_delay_fleet.py
-    tests/test_crawl_delay_slots.py tests/test_retry_after.py
+    tests/test_crawl_delay_slots.py tests/test_crawl_delay_renewal.py tests/test_retry_after.py
     tests/test_addon.py
     tests/test_directives_crawl.py tests/test_ai_directives_crawl.py tests/test_licenses.py
     tests/test_sitemaps.py tests/test_tdmrep_crawl.py
