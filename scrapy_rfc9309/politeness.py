@@ -388,12 +388,14 @@ class Politeness:
         if self._paused_until(origin, until):
             self.stats.inc_value("robots/retry_after/paused")
             logger.info(
-                "%(url)s answered %(status)s with Retry-After %(header)s: no"
+                "%(url)s answered %(status)s with Retry-After %(header)r: no"
                 " request to its origin (%(origin)s) for %(wait)g s%(capped)s",
                 {
                     "url": response.url,
                     "origin": origin,
                     "status": response.status,
+                    # Escaped, as the site wrote it (quoted, control
+                    # characters shown): a date may carry escape sequences.
                     "header": header.decode("latin-1"),
                     "wait": wait,
                     "capped": " (ROBOTS_RETRY_AFTER_MAX)" if capped else "",

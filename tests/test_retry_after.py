@@ -11,10 +11,11 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
-from scrapy import Request
+from scrapy import Request, Spider
 from scrapy.http import Response
+from scrapy.utils.test import get_crawler
 
-from scrapy_rfc9309.politeness import retry_after
+from scrapy_rfc9309.politeness import Politeness, retry_after
 from tests.support.crawl_helpers import RecordingSpider, crawl, stats
 from tests.support.server import Route, Server
 from tests.support.utils import coroutine_test
@@ -192,3 +193,27 @@ async def test_retry_after_on_robots_txt_pauses_the_origin_too(server: Server) -
         "robots/retry_after/max_seconds": 1.0,
     }
     assert stats(crawler, "robots/fetch")["robots/fetch_count"] == 1
+
+
+@coroutine_test
+async def test_the_log_line_escapes_the_header(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A Retry-After date followed by terminal escape sequences still
+    parses; the INFO line shows the header escaped, as written, and no
+    control character reaches the log."""
+    crawler = get_crawler(Spider, {"ADDONS": {"scrapy_rfc9309.Addon": 100}})
+    crawler.spider = Spider("x")
+    politeness = Politeness(crawler)
+    header = b"Fri, 31 Dec 2100 23:59:59 GMT \x1b]0;pwned\x07 \x1b[2J"
+    request = Request("http://a.example/page")
+    answer = Response(
+        request.url, status=429, headers={"Retry-After": header}, request=request
+    )
+    with caplog.at_level("INFO"):
+        await politeness.pause(answer, request)
+    logged = [r.getMessage() for r in caplog.records if "Retry-After" in r.getMessage()]
+    assert len(logged) == 1
+    assert "\x1b" not in logged[0]
+    assert "\x07" not in logged[0]
+    assert r"'Fri, 31 Dec 2100 23:59:59 GMT \x1b]0;pwned\x07 \x1b[2J'" in logged[0]
