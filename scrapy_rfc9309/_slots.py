@@ -9,12 +9,13 @@ A slot's own delay is only read, never raised.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from ._compat import slot_clock
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Iterator
 
     from scrapy import Request
     from scrapy.core.downloader import Downloader, Slot
@@ -26,11 +27,44 @@ __all__ = ["Slots"]
 class Slots:
     """The downloader slots of one crawler, read."""
 
-    __slots__ = ("_crawler", "_downloader")
+    __slots__ = ("_crawler", "_downloader", "_waiting")
 
     def __init__(self, crawler: Crawler) -> None:
         self._crawler = crawler
         self._downloader: Downloader | None = None
+        # Slot key -> how many of its requests wait (:meth:`waiting`).
+        self._waiting: dict[str, int] = {}
+
+    @contextmanager
+    def waiting(self, request: Request) -> Iterator[None]:
+        """Count ``request``, held before its slot (its turn, a pause, its
+        robots.txt), among its slot's active requests while it waits, as
+        Scrapy counts the requests waiting in a slot for its
+        ``DOWNLOAD_DELAY``: ``DownloaderAwarePriorityQueue`` then hands
+        out the requests of less busy slots first.  Removed on every exit,
+        before the downloader adds it again.  A slot not made yet is left
+        alone (and so is a request already in it)."""
+        key = self.key(request)
+        slot = self.downloader.slots.get(key)
+        if slot is None or request in slot.active:
+            yield
+            return
+        slot.active.add(request)
+        waiting = self._waiting
+        waiting[key] = waiting.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            slot.active.discard(request)
+            if waiting[key] > 1:
+                waiting[key] -= 1
+            else:
+                del waiting[key]
+
+    def _busy(self, key: str, slot: Slot) -> bool:
+        """Whether the slot's transfer places are all taken by requests
+        that do not wait (:meth:`waiting`)."""
+        return len(slot.active) - self._waiting.get(key, 0) >= slot.concurrency
 
     @property
     def downloader(self) -> Downloader:
@@ -49,7 +83,7 @@ class Slots:
         made yet would)."""
         slot = self.downloader.slots.get(key)
         return slot is None or (
-            len(slot.active) < slot.concurrency
+            not self._busy(key, slot)
             and slot.lastseen + _longest_delay(slot) <= slot_clock()
         )
 
@@ -66,7 +100,7 @@ class Slots:
         slots = self.downloader.slots
         while (slot := slots.get(key)) is not None:
             wait = slot.lastseen + _longest_delay(slot) - slot_clock()
-            if len(slot.active) < slot.concurrency:
+            if not self._busy(key, slot):
                 if wait <= 0:
                     break
             else:

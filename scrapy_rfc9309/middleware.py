@@ -228,7 +228,8 @@ class RobotsMiddleware:
         entry = self.memory.entry(origin)
         now = self.clock()
         if entry is None or entry.outcome.expires_at <= now:
-            entry = await self.outcomes.obtain(origin, request)
+            with self.politeness.slots.waiting(request):
+                entry = await self.outcomes.obtain(origin, request)
             now = self.clock()
         outcome = entry.outcome
         if entry.licenses:

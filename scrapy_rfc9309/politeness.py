@@ -205,7 +205,7 @@ class Politeness:
         # Origin under a Crawl-delay -> when (monotonic) this process may
         # send it the next request: its last departure plus its delay.
         self._free_at = Moments(self.max_entries, self._gates)
-        self._slots = Slots(crawler)
+        self.slots = Slots(crawler)
         # The event loop's latest lags (seconds a callback ran later than
         # asked): how late a request handed over now may reach the wire.
         self._lags: deque[float] = deque(maxlen=_LAGS)
@@ -267,7 +267,7 @@ class Politeness:
         Raises :class:`~scrapy.exceptions.IgnoreRequest` when the spider
         closes meanwhile: a request waiting for a turn never holds the
         crawl open."""
-        slots = self._slots
+        slots = self.slots
         key = slots.key(request)
         gate = self._gates.get(origin)
         if gate is None:
@@ -512,7 +512,8 @@ class Politeness:
         pause; a request dropped meanwhile, the spider closing, is put back
         in the queue first when the queue outlives the crawl (:meth:`keep`)."""
         try:
-            await waiting
+            with self.slots.waiting(request):
+                await waiting
         except _TurnCancelled:
             self.keep(request)
             raise

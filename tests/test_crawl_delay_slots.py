@@ -27,6 +27,7 @@ from scrapy_rfc9309._compat import spider_argument
 from scrapy_rfc9309.politeness import Politeness
 from tests.support.crawl_helpers import (
     TIMER_GRANULARITY,
+    Burst,
     crawl,
     crawl_delay_robots,
     stats,
@@ -37,6 +38,7 @@ from tests.support.utils import coroutine_test
 HERE = __name__
 DELAY = 0.3
 BURST = {"CONCURRENT_REQUESTS_PER_DOMAIN": 8, "CONCURRENT_REQUESTS": 16}
+PACING = "scrapy_rfc9309.politeness.PacingMiddleware"
 
 MakeServer = Callable[..., Server]
 
@@ -226,3 +228,34 @@ async def test_responses_from_the_http_cache_never_wait(
     assert stats(replay)["robots/crawl_delay/origins"] == 1
     assert "robots/crawl_delay/cancelled" not in stats(replay)
     assert replay.stats.get_value("finish_reason") == "finished"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("pacing", [True, False])
+@coroutine_test
+async def test_waiting_requests_count_in_their_slot_for_the_queue(
+    make_server: Callable[..., Server], pacing: bool
+) -> None:
+    """With DownloaderAwarePriorityQueue (Scrapy's advice for broad crawls)
+    and CONCURRENT_REQUESTS = 4, the requests of a site under a Crawl-delay
+    waiting for their turns (or their robots.txt) count among their slot's
+    active ones, as those waiting for a DOWNLOAD_DELAY do: the queue hands
+    out the other site's pages, which all arrive before the delayed site's
+    second page. They were paced at the delayed site's Crawl-delay, the
+    queue seeing the delayed site's slot empty."""
+    slow, fast = make_server(), make_server()
+    slow.route("/robots.txt", crawl_delay_robots(1.0))
+    fast.route("/robots.txt", "User-agent: *\nDisallow:\n")
+    urls = [slow.url(f"/a{i}") for i in range(8)]
+    urls += [fast.url(f"/b{i}") for i in range(8)]
+    settings: dict[str, Any] = {
+        "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
+        "CONCURRENT_REQUESTS": 4,
+        # The delayed site's pages left waiting are dropped then.
+        "CLOSESPIDER_TIMEOUT": 4,
+    }
+    if not pacing:
+        settings["DOWNLOADER_MIDDLEWARES"] = {PACING: None}
+    await crawl(urls, settings, spidercls=Burst)
+    assert len(fast.times("/b")) == 8, (fast.times(), slow.times())
+    second_slow = sorted(slow.times("/a"))[1]
+    assert max(fast.times("/b")) < second_slow, (fast.times(), slow.times())
