@@ -287,8 +287,10 @@ class RobotsFetcher:
                 "dont_redirect": not redirects,
                 "allow_offsite": True,
                 # ROBOTS_MAX_BYTES is the limit, counted decoded: the transfer
-                # stops there, and DOWNLOAD_MAXSIZE never fails a robots.txt.
+                # stops there, DOWNLOAD_MAXSIZE never fails a robots.txt, and
+                # DOWNLOAD_WARNSIZE never warns of one.
                 "download_maxsize": 0,
+                "download_warnsize": 0,
                 **(meta or {}),
             },
             dont_filter=True,

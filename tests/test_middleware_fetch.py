@@ -107,6 +107,47 @@ async def test_download_maxsize_never_fails_robots_txt(server: Server) -> None:
     assert crawler.spider.crawled == [server.url("/late")]
 
 
+def _chunked(body: bytes) -> Route:
+    """A route sending ``body`` chunked: no Content-Length to warn about
+    before the bytes arrive."""
+
+    def send(handler: BaseHTTPRequestHandler) -> None:
+        handler.protocol_version = "HTTP/1.1"
+        handler.send_response(200)
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        for start in range(0, len(body), 8192):
+            part = body[start : start + 8192]
+            handler.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+        handler.wfile.write(b"0\r\n\r\n")
+
+    return Route(handler=send)
+
+
+@coroutine_test
+async def test_download_warnsize_never_warns_of_robots_txt(
+    make_server: MakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # ROBOTS_MAX_BYTES bounds robots.txt: a DOWNLOAD_WARNSIZE under it warns
+    # neither of the size announced (Content-Length) nor of the bytes
+    # received (chunked); a page over it still warns.
+    announced, chunked = make_server(), make_server()
+    announced.route("/robots.txt", _big_robots(600 * 1024))
+    chunked.routes["/robots.txt"] = _chunked(_big_robots(600 * 1024))
+    announced.route("/big", b"<html>" + b"x" * 20_000 + b"</html>")
+    urls = [announced.url("/late"), chunked.url("/late"), announced.url("/big")]
+    crawler = await crawl(urls, {"DOWNLOAD_WARNSIZE": 10_000})
+    assert sorted(crawler.spider.crawled) == sorted(urls)
+    warned = [
+        r.getMessage() for r in caplog.records if "download warn size" in r.getMessage()
+    ]
+    assert [message for message in warned if "robots.txt" in message] == []
+    # The page's (twice on Scrapy 2.13: the size announced, then received).
+    assert warned
+    assert all(announced.url("/big") in message for message in warned)
+
+
 @coroutine_test
 async def test_max_bytes_setting(server: Server) -> None:
     server.route("/robots.txt", "User-agent: *\nDisallow: /a\nDisallow: /b\n")
