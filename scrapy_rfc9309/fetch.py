@@ -9,6 +9,11 @@ transfer stopping as soon as that limit is certain; the optional SSRF guard
 refuses private addresses; and the HTTP result becomes an
 :class:`~scrapy_rfc9309.outcome.Outcome`.
 
+Scrapy's HTTP cache (``HTTPCACHE_ENABLED``) answers robots.txt as any
+request, but never for longer than the outcome's own lifetime: an answer
+replayed from it is used only while the outcome it gives, dated when the
+cache stored it, would still hold (see ``RobotsFetcher._answer``).
+
 Scrapy's ``HttpCompressionMiddleware`` never decodes a robots.txt body: its
 ``Content-Encoding`` header is renamed :data:`ENCODING_HEADER` when the
 response is downloaded, before any middleware sees it (and so is it in an
@@ -22,6 +27,8 @@ import logging
 import math
 import socket
 import time
+from datetime import timezone
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -34,6 +41,7 @@ from ._config import RobotsConfig
 from ._decode import ACCEPT_ENCODING, BoundedDecoder, codings, decode
 from ._ssrf import is_public as _is_public
 from .outcome import (
+    UNREACHABLE,
     Answer,
     Lifetimes,
     Outcome,
@@ -140,6 +148,31 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".rstrip(": ")
 
 
+def _stored_at(response: Response) -> float | None:
+    """When Scrapy's HTTP cache stored ``response`` (seconds since the
+    epoch): the ``cache_timestamp`` its storage gives (Scrapy 2.19), else
+    the ``Date`` header, which HttpCacheMiddleware adds to a response
+    without one before storing it; ``None`` when neither tells."""
+    request = response.request
+    stamp = None if request is None else request.meta.get("cache_timestamp")
+    if (
+        isinstance(stamp, (int, float))
+        and not isinstance(stamp, bool)
+        and math.isfinite(stamp)
+    ):
+        return float(stamp)
+    date = response.headers.get(b"Date")
+    if not date:
+        return None
+    try:
+        when = parsedate_to_datetime(date.decode("latin-1"))
+        if when.tzinfo is None:  # "-0000": UTC, no zone said
+            when = when.replace(tzinfo=timezone.utc)
+        return when.timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
 class RobotsFetcher:
     """Fetches one origin's robots.txt and tells what came of it.
 
@@ -179,7 +212,7 @@ class RobotsFetcher:
                     refusal = await self._ssrf_refusal(url)
                     if refusal:
                         return self.guard_refused(previous, refusal)
-                response, decoded = await self.download(url, origin)
+                response, decoded, replayed = await self._answer(url, origin, previous)
                 refusal = self.address_refusal(response.request, response)
                 if refusal:
                     return self.guard_refused(previous, refusal)
@@ -211,6 +244,8 @@ class RobotsFetcher:
                     )
                 url = target
                 continue
+            if replayed is not None:
+                return replayed
             return self._classify(response, decoded, previous)
         return unavailable(
             now=self.clock(),
@@ -219,12 +254,17 @@ class RobotsFetcher:
             detail=f"more than {self.max_redirects} redirects",
         )
 
-    def _outcome(self, answer: Answer | str, previous: Outcome | None) -> Outcome:
+    def _outcome(
+        self,
+        answer: Answer | str,
+        previous: Outcome | None,
+        fetched_at: float | None = None,
+    ) -> Outcome:
         return classify(
             answer,
             profile=self.profile,
             max_bytes=self.max_bytes,
-            now=self.clock(),
+            now=self.clock() if fetched_at is None else fetched_at,
             lifetimes=self.lifetimes,
             previous=previous,
         )
@@ -240,9 +280,61 @@ class RobotsFetcher:
             guard_refused=True,
         )
 
+    async def _answer(
+        self, url: str, origin: str, previous: Outcome | None
+    ) -> tuple[Response, BoundedDecoder, Outcome | None]:
+        """Download ``url`` for ``origin``'s robots.txt (see :meth:`download`):
+        the response, its body decoded, and, for an answer replayed from
+        Scrapy's HTTP cache that is not a redirect, its outcome.
+
+        A replayed answer is used only while it would hold: its outcome,
+        dated when the cache stored it, must not be unreachable (a 5xx, a
+        429: a temporary failure, RFC 9309 2.3.1.4) and must not have
+        expired (``ROBOTS_CACHE_LIFETIME``, or a shorter ``Cache-Control``);
+        a redirect must be younger than ``ROBOTS_CACHE_LIFETIME``.  Else (or
+        when its age is unknown) ``url`` is downloaded again past the cache
+        (``dont_cache``; the cache entry is left as it was), counted in
+        ``robots/httpcache/bypassed``.
+        """
+        response, decoded = await self.download(url, origin)
+        if "cached" not in response.flags:
+            return response, decoded, None
+        now = self.clock()
+        stored = _stored_at(response)
+        if stored is not None:
+            # A time ahead of the clock (a server's Date) is now.
+            stored = min(stored, now)
+            if 300 <= response.status < 400 and response.headers.get(b"Location"):
+                if now - stored < self.lifetimes.cache:
+                    return response, decoded, None
+            else:
+                outcome = self._classify(response, decoded, previous, stored)
+                if outcome.kind != UNREACHABLE and outcome.expires_at > now:
+                    return response, decoded, outcome
+        self.stats.inc_value("robots/httpcache/bypassed")
+        logger.debug(
+            "Downloading %(request)s again: the HTTP cache's answer (HTTP"
+            " %(status)s, stored %(age)s) is not used",
+            {
+                "request": f"<GET {url}>",
+                "status": response.status,
+                "age": "at an unknown time"
+                if stored is None
+                else f"{now - stored:.0f} s ago",
+            },
+            extra={"spider": self.crawler.spider},
+        )
+        response, decoded = await self.download(url, origin, meta={"dont_cache": True})
+        return response, decoded, None
+
     def _classify(
-        self, response: Response, decoded: BoundedDecoder, previous: Outcome | None
+        self,
+        response: Response,
+        decoded: BoundedDecoder,
+        previous: Outcome | None,
+        fetched_at: float | None = None,
     ) -> Outcome:
+        """The outcome of ``response``, dated ``fetched_at`` (default now)."""
         cache_control = response.headers.get(b"Cache-Control")
         answer = Answer(
             response.status,
@@ -255,7 +347,7 @@ class RobotsFetcher:
             overrun=decoded.overrun,
             error=decoded.error,
         )
-        return self._outcome(answer, previous)
+        return self._outcome(answer, previous, fetched_at)
 
     async def download(
         self,

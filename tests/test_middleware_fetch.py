@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from http.server import BaseHTTPRequestHandler
@@ -476,3 +477,149 @@ async def test_a_page_carrying_the_fetchers_meta_key_is_left_alone(
     assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []
     # The fast page came while the slow robots.txt was still on its way.
     assert page_first == [1]
+
+
+# -- Scrapy's HTTP cache never outlives an outcome's lifetime --------------------
+
+RULES_A = "User-agent: *\nDisallow: /a\n"
+RULES_B = "User-agent: *\nDisallow: /b\n"
+ONE_YEAR = {"Cache-Control": "max-age=31536000"}
+POLICIES = {
+    "dummy": "scrapy.extensions.httpcache.DummyPolicy",
+    "rfc2616": "scrapy.extensions.httpcache.RFC2616Policy",
+}
+
+
+def _http_cache(tmp_path: Any, policy: str = "dummy") -> dict[str, Any]:
+    """Scrapy's HTTP cache in ``tmp_path``: DummyPolicy (the default) with
+    HTTPCACHE_EXPIRATION_SECS = 0 (the default) keeps an answer for ever."""
+    return {
+        "HTTPCACHE_ENABLED": True,
+        "HTTPCACHE_DIR": str(tmp_path),
+        "HTTPCACHE_POLICY": POLICIES[policy],
+    }
+
+
+@pytest.mark.parametrize("status", [503, 429])
+@coroutine_test
+async def test_a_failure_in_the_http_cache_is_asked_again_next_run(
+    server: Server, tmp_path: Any, status: int
+) -> None:
+    # A 5xx or a 429 is temporary (RFC 9309 2.3.1.4): replayed in the next
+    # run, it would keep the site unreachable after it recovered.
+    server.route("/robots.txt", "busy", status=status)
+    first = await crawl([server.url("/a")], _http_cache(tmp_path))
+    assert first.spider.dropped[server.url("/a")].cause == "unreachable"
+    assert stats(first, "httpcache/")["httpcache/store"] == 1
+    server.route("/robots.txt", RULES_A)
+    second = await crawl([server.url("/a"), server.url("/b")], _http_cache(tmp_path))
+    assert server.count("/robots.txt") == 2
+    assert second.spider.crawled == [server.url("/b")]
+    assert second.spider.dropped[server.url("/a")].cause == "rule"
+    assert stats(second)["robots/httpcache/bypassed"] == 1
+    # The cache had it (and keeps it: the new answer is not stored).
+    assert stats(second, "httpcache/")["httpcache/hit"] == 1
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
+@coroutine_test
+async def test_the_http_cache_answers_for_the_lifetime_of_the_outcome_only(
+    server: Server, tmp_path: Any, clock: FakeClock, policy: str
+) -> None:
+    # RFC 9309 2.4: a cached robots.txt SHOULD NOT be used for more than
+    # 24 hours. Its age counts from when the cache stored it, whatever the
+    # cache's policy says (RFC2616Policy: max-age of a year).
+    server.route("/robots.txt", RULES_A, headers=ONE_YEAR)
+    cache = _http_cache(tmp_path, policy)
+    urls = [server.url("/a"), server.url("/b")]
+    clock.now = time.time()
+    await crawl(urls, cache)
+    server.route("/robots.txt", RULES_B, headers=ONE_YEAR)
+    # An hour later, the cached copy is obeyed (an offline replay works) ...
+    clock.now = time.time() + 3600
+    replay = await crawl(urls, cache)
+    assert server.count("/robots.txt") == 1
+    assert replay.spider.crawled == [server.url("/b")]
+    assert "robots/httpcache/bypassed" not in stats(replay)
+    # ... a day later, the site is asked again, and its new rules obeyed.
+    clock.now = time.time() + DAY + 60
+    later = await crawl(urls, cache)
+    assert server.count("/robots.txt") == 2
+    assert later.spider.crawled == [server.url("/a")]
+    assert stats(later)["robots/httpcache/bypassed"] == 1
+
+
+@coroutine_test
+async def test_a_replayed_robots_txt_holds_only_what_is_left_of_its_lifetime(
+    server: Server, tmp_path: Any, clock: FakeClock
+) -> None:
+    # Stored 20 hours ago: used for the 4 hours left, not for a new day.
+    server.route("/robots.txt", RULES_A)
+    cache = _http_cache(tmp_path)
+    start = time.time()
+    clock.now = start
+    await crawl([server.url("/b")], cache)
+    server.route("/robots.txt", RULES_B)
+    times = [20 * 3600, 23 * 3600, DAY + 60]
+
+    def before(index: int) -> None:
+        clock.now = start + times[index]
+
+    urls = [server.url(f"/a/{i}") for i in range(3)]
+    crawler = await _steps(urls, before, cache)
+    # A from the cache at 20 h, still A from memory at 23 h, B at 24 h.
+    assert server.count("/robots.txt") == 2
+    assert sorted(crawler.spider.dropped) == urls[:2]
+    assert crawler.spider.crawled == urls[2:]
+    assert stats(crawler)["robots/httpcache/bypassed"] == 1
+
+
+@coroutine_test
+async def test_within_a_run_an_expired_outcome_is_not_answered_by_the_http_cache(
+    server: Server, tmp_path: Any, clock: FakeClock
+) -> None:
+    # The site answers 503, then A, then B: each lifetime's end (10 minutes
+    # unreachable, an hour parsed) asks the site, never the cache.
+    answers = iter([(503, "busy"), (200, RULES_A), (200, RULES_B)])
+
+    def robots(handler: BaseHTTPRequestHandler) -> None:
+        status, body = next(answers)
+        handler.send_response(status)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body.encode())
+
+    server.routes["/robots.txt"] = Route(handler=robots)
+    start = time.time()
+    times = [0, 601, 602, 601 + 3601]
+
+    def before(index: int) -> None:
+        clock.now = start + times[index]
+
+    urls = [server.url("/a"), server.url("/b"), server.url("/a"), server.url("/a")]
+    settings = {**_http_cache(tmp_path), "ROBOTS_CACHE_LIFETIME": 3600}
+    crawler = await _steps(urls, before, settings)
+    assert server.count("/robots.txt") == 3
+    # /a: unreachable, /b: allowed by A, /a: disallowed by A, /a: allowed by B.
+    assert crawler.spider.crawled == [server.url("/b"), server.url("/a")]
+    assert stats(crawler)["robots/httpcache/bypassed"] == 2
+
+
+@coroutine_test
+async def test_a_redirect_in_the_http_cache_is_followed_for_a_day_only(
+    server: Server, tmp_path: Any, clock: FakeClock
+) -> None:
+    # Each hop is its own answer: a redirect stored over a day ago is asked
+    # again, and the site no longer redirects.
+    server.route("/robots.txt", status=301, headers={"Location": "/moved.txt"})
+    server.route("/moved.txt", RULES_A)
+    cache = _http_cache(tmp_path)
+    urls = [server.url("/a"), server.url("/b")]
+    clock.now = time.time()
+    await crawl(urls, cache)
+    server.route("/robots.txt", RULES_B)
+    clock.now = time.time() + DAY + 60
+    later = await crawl(urls, cache)
+    assert later.spider.crawled == [server.url("/a")]
+    hits = ["/robots.txt", "/moved.txt", "/b", "/robots.txt", "/a"]
+    assert [hit.path for hit in server.hits] == hits
