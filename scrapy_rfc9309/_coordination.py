@@ -473,7 +473,8 @@ class Outcomes:
                 return await self._from_store(origin, leased, request)
         try:
             try:
-                outcome = await self.fetcher.fetch(origin, previous)
+                # Routed as the first request that needed it (its proxy).
+                outcome = await self.fetcher.fetch(origin, previous, via=request)
             except Refused as refused:
                 # This process's own components refused it: kept in memory,
                 # never shared, as another worker's may let it through.

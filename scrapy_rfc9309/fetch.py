@@ -2,7 +2,8 @@
 
 One robots.txt is downloaded through ``engine.download_async``, so that the
 project's downloader middlewares (proxy, auth, retry, cache, user agent)
-apply; redirects are followed here, hop by hop, under RFC 9309's limit; the
+apply, routed as the page request that needed it (:data:`ROUTING_META`);
+redirects are followed here, hop by hop, under RFC 9309's limit; the
 body is decoded here, whatever its ``Content-Encoding``, and bounded by
 ``ROBOTS_MAX_BYTES`` decoded (see :mod:`scrapy_rfc9309._decode`), the
 transfer stopping as soon as that limit is certain; the optional SSRF guard
@@ -57,7 +58,14 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Headers, Response
 
-__all__ = ["ENCODING_HEADER", "META_KEY", "BodyTimeout", "Refused", "RobotsFetcher"]
+__all__ = [
+    "ENCODING_HEADER",
+    "META_KEY",
+    "ROUTING_META",
+    "BodyTimeout",
+    "Refused",
+    "RobotsFetcher",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +77,13 @@ _BODY_KEY = "_robots_txt_body"
 #: The ``Content-Encoding`` of a robots.txt response, renamed so that no
 #: downloader middleware decodes the body (this module does, bounded).
 ENCODING_HEADER = b"X-Robots-Content-Encoding"
+#: The request meta keys that route a robots.txt request, every hop of it,
+#: as the page request that needed it: the same proxy (with the page's
+#: ``Proxy-Authorization`` header), the same downloader slot, the same local
+#: address.  Never the site's credentials (``http_user``, ``http_pass``,
+#: ``Authorization``) nor cookies: a robots.txt may redirect to another
+#: origin, and one page's are not every page's.
+ROUTING_META = ("proxy", "download_slot", "bindaddress")
 
 
 def _resolve(host: str) -> list[str]:
@@ -148,6 +163,24 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".rstrip(": ")
 
 
+def _routing(request: Request | None) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """The meta and headers routing a robots.txt request as ``request``
+    (see :data:`ROUTING_META`)."""
+    if request is None:
+        return {}, {}
+    meta = request.meta
+    routing = {key: meta[key] for key in ROUTING_META if key in meta}
+    if meta.get("_scheme_proxy"):
+        # HttpProxyMiddleware's pick from the environment for the page's
+        # scheme (a retry's): it picks for each robots.txt hop alike.
+        routing.pop("proxy", None)
+    headers = {}
+    authorization = request.headers.get(b"Proxy-Authorization")
+    if routing.get("proxy") and authorization:
+        headers["Proxy-Authorization"] = authorization
+    return routing, headers
+
+
 def _stored_at(response: Response) -> float | None:
     """When Scrapy's HTTP cache stored ``response`` (seconds since the
     epoch): the ``cache_timestamp`` its storage gives (Scrapy 2.19), else
@@ -194,13 +227,18 @@ class RobotsFetcher:
         self.stats = crawler.stats
         self._robots_in_flight = 0
 
-    async def fetch(self, origin: str, previous: Outcome | None) -> Outcome:
-        """Fetch ``origin`` (a robots.txt URL), following redirects.
+    async def fetch(
+        self, origin: str, previous: Outcome | None, *, via: Request | None = None
+    ) -> Outcome:
+        """Fetch ``origin`` (a robots.txt URL), following redirects, each
+        hop routed as ``via`` (the request that needed it; see
+        :data:`ROUTING_META`).
 
         Raises :class:`Refused` when a component of the crawl refuses one
         of the requests (``IgnoreRequest``).
         """
         self.stats.inc_value("robots/fetch_count")
+        route = _routing(via)
         url = origin
         status = None
         # Redirects are followed here, one download per hop, rather than by
@@ -212,7 +250,9 @@ class RobotsFetcher:
                     refusal = await self._ssrf_refusal(url)
                     if refusal:
                         return self.guard_refused(previous, refusal)
-                response, decoded, replayed = await self._answer(url, origin, previous)
+                response, decoded, replayed = await self._answer(
+                    url, origin, previous, route
+                )
                 refusal = self.address_refusal(response.request, response)
                 if refusal:
                     return self.guard_refused(previous, refusal)
@@ -281,11 +321,16 @@ class RobotsFetcher:
         )
 
     async def _answer(
-        self, url: str, origin: str, previous: Outcome | None
+        self,
+        url: str,
+        origin: str,
+        previous: Outcome | None,
+        route: tuple[dict[str, Any], dict[str, bytes]],
     ) -> tuple[Response, BoundedDecoder, Outcome | None]:
-        """Download ``url`` for ``origin``'s robots.txt (see :meth:`download`):
-        the response, its body decoded, and, for an answer replayed from
-        Scrapy's HTTP cache that is not a redirect, its outcome.
+        """Download ``url`` for ``origin``'s robots.txt (see :meth:`download`)
+        with ``route``'s meta and headers (:func:`_routing`): the response,
+        its body decoded, and, for an answer replayed from Scrapy's HTTP
+        cache that is not a redirect, its outcome.
 
         A replayed answer is used only while it would hold: its outcome,
         dated when the cache stored it, must not be unreachable (a 5xx, a
@@ -296,7 +341,8 @@ class RobotsFetcher:
         (``dont_cache``; the cache entry is left as it was), counted in
         ``robots/httpcache/bypassed``.
         """
-        response, decoded = await self.download(url, origin)
+        meta, headers = route
+        response, decoded = await self.download(url, origin, meta=meta, headers=headers)
         if "cached" not in response.flags:
             return response, decoded, None
         now = self.clock()
@@ -324,7 +370,9 @@ class RobotsFetcher:
             },
             extra={"spider": self.crawler.spider},
         )
-        response, decoded = await self.download(url, origin, meta={"dont_cache": True})
+        response, decoded = await self.download(
+            url, origin, meta={**meta, "dont_cache": True}, headers=headers
+        )
         return response, decoded, None
 
     def _classify(
@@ -356,6 +404,7 @@ class RobotsFetcher:
         *,
         redirects: bool = False,
         meta: dict[str, Any] | None = None,
+        headers: dict[str, bytes] | None = None,
     ) -> tuple[Response, BoundedDecoder]:
         """Download ``url`` for ``origin``'s robots.txt: the response (its
         body as it came, encoded, no more of it than it took to know the
@@ -364,14 +413,15 @@ class RobotsFetcher:
 
         ``redirects``: let RedirectMiddleware follow them (the ``lint``
         command, the TDMRep file), rather than returning the 3xx; ``meta``:
-        more request meta (a ``download_timeout``).
+        more request meta (a ``download_timeout``, a ``proxy``);
+        ``headers``: more request headers (a ``Proxy-Authorization``).
         """
         body = _Body(self.max_bytes)
         request = Request(
             url,
             callback=NO_CALLBACK,
             # What _Body decodes; others are sent anyway by some servers.
-            headers={"Accept-Encoding": ACCEPT_ENCODING},
+            headers={"Accept-Encoding": ACCEPT_ENCODING, **(headers or {})},
             meta={
                 META_KEY: origin,
                 _BODY_KEY: body,

@@ -182,7 +182,9 @@ class Fetches:
         self.gate = gate
         self.origins: list[str] = []
 
-    async def fetch(self, origin: str, previous: Outcome | None) -> Outcome:
+    async def fetch(
+        self, origin: str, previous: Outcome | None, *, via: Request | None = None
+    ) -> Outcome:
         self.origins.append(origin)
         await self.gate.wait()
         return parsed(parse(ROBOTS), now=time.time(), lifetimes=Lifetimes())

@@ -1,0 +1,164 @@
+"""The robots.txt request routed as the page request that needed it: the
+page's proxy (with its ``Proxy-Authorization``), downloader slot and local
+address, on every hop; never the page's own site credentials.
+
+The site is reachable only through the proxy: a loopback server answering
+absolute-form requests for names (``site.invalid``) that only it knows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any, ClassVar
+
+import pytest
+from scrapy import Request
+
+from scrapy_rfc9309._compat import spider_argument
+from tests.support.crawl_helpers import RecordingSpider, crawl, httpx_ignores_proxies
+from tests.support.server import Server
+from tests.support.utils import coroutine_test
+
+MakeServer = Callable[..., Server]
+RULES = "User-agent: *\nDisallow: /private\n"
+SITE = "http://site.invalid"
+# "user:pw", as HttpProxyMiddleware sends it to the proxy.
+PROXY_CREDENTIALS = "Basic dXNlcjpwdw=="
+
+pytestmark = pytest.mark.skipif(
+    httpx_ignores_proxies(),
+    reason="Scrapy 2.15's httpx download handler takes no proxy",
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+class Routed(RecordingSpider):
+    """Requests its URLs with ``meta`` (a proxy, site credentials...)."""
+
+    meta: ClassVar[dict[str, Any]] = {}
+
+    async def start(self) -> AsyncIterator[Any]:
+        for url in self.urls:
+            yield Request(
+                url,
+                callback=self.parse,
+                errback=self.failed,
+                meta=dict(self.meta),
+                dont_filter=True,
+            )
+
+
+def _through(proxy: Server, **meta: Any) -> type[Routed]:
+    class Through(Routed):
+        name = "through"
+
+    Through.meta = {"proxy": f"http://user:pw@{proxy.host}:{proxy.port}", **meta}
+    return Through
+
+
+@coroutine_test
+async def test_robots_txt_goes_through_the_pages_proxy(
+    make_server: MakeServer,
+) -> None:
+    proxy = make_server()
+    proxy.route(f"{SITE}/robots.txt", RULES)
+    # Site credentials of the page's own (Scrapy 2.17's meta keys).
+    spider = _through(
+        proxy, http_user="site", http_pass="secret", http_auth_domain=None
+    )
+    crawler = await crawl([f"{SITE}/a", f"{SITE}/private/1"], spidercls=spider)
+    assert crawler.spider.crawled == [f"{SITE}/a"]
+    assert crawler.spider.dropped[f"{SITE}/private/1"].cause == "rule"
+    (robots,) = [hit for hit in proxy.hits if hit.path == f"{SITE}/robots.txt"]
+    assert robots.headers["Proxy-Authorization"] == PROXY_CREDENTIALS
+    # The page's site credentials stay the page's.
+    assert "Authorization" not in robots.headers
+    assert [hit.path for hit in proxy.hits] == [f"{SITE}/robots.txt", f"{SITE}/a"]
+
+
+@coroutine_test
+async def test_every_redirect_hop_keeps_the_proxy(make_server: MakeServer) -> None:
+    proxy = make_server()
+    moved = "http://elsewhere.invalid/robots.txt"
+    proxy.route(f"{SITE}/robots.txt", status=301, headers={"Location": moved})
+    proxy.route(moved, RULES)
+    crawler = await crawl([f"{SITE}/private/1"], spidercls=_through(proxy))
+    assert crawler.spider.dropped[f"{SITE}/private/1"].cause == "rule"
+    hops = [hit for hit in proxy.hits if hit.path.endswith("/robots.txt")]
+    assert [hit.path for hit in hops] == [f"{SITE}/robots.txt", moved]
+    assert {hit.headers["Proxy-Authorization"] for hit in hops} == {PROXY_CREDENTIALS}
+
+
+@coroutine_test
+async def test_a_proxy_authorization_header_goes_with_the_proxy(
+    make_server: MakeServer,
+) -> None:
+    # A page whose proxy credentials are a header of its own (or a retry,
+    # which HttpProxyMiddleware already gave the header).
+    proxy = make_server()
+    proxy.route(f"{SITE}/robots.txt", RULES)
+
+    class Header(Routed):
+        name = "header"
+        meta: ClassVar[dict[str, Any]] = {"proxy": f"http://{proxy.host}:{proxy.port}"}
+
+        async def start(self) -> AsyncIterator[Any]:
+            async for request in super().start():
+                request.headers["Proxy-Authorization"] = "Basic b3RoZXI6cHc="
+                yield request
+
+    crawler = await crawl([f"{SITE}/a"], spidercls=Header)
+    assert crawler.spider.crawled == [f"{SITE}/a"]
+    robots = proxy.hits[0]
+    assert robots.path == f"{SITE}/robots.txt"
+    assert robots.headers["Proxy-Authorization"] == "Basic b3RoZXI6cHc="
+
+
+@spider_argument
+class Departing:
+    """Records the routing meta of each robots.txt request as it leaves the
+    downloader middlewares (placed last)."""
+
+    seen: ClassVar[list[dict[str, Any]]] = []
+
+    def process_request(self, request: Request) -> None:
+        if request.url.endswith("/robots.txt"):
+            keys = ("proxy", "download_slot", "bindaddress", "http_user")
+            self.seen.append({key: request.meta.get(key) for key in keys})
+
+
+@coroutine_test
+async def test_robots_txt_takes_the_pages_slot_and_local_address(
+    server: Server,
+) -> None:
+    server.route("/robots.txt", RULES)
+    Departing.seen = []
+
+    class Slotted(Routed):
+        name = "slotted"
+        meta: ClassVar[dict[str, Any]] = {
+            "download_slot": "pool-1",
+            "bindaddress": ("127.0.0.1", 0),
+            "http_user": "site",
+            "http_pass": "secret",
+        }
+
+    crawler = await crawl(
+        [server.url("/a")],
+        {"DOWNLOADER_MIDDLEWARES": {f"{__name__}.Departing": 2_000_000}},
+        spidercls=Slotted,
+    )
+    assert crawler.spider.crawled == [server.url("/a")]
+    assert Departing.seen == [
+        {
+            "proxy": None,
+            "download_slot": "pool-1",
+            "bindaddress": ("127.0.0.1", 0),
+            "http_user": None,
+        }
+    ]
