@@ -66,11 +66,13 @@ except ImportError:  # Scrapy 2.13
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from scrapy.core.engine import ExecutionEngine
     from scrapy.crawler import Crawler
     from scrapy.http import Request, Response
 
 __all__ = [
     "DownloadTimeoutError",
+    "crawl_engine",
     "download",
     "is_asyncio_available",
     "run_in_thread",
@@ -125,6 +127,16 @@ except ImportError:  # Scrapy < 2.15
         from twisted.internet.threads import deferToThread
 
         return await maybe_deferred_to_future(deferToThread(func, *args, **kwargs))
+
+
+def crawl_engine(crawler: Crawler) -> ExecutionEngine | None:
+    """``crawler``'s engine, ``None`` before its crawl starts: Scrapy 2.19's
+    ``Crawler.engine`` raises ``RuntimeError`` then, older releases give
+    ``None``."""
+    try:
+        return crawler.engine
+    except RuntimeError:
+        return None
 
 
 async def download(crawler: Crawler, request: Request) -> Response:

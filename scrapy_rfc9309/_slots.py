@@ -12,7 +12,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from ._compat import slot_clock
+from ._compat import crawl_engine, slot_clock
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
@@ -44,6 +44,10 @@ class Slots:
         out the requests of less busy slots first.  Removed on every exit,
         before the downloader adds it again.  A slot not made yet is left
         alone (and so is a request already in it)."""
+        if crawl_engine(self._crawler) is None:
+            # Not crawling (a middleware asked from a script or a test).
+            yield
+            return
         key = self.key(request)
         slot = self.downloader.slots.get(key)
         if slot is None or request in slot.active:

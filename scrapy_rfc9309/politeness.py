@@ -72,7 +72,7 @@ from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
-from scrapy_rfc9309._compat import sleep, spider_argument
+from scrapy_rfc9309._compat import crawl_engine, sleep, spider_argument
 
 from ._config import SCOPES, RobotsConfig
 from ._gates import Gate, Moments
@@ -487,7 +487,7 @@ class Politeness:
     def _closing(self) -> bool:
         """Whether the engine is stopping or closing the spider (Scrapy
         sends no signal before it waits for the requests in progress)."""
-        engine = self.crawler.engine
+        engine = crawl_engine(self.crawler)
         if engine is None or not engine.running:
             return True
         slot = getattr(engine, "_slot", None)
@@ -523,7 +523,8 @@ class Politeness:
         scheduler when its queue outlives the crawl (``JOBDIR``, scrapy-redis's
         ``SCHEDULER_PERSIST``): the resumed crawl, or another worker, sends
         it.  Otherwise the queue ends with the crawl."""
-        if not self.queue_kept or self.crawler.engine is None:
+        engine = crawl_engine(self.crawler)
+        if not self.queue_kept or engine is None:
             return
         meta = {
             key: value
@@ -531,7 +532,7 @@ class Politeness:
             if key not in (PACE_META, TURN_META)
         }
         try:
-            self.crawler.engine.crawl(request.replace(meta=meta, dont_filter=True))
+            engine.crawl(request.replace(meta=meta, dont_filter=True))
         except Exception as exc:  # the engine closed meanwhile
             logger.warning(
                 "Could not put %(request)s back in the queue: %(error)s",
