@@ -355,3 +355,36 @@ def test_a_stale_example_fails(tmp_path: Path) -> None:
         page.write_text(text, encoding="utf-8")
         with pytest.raises((AssertionError, ValueError, ImportError, NameError)):
             check_page(page)
+
+
+def _components(settings: dict[str, Any]) -> dict[str, dict[type, int | None]]:
+    """The downloader and spider middlewares ``settings`` name, by class."""
+    return {
+        name: {
+            load_object(key) if isinstance(key, str) else key: priority
+            for key, priority in dict(settings.get(name, {})).items()
+        }
+        for name in ("DOWNLOADER_MIDDLEWARES", "SPIDER_MIDDLEWARES")
+    }
+
+
+def test_the_components_enabled_by_hand_are_what_the_addon_enables() -> None:
+    # getting-started's "enabled by hand" block lists every component the
+    # add-on installs, at its priority: one left out does nothing quietly.
+    from scrapy.settings import Settings
+
+    from scrapy_rfc9309 import Addon
+
+    page = ROOT / "docs" / "getting-started.md"
+    shown = next(
+        block.code
+        for block in blocks(page)
+        if block.language == "python" and "DOWNLOADER_MIDDLEWARES" in block.code
+    )
+    by_hand: dict[str, Any] = {}
+    exec(compile(shown, str(page), "exec", dont_inherit=True), {}, by_hand)
+    settings = Settings()
+    Addon().update_settings(settings)
+    added = {name: settings.getdict(name) for name in _components({})}
+    assert _components(by_hand) == _components(added)
+    assert by_hand["ROBOTSTXT_OBEY"] is False
