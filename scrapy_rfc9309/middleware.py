@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, get_args, ove
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.conf import build_component_list
 from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.misc import load_object
 
 from ._compat import spider_argument
 from ._config import RobotsConfig
@@ -153,6 +155,7 @@ class RobotsMiddleware:
         self.crawler = crawler
         # The crawl's settings (RobotsConfig), shared with its other components.
         self.config = config = RobotsConfig.for_crawler(crawler)
+        _warn_missing_components(crawler, config)
         self.fetcher = RobotsFetcher(
             crawler, lifetimes=config.lifetimes, clock=self._now
         )
@@ -460,3 +463,56 @@ class RobotsMiddleware:
             extra={"spider": self.crawler.spider},
         )
         await self.stores.close()
+
+
+def _warn_missing_components(crawler: Crawler, config: RobotsConfig) -> None:
+    """One WARNING per component a setting in use needs that the crawl does
+    not enable (middlewares enabled by hand, one left out or set to
+    ``None``): without it, the setting would do nothing, silently."""
+    # Imported here: each of these modules imports this one.
+    from .sitemaps import SitemapsMiddleware
+    from .tdmmiddleware import TdmItemsMiddleware, TdmMiddleware, is_tdm
+    from .usagemiddleware import UsageMiddleware
+
+    spider, downloader = "SPIDER_MIDDLEWARES", "DOWNLOADER_MIDDLEWARES"
+    purposes = "The crawl declares purposes (ROBOTS_PURPOSES, ROBOTS_CONTENT_SIGNALS)"
+    needed: list[tuple[str, str, type, str]] = []
+    if config.sitemaps:
+        sitemaps = "robots.txt's sitemaps are not requested"
+        needed.append(("ROBOTS_SITEMAPS is on", spider, SitemapsMiddleware, sitemaps))
+    if config.usage_purposes and config.usage != "off":
+        usage = "items are not judged by their Content-Usage header"
+        needed.append((purposes, spider, UsageMiddleware, usage))
+    if config.tdmrep != "off" and is_tdm(config.usage_purposes):
+        files = "requests are not judged by TDMRep files"
+        needed.append((purposes, downloader, TdmMiddleware, files))
+        reservation = "items are not judged by their tdm-reservation header or meta"
+        needed.append((purposes, spider, TdmItemsMiddleware, reservation))
+    for setting, chain, component, effect in needed:
+        enabled = _enabled(crawler, chain)
+        if enabled is None or any(issubclass(cls, component) for cls in enabled):
+            continue
+        logger.warning(
+            "%(setting)s, but %(component)s is not enabled in %(chain)s:"
+            " %(effect)s (the add-on enables it; see docs/getting-started.md)",
+            {
+                "setting": setting,
+                "component": f"{component.__module__}.{component.__qualname__}",
+                "chain": chain,
+                "effect": effect,
+            },
+            extra={"crawler": crawler},
+        )
+
+
+def _enabled(crawler: Crawler, chain: str) -> list[type] | None:
+    """The classes ``chain`` (``SPIDER_MIDDLEWARES``, ...) enables; ``None``
+    when Scrapy will refuse it itself (a duplicate, a path that does not
+    import): it says so better."""
+    try:
+        return [
+            load_object(key) if isinstance(key, str) else key
+            for key in build_component_list(crawler.settings.getwithbase(chain))
+        ]
+    except Exception:  # Scrapy reports the same error when it builds them
+        return None

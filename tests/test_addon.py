@@ -133,3 +133,95 @@ async def test_spider_custom_settings_win(server: Server) -> None:
     crawler = await crawl([server.url("/a")], spidercls=Custom)
     assert crawler.spider.crawled == [server.url("/a")]
     assert server.count("/robots.txt") == 0
+
+
+# -- a component a setting needs, not enabled ------------------------------------
+
+#: getting-started's "enabled by hand", with RobotsMiddleware alone.
+ROBOTS_ALONE = {
+    "ADDONS": {},
+    "DOWNLOADER_MIDDLEWARES": {"scrapy_rfc9309.RobotsMiddleware": 100},
+}
+MISSING = "is not enabled in"
+
+
+def _missing(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.name.startswith("scrapy_rfc9309")
+        and record.levelno == logging.WARNING
+        and MISSING in record.getMessage()
+    ]
+
+
+async def _start(settings: dict[str, Any], caplog: pytest.LogCaptureFixture) -> Any:
+    with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
+        return await crawl([], {"ROBOTSTXT_OBEY": False, **settings})
+
+
+@coroutine_test
+async def test_a_setting_whose_component_is_not_enabled_is_warned_of(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    await _start(
+        {**ROBOTS_ALONE, "ROBOTS_SITEMAPS": True, "ROBOTS_PURPOSES": ["train-ai"]},
+        caplog,
+    )
+    purposes = (
+        "The crawl declares purposes (ROBOTS_PURPOSES, ROBOTS_CONTENT_SIGNALS), but"
+    )
+    see = " (the add-on enables it; see docs/getting-started.md)"
+    assert _missing(caplog) == [
+        "ROBOTS_SITEMAPS is on, but scrapy_rfc9309.sitemaps.SitemapsMiddleware is"
+        " not enabled in SPIDER_MIDDLEWARES: robots.txt's sitemaps are not"
+        " requested" + see,
+        f"{purposes} scrapy_rfc9309.usagemiddleware.UsageMiddleware is not enabled"
+        " in SPIDER_MIDDLEWARES: items are not judged by their Content-Usage"
+        " header" + see,
+        f"{purposes} scrapy_rfc9309.tdmmiddleware.TdmMiddleware is not enabled in"
+        " DOWNLOADER_MIDDLEWARES: requests are not judged by TDMRep files" + see,
+        f"{purposes} scrapy_rfc9309.tdmmiddleware.TdmItemsMiddleware is not enabled"
+        " in SPIDER_MIDDLEWARES: items are not judged by their tdm-reservation"
+        " header or meta" + see,
+    ]
+
+
+@coroutine_test
+async def test_a_component_disabled_under_the_addon_is_warned_of(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    await _start(
+        {
+            "ROBOTS_CONTENT_SIGNALS": {"ai-train": True},
+            "ROBOTS_TDMREP": "off",
+            "SPIDER_MIDDLEWARES": {"scrapy_rfc9309.UsageMiddleware": None},
+        },
+        caplog,
+    )
+    (warning,) = _missing(caplog)
+    assert "usagemiddleware.UsageMiddleware is not enabled" in warning
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        # Everything the add-on enables, or enabled by hand as getting-started
+        # shows; and a setting that turns what the component does off.
+        {"ROBOTS_SITEMAPS": True, "ROBOTS_PURPOSES": ["train-ai"]},
+        {
+            **ROBOTS_ALONE,
+            "ROBOTS_PURPOSES": ["train-ai"],
+            "ROBOTS_USAGE": "off",
+            "ROBOTS_TDMREP": "off",
+        },
+        {**ROBOTS_ALONE, "ROBOTS_PURPOSES": ["search"], "ROBOTS_USAGE": "off"},
+        ROBOTS_ALONE,
+    ],
+)
+@coroutine_test
+async def test_no_warning_when_every_component_needed_is_enabled(
+    caplog: pytest.LogCaptureFixture, settings: dict[str, Any]
+) -> None:
+    await _start(settings, caplog)
+    assert _missing(caplog) == []
