@@ -77,6 +77,7 @@ from scrapy_rfc9309._compat import crawl_engine, sleep, spider_argument
 from ._config import SCOPES, RobotsConfig
 from ._gates import Gate, Moments
 from ._retryafter import RETRY_AFTER_STATUSES, retry_after
+from ._settings import ensure_enabled, refusals_logged
 from ._slots import Slots
 from ._store import keeps_extends, keeps_pauses, keeps_turns, reserve_turn
 from .fetch import META_KEY as FETCH_META
@@ -608,6 +609,9 @@ class PacingMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         politeness: Politeness | None = getattr(crawler, _ATTRIBUTE, None)
         if politeness is None:
+            # Off with the package (bare, as RobotsMiddleware said why), else
+            # a chain without RobotsMiddleware: that is worth a warning.
+            ensure_enabled(crawler, quiet=True)
             raise NotConfigured(
                 "PacingMiddleware needs scrapy_rfc9309.RobotsMiddleware"
                 " enabled, before it in DOWNLOADER_MIDDLEWARES"
@@ -617,7 +621,8 @@ class PacingMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
+        with refusals_logged(crawler):
+            return cls(crawler)
 
     async def process_request(self, request: Request) -> None:
         """Wait for the turn of a marked request, or the end of a pause; let

@@ -127,6 +127,62 @@ async def test_robotstxt_obey_false_above_project_turns_robots_off(
     ] == []
 
 
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """Every WARNING or worse of the crawl, Scrapy's ("Disabled X: why")
+    included."""
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+class RobotsOff(RecordingSpider):
+    custom_settings: ClassVar[dict[str, Any]] = {"ROBOTS_ENABLED": False}
+
+
+@pytest.mark.parametrize("where", ["cmdline", "spider", "robots_enabled"])
+@coroutine_test
+async def test_switched_off_no_component_warns(
+    server: Server, caplog: pytest.LogCaptureFixture, where: str
+) -> None:
+    """The off switch is one INFO line: no component (PacingMiddleware,
+    which needs RobotsMiddleware, among them) is reported disabled at
+    WARNING."""
+    if where == "robots_enabled":
+        server.route("/robots.txt", RULES)
+        crawler = make_crawler({}, RobotsOff)
+        with caplog.at_level(logging.INFO):
+            await crawler.crawl_async(urls=[server.url("/private/1")])
+        assert server.count("/robots.txt") == 0
+    else:
+        with caplog.at_level(logging.INFO):
+            await _crawl_obey_off(server, where, caplog)
+    disabled = [m for m in _warnings(caplog) if m.startswith("Disabled ")]
+    assert [m for m in disabled if "PacingMiddleware" in m] == []
+    if where == "robots_enabled":
+        # RobotsMiddleware and DirectivesMiddleware say why, as Scrapy
+        # reports a component switched off; the others are quiet.
+        assert len(disabled) == 2
+        assert all(m.endswith(": ROBOTS_ENABLED is off") for m in disabled)
+    else:
+        # The INFO line says it all.
+        assert disabled == []
+
+
+@coroutine_test
+async def test_pacing_without_robots_middleware_is_warned_of(
+    server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A real misconfiguration, not the off switch: said at WARNING.
+    crawler = make_crawler(
+        {"DOWNLOADER_MIDDLEWARES": {"scrapy_rfc9309.RobotsMiddleware": None}}
+    )
+    with caplog.at_level(logging.INFO):
+        await crawler.crawl_async(urls=[server.url("/a")])
+    assert (
+        "Disabled scrapy_rfc9309.politeness.PacingMiddleware: PacingMiddleware needs"
+        " scrapy_rfc9309.RobotsMiddleware enabled, before it in"
+        " DOWNLOADER_MIDDLEWARES"
+    ) in _warnings(caplog)
+
+
 @coroutine_test
 async def test_robotstxt_obey_false_in_project_settings_is_not_a_switch(
     server: Server, caplog: pytest.LogCaptureFixture
