@@ -192,29 +192,39 @@ def robots_user_agent(settings: BaseSettings, spider: Spider | None = None) -> s
 
     A spider attribute ``robots_user_agent`` wins, then ``ROBOTS_USER_AGENT``,
     ``ROBOTSTXT_USER_AGENT`` and ``USER_AGENT``; its product token is what is
-    matched against ``User-agent`` lines.
+    matched against ``User-agent`` lines.  The first one set is the agent,
+    refused (naming where it came from) without a product token: only the
+    ``*`` groups would ever apply to it.  ``"*"`` when none is set.
     """
-    configured = settings.get("ROBOTS_USER_AGENT")
-    # An agent without a product token (letters, '_' and '-' first) matches
-    # no group of its own: only the '*' groups would ever apply to it.
-    if configured and (
-        not isinstance(configured, str) or not product_token(configured)
-    ):
-        raise _refused(
-            "ROBOTS_USER_AGENT",
-            configured,
-            "a user agent starting with its product token (letters, '_' and"
-            " '-', such as 'MyBot/1.0')",
-        )
-    for value in (
-        getattr(spider, "robots_user_agent", None),
-        configured,
-        settings.get("ROBOTSTXT_USER_AGENT"),
-        settings.get("USER_AGENT"),
-    ):
-        if value:
-            return str(value)
+    name = getattr(spider, "name", None)
+    sources = [
+        (
+            f"the robots_user_agent attribute of spider {name!r}",
+            getattr(spider, "robots_user_agent", None),
+        ),
+        *((setting, settings.get(setting)) for setting in _AGENT_SETTINGS),
+    ]
+    for source, value in sources:
+        if not value:
+            continue
+        if isinstance(value, str) and product_token(value):
+            return value
+        error = _refused(source, value, _AGENT_ACCEPTED)
+        if source == "USER_AGENT":
+            # Also the User-Agent header, which may have to stay as it is.
+            error.args = (
+                f"{error} (ROBOTS_USER_AGENT sets the robots.txt agent alone)",
+            )
+        raise error
     return "*"
+
+
+#: Where the crawl's agent comes from when no spider attribute names it.
+_AGENT_SETTINGS = ("ROBOTS_USER_AGENT", "ROBOTSTXT_USER_AGENT", "USER_AGENT")
+_AGENT_ACCEPTED = (
+    "a user agent starting with its product token (letters, '_' and '-',"
+    " such as 'MyBot/1.0')"
+)
 
 
 def ensure_enabled(crawler: Crawler, *, quiet: bool = False) -> None:

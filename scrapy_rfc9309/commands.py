@@ -454,26 +454,14 @@ class RobotsCommand(ScrapyCommand):
             if opts.robots_profile is not None:
                 settings.set("ROBOTS_PROFILE", self._profile(opts), "cmdline")
         else:
-            if opts.agent is None:
-                try:
-                    agent = robots_user_agent(settings)
-                except ValueError as exc:
-                    raise UsageError(str(exc)) from None
-            else:
-                agent = opts.agent
-            if not agent.strip():
-                raise UsageError("--agent must not be empty")
-            if not product_token(agent):
-                raise UsageError(
-                    "--agent must start with its product token (letters, '_' and"
-                    f" '-', such as 'MyBot/1.0'), not {agent!r}"
-                )
+            agent = self._agent(opts)
             profile = self._profile(opts)
             _ensure_suits(agent, profile, opts)
             # Cmdline priority: the add-on writes the package defaults at
             # addon priority, and the middleware keeps in memory only what
             # answers for the crawl's agent.
-            settings.set("ROBOTS_USER_AGENT", agent, "cmdline")
+            if opts.agent is not None:
+                settings.set("ROBOTS_USER_AGENT", agent, "cmdline")
             settings.set("ROBOTS_PROFILE", profile, "cmdline")
         # Asking about robots.txt is the point, even where a project or a
         # spider turns robots.txt handling off.
@@ -507,6 +495,24 @@ class RobotsCommand(ScrapyCommand):
             for row in rows:
                 _print(row.to_text())
         return 0 if allowed else 1
+
+    def _agent(self, opts: argparse.Namespace) -> str:
+        """``--agent``, else the project's agent (the setting it came from
+        named when it is refused)."""
+        agent: str | None = opts.agent
+        if agent is None:
+            try:
+                return robots_user_agent(self._settings)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+        if not agent.strip():
+            raise UsageError("--agent must not be empty")
+        if not product_token(agent):
+            raise UsageError(
+                "--agent must start with its product token (letters, '_' and"
+                f" '-', such as 'MyBot/1.0'), not {agent!r}"
+            )
+        return agent
 
     def _spider_class(self, name: str) -> type[Spider]:
         assert self.crawler_process is not None

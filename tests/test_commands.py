@@ -450,6 +450,21 @@ def test_check_spider_and_agent_exclusive(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_check_spider_attribute_without_product_token(tmp_path: Path) -> None:
+    project = _project_with_spiders(tmp_path)
+    spiders = project / "spiderproject" / "spiders" / "__init__.py"
+    spiders.write_text(
+        SPIDERS + '\n\nclass Numbered(scrapy.Spider):\n    name = "numbered"\n'
+        '    robots_user_agent = "42"\n'
+    )
+    done = scrapy(project, "check", f"{REFUSED}/", "--spider", "numbered")
+    assert one_line_error(done) == (
+        "scrapy robots: error: the robots_user_agent attribute of spider"
+        " 'numbered' must be a user agent starting with its product token"
+        " (letters, '_' and '-', such as 'MyBot/1.0'), not '42'"
+    )
+
+
 def test_check_unknown_spider(tmp_path: Path) -> None:
     project = _project_with_spiders(tmp_path)
     done = scrapy(project, "check", f"{REFUSED}/", "--spider", "nope")
@@ -497,6 +512,17 @@ def test_check_crawl_delay_over_max_skipped(
         (
             ("check", "http://127.0.0.1:1/", "-s", "ROBOTS_USER_AGENT=42"),
             "ROBOTS_USER_AGENT must be a user agent starting with its product token",
+        ),
+        # The agent refused is named where it came from, not as --agent.
+        (
+            ("check", "http://127.0.0.1:1/", "-s", "ROBOTSTXT_USER_AGENT=42"),
+            "scrapy robots: error: ROBOTSTXT_USER_AGENT must be a user agent"
+            " starting with its product token",
+        ),
+        (
+            ("check", "http://127.0.0.1:1/", "-s", "USER_AGENT=(compatible)"),
+            "scrapy robots: error: USER_AGENT must be a user agent starting with its"
+            " product token",
         ),
         (
             ("check", "http://127.0.0.1:1/", "-s", "ROBOTS_PROFILE=yandex"),

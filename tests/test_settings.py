@@ -317,6 +317,69 @@ async def test_bounded_profile_refuses_an_agent_it_does_not_answer_for(
     assert server.hits == []
 
 
+class AgentAttribute(RecordingSpider):
+    name = "attributed"
+    robots_user_agent = "42"
+
+
+AGENT = (
+    " must be a user agent starting with its product token (letters, '_' and"
+    " '-', such as 'MyBot/1.0'), not "
+)
+
+
+@pytest.mark.parametrize(
+    ("settings", "spidercls", "message"),
+    [
+        (
+            {"ROBOTSTXT_USER_AGENT": "42"},
+            RecordingSpider,
+            f"ROBOTSTXT_USER_AGENT{AGENT}'42'",
+        ),
+        (
+            {"USER_AGENT": "(compatible)"},
+            RecordingSpider,
+            f"USER_AGENT{AGENT}'(compatible)' (ROBOTS_USER_AGENT sets the robots.txt"
+            " agent alone)",
+        ),
+        (
+            # The attribute is the agent: a good setting below it is not.
+            {"ROBOTS_USER_AGENT": "GoodBot/1.0"},
+            AgentAttribute,
+            f"the robots_user_agent attribute of spider 'attributed'{AGENT}'42'",
+        ),
+        ({"ROBOTS_USER_AGENT": 42}, RecordingSpider, f"ROBOTS_USER_AGENT{AGENT}42"),
+    ],
+)
+@coroutine_test
+async def test_the_agent_without_a_product_token_is_refused_where_it_comes_from(
+    server: Server,
+    caplog: pytest.LogCaptureFixture,
+    settings: dict[str, Any],
+    spidercls: type[RecordingSpider],
+    message: str,
+) -> None:
+    """Whichever source gives the agent (spider attribute, ROBOTS_USER_AGENT,
+    ROBOTSTXT_USER_AGENT, USER_AGENT, in that order), an agent without a
+    product token matches only the '*' groups: refused, naming its source."""
+    with pytest.raises(SettingError, match=f"^{re.escape(message)}$"):
+        await crawl([server.url("/page")], settings, spidercls)
+    assert server.hits == []
+    (error,) = _robots_errors(caplog)
+    assert error == f"The crawl cannot start: {message}"
+
+
+@coroutine_test
+async def test_a_setting_below_the_agent_in_use_is_not_read(server: Server) -> None:
+    # ROBOTS_USER_AGENT wins: the User-Agent header may be anything.
+    server.route("/robots.txt", "User-agent: goodbot\nDisallow: /page\n")
+    crawler = await crawl(
+        [server.url("/page"), server.url("/a")],
+        {"ROBOTS_USER_AGENT": "GoodBot/1.0", "USER_AGENT": "(compatible)"},
+    )
+    assert crawler.spider.crawled == [server.url("/a")]
+
+
 # -- how `scrapy crawl` says it ----------------------------------------------------
 
 ROOT = Path(__file__).resolve().parent.parent
