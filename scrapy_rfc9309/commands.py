@@ -526,10 +526,19 @@ class RobotsCommand(ScrapyCommand):
         if robots_url(operand) is not None:
             return operand
         try:
-            scheme = urlsplit(operand).scheme.lower()
+            parts = urlsplit(operand)
         except ValueError as exc:
             raise UsageError(f"not a URL: {operand!r} ({exc})") from None
+        scheme = parts.scheme.lower()
         if scheme in ("http", "https"):
+            try:
+                parts.port  # noqa: B018 - read for the ValueError it raises
+            except ValueError:
+                port = parts.netloc.rpartition("]")[2].rpartition(":")[2]
+                raise UsageError(
+                    f"not a URL: {operand!r} (invalid port {port!r}: a whole"
+                    " number from 0 to 65535 is expected)"
+                ) from None
             raise UsageError(f"not a URL: {operand!r} (no host)")
         # Other schemes Scrapy downloads (file:, data:, ftp:, s3:) have no
         # robots.txt; anything else, "example.com/page" included, is a typo.

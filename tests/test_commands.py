@@ -502,6 +502,13 @@ def test_check_crawl_delay_over_max_skipped(
         (("check", "example.com/page"), "not a URL: 'example.com/page'"),
         (("check", "localhost:8080/page"), "not a URL"),
         (("check", "http:///page"), "not a URL: 'http:///page' (no host)"),
+        (
+            ("check", "http://127.0.0.1:99999/"),
+            "not a URL: 'http://127.0.0.1:99999/' (invalid port '99999': a whole"
+            " number from 0 to 65535 is expected)",
+        ),
+        (("check", "http://127.0.0.1:abc/"), "(invalid port 'abc': a whole number"),
+        (("check", "https://[::1]:65536/"), "(invalid port '65536': a whole number"),
         (("check", "http://[::1/page"), "not a URL"),
         (("check", "http://127.0.0.1:1/", "--profile", "strict"), "'strict'"),
         (("check", "http://127.0.0.1:1/", "--agent", ""), "--agent"),
