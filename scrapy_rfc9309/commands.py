@@ -28,6 +28,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import UsageError
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.project import inside_project
 from twisted.internet.defer import DeferredList
 
 from ._crawljob import CommandFailure, JobSpider, describe, job_spider, run_in_crawl
@@ -515,6 +516,11 @@ class RobotsCommand(ScrapyCommand):
         return agent
 
     def _spider_class(self, name: str) -> type[Spider]:
+        if not inside_project():
+            raise UsageError(
+                "--spider needs a Scrapy project: run the command in the"
+                " project's directory (where its scrapy.cfg is)"
+            )
         assert self.crawler_process is not None
         try:
             spidercls: type[Spider] = self.crawler_process.spider_loader.load(name)

@@ -473,6 +473,14 @@ def test_check_unknown_spider(tmp_path: Path) -> None:
     assert "--spider" in one_line_error(done)
 
 
+def test_check_spider_outside_a_project(tmp_path: Path) -> None:
+    done = scrapy(tmp_path, "check", f"{REFUSED}/", "--spider", "site")
+    assert one_line_error(done) == (
+        "scrapy robots: error: --spider needs a Scrapy project: run the command"
+        " in the project's directory (where its scrapy.cfg is)"
+    )
+
+
 def test_check_crawl_delay_over_max_skipped(
     site: dict[str, Server], tmp_path: Path
 ) -> None:
