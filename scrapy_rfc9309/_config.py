@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ._defaults import DEFAULTS
 from ._settings import (
     SettingError,
     choice,
@@ -186,7 +185,7 @@ class RobotsConfig:
             directives=choice(settings, "ROBOTS_DIRECTIVES", MODES),
             usage=choice(settings, "ROBOTS_USAGE", MODES),
             tdmrep=choice(settings, "ROBOTS_TDMREP", MODES),
-            tdmrep_timeout=_timeout(settings, "ROBOTS_TDMREP_TIMEOUT"),
+            tdmrep_timeout=seconds(settings, "ROBOTS_TDMREP_TIMEOUT", positive=True),
             provenance=flag(settings, "ROBOTS_PROVENANCE"),
             report=setting(settings, "ROBOTS_REPORT"),
             sitemaps=flag(settings, "ROBOTS_SITEMAPS"),
@@ -220,15 +219,3 @@ def _scope(settings: BaseSettings) -> str | None:
     if value is None or value == "":
         return None
     return choice(settings, "ROBOTS_CRAWL_DELAY_SCOPE", SCOPES)
-
-
-def _timeout(settings: BaseSettings, name: str) -> float:
-    """``name`` as seconds more than 0: a wait that could never end is
-    not a wait of 0."""
-    timeout = seconds(settings, name)
-    if not timeout:
-        raise SettingError(
-            f"{name} must be a number of seconds more than 0"
-            f" (such as {DEFAULTS[name]}), not {settings.get(name)!r}"
-        )
-    return timeout

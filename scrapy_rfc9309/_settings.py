@@ -99,17 +99,22 @@ def _number(value: Any) -> float | None:
 MAX_SECONDS = 10**9
 
 
-def seconds(settings: BaseSettings, name: str) -> float:
-    """``name`` as a finite number of seconds, 0 or more (lifetimes, caps)."""
+def seconds(settings: BaseSettings, name: str, *, positive: bool = False) -> float:
+    """``name`` as a finite number of seconds, 0 or more (lifetimes, caps);
+    more than 0 when ``positive`` (a wait that could never end is not a
+    wait of 0)."""
     value = setting(settings, name)
     number = _number(value)
     # Written so that nan fails too.  Outcomes carry times computed from
     # these, which stores write and read back as finite numbers.
-    if number is None or not 0 <= number <= MAX_SECONDS:
+    if number is None or not (
+        0 < number <= MAX_SECONDS if positive else 0 <= number <= MAX_SECONDS
+    ):
+        low = "more than 0, up to" if positive else "from 0 to"
         raise _refused(
             name,
             value,
-            f"a number of seconds from 0 to {MAX_SECONDS:,} (such as {DEFAULTS[name]})",
+            f"a number of seconds {low} {MAX_SECONDS:,} (such as {DEFAULTS[name]})",
         )
     return number
 

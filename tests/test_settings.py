@@ -35,6 +35,7 @@ from scrapy_rfc9309 import (
     RobotsMiddleware,
     UsageMiddleware,
 )
+from scrapy_rfc9309._config import RobotsConfig
 from scrapy_rfc9309._defaults import DEFAULTS
 from scrapy_rfc9309._settings import (
     SettingError,
@@ -202,8 +203,8 @@ BAD = {
     ),
     "ROBOTS_TDMREP_TIMEOUT": (
         0,
-        "ROBOTS_TDMREP_TIMEOUT must be a number of seconds more than 0"
-        " (such as 30), not 0",
+        "ROBOTS_TDMREP_TIMEOUT must be a number of seconds more than 0, up to"
+        " 1,000,000,000 (such as 30), not 0",
     ),
     "ROBOTS_USAGE": (
         "maybe",
@@ -579,6 +580,18 @@ def test_seconds_refuses(value: Any) -> None:
         ValueError, match="must be a number of seconds from 0 to 1,000,000,000"
     ):
         seconds(Settings({"ROBOTS_CACHE_LIFETIME": value}), "ROBOTS_CACHE_LIFETIME")
+
+
+@pytest.mark.parametrize("value", [0, "0", 0.0, -1, "abc", math.inf, "nan", 10**10])
+def test_timeout_refuses_every_bad_value_alike(value: Any) -> None:
+    # One message for every value refused, 0 included (ROBOTS_TDMREP_TIMEOUT).
+    name = "ROBOTS_TDMREP_TIMEOUT"
+    message = (
+        f"{name} must be a number of seconds more than 0, up to 1,000,000,000"
+        f" (such as 30), not {value!r}"
+    )
+    with pytest.raises(SettingError, match=f"^{re.escape(message)}$"):
+        RobotsConfig.from_settings(Settings({name: value}))
 
 
 @pytest.mark.parametrize(
