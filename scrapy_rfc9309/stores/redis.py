@@ -8,8 +8,9 @@ deletes it only while it still holds that token, so a worker whose lease
 expired and was taken over cannot release its successor's lease.  Crawl-delay
 turns are taken by a script too, by Redis's clock (see ``_RESERVE``).
 
-Needs redis-py (``pip install scrapy-rfc9309[redis]``) and an asyncio event
-loop: the asyncio reactor (Scrapy's default) or reactor-less mode.
+Needs redis-py (the package's ``redis`` extra, or ``pip install
+"redis>=5.0.1"``) and an asyncio event loop: the asyncio reactor (Scrapy's
+default) or reactor-less mode.
 """
 
 from __future__ import annotations
@@ -25,8 +26,11 @@ try:
     from redis.backoff import ExponentialBackoff
     from redis.exceptions import RedisError
 except ImportError as exc:  # pragma: no cover - depends on the environment
+    # The version is the redis extra's (setup.cfg): the package is installed
+    # from a checkout, where "scrapy-rfc9309[redis]" names nothing to pip.
     raise ImportError(
-        "ROBOTS_STORE='redis' needs redis-py: pip install scrapy-rfc9309[redis]"
+        "ROBOTS_STORE='redis' needs redis-py, the package's redis extra:"
+        ' pip install "redis>=5.0.1"'
     ) from exc
 
 from .._compat import is_asyncio_available
