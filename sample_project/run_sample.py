@@ -12,17 +12,59 @@ Exit status 0 when every crawl finished without errors.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import NoReturn
 
 HERE = Path(__file__).resolve().parent
 SPIDERS = ("sample", "news", "trainer")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+#: Scrapy's LOG_LEVEL names (any case here).
+LOG_LEVELS = ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG")
+#: The demo site's hosts, on consecutive addresses from --first-address.
+HOSTS = 8
+
+
+class _Parser(argparse.ArgumentParser):
+    """A bad argument is one line (``run_sample.py: error: ...``), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a port: a whole number from 0 to 65535 is expected"
+        )
+    return port
+
+
+def _address(text: str) -> str:
+    try:
+        # The last host's address must exist too.
+        ipaddress.IPv4Address(text) + (HOSTS - 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an IPv4 address with {HOSTS - 1} more after it"
+            " (such as 127.0.0.2)"
+        ) from None
+    return text
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, checked: a bad value exits with status 2 and one
+    line on standard error, before the demo site starts."""
+    parser = _Parser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--output",
         type=Path,
@@ -31,19 +73,43 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
         default="WARNING",
-        help="Scrapy's LOG_LEVEL (default WARNING; DEBUG shows every dropped request)",
+        help="Scrapy's LOG_LEVEL, any case (default WARNING; DEBUG shows every"
+        " dropped request)",
     )
     parser.add_argument(
         "--port",
-        type=int,
+        type=_port,
         default=0,
         help="one port for every demo host (default: free ports)",
     )
     parser.add_argument(
-        "--first-address", default="127.0.0.2", help="address of the first demo host"
+        "--first-address",
+        type=_address,
+        default="127.0.0.2",
+        help="address of the first demo host",
     )
     args = parser.parse_args(argv)
+    output: Path = args.output.resolve()
+    if output.exists() and not output.is_dir():
+        parser.error(f"argument --output: {output} is not a directory")
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        # Written to, as the crawls will: permissions alone do not tell
+        # (root, /proc).
+        with tempfile.TemporaryFile(dir=output):
+            pass
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        parser.error(f"argument --output: cannot write in {output}: {reason}")
+    args.output = output
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
 
     # The project is importable from anywhere, as `scrapy crawl` would find it
     # from its directory.
@@ -57,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:  # Scrapy 2.13
         from scrapy.crawler import CrawlerProcess as AsyncCrawlerProcess
 
-    output: Path = args.output.resolve()
+    output: Path = args.output
     settings = get_project_settings()
     feeds = {
         str(output / Path(str(uri)).name): options

@@ -7,6 +7,7 @@ the summaries: what was crawled and dropped on each demo host, and why.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -224,3 +225,77 @@ def test_items_written(run: dict[str, Any]) -> None:
         assert len(items) == {"sample": 25, "news": 3, "trainer": 3}[name]
         [feed] = summary["feeds"]
         assert feed["items"] == len(items)
+
+
+# -- its command line ---------------------------------------------------------------
+
+
+def _run_sample() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "run_sample", SAMPLE / "run_sample.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_log_level_in_any_case(tmp_path: Path) -> None:
+    args = _run_sample().parse_args(["--log-level", "debug", "--output", str(tmp_path)])
+    assert args.log_level == "DEBUG"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--log-level", "loud"],
+            "argument --log-level: invalid choice: 'LOUD' (choose from 'CRITICAL',"
+            " 'ERROR', 'WARNING', 'INFO', 'DEBUG')",
+        ),
+        (
+            ["--port", "99999"],
+            "argument --port: '99999' is not a port: a whole number from 0 to 65535"
+            " is expected",
+        ),
+        (
+            ["--port", "abc"],
+            "argument --port: 'abc' is not a port: a whole number from 0 to 65535"
+            " is expected",
+        ),
+        (
+            ["--first-address", "::1"],
+            "argument --first-address: '::1' is not an IPv4 address with 7 more after"
+            " it (such as 127.0.0.2)",
+        ),
+        (["--output", "{file}"], "argument --output: {file} is not a directory"),
+        (
+            ["--output", "{file}/below"],
+            "argument --output: cannot write in {file}/below: Not a directory",
+        ),
+    ],
+)
+def test_a_bad_argument_is_one_line(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    """Exit status 2, one line on standard error, before the demo site
+    starts: no traceback."""
+    file = tmp_path / "a-file"
+    file.write_text("")
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(SAMPLE / "run_sample.py"),
+            *(arg.format(file=file) for arg in args),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"run_sample.py: error: {message.format(file=file)}"
+    ]
