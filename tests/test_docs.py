@@ -388,3 +388,15 @@ def test_the_components_enabled_by_hand_are_what_the_addon_enables() -> None:
     added = {name: settings.getdict(name) for name in _components({})}
     assert _components(by_hand) == _components(added)
     assert by_hand["ROBOTSTXT_OBEY"] is False
+
+
+def test_the_addon_goes_in_the_addons_dict_startproject_writes() -> None:
+    # Scrapy's project template has an "ADDONS = {}" line: getting-started
+    # says to fill it, as a line of one's own above it would be overwritten.
+    import scrapy
+
+    template = Path(scrapy.__file__).parent / "templates/project/module"
+    lines = (template / "settings.py.tmpl").read_text("utf-8").splitlines()
+    assert "ADDONS = {}" in lines
+    text = (ROOT / "docs" / "getting-started.md").read_text("utf-8")
+    assert "already has an `ADDONS = {}` line: put the add-on in that dict" in text
