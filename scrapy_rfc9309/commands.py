@@ -369,15 +369,15 @@ class RobotsCommand(ScrapyCommand):
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         group = parser.add_argument_group(title="Robots Options")
-        # argparse turns both at once into a usage error (exit status 2).
-        whose = group.add_mutually_exclusive_group()
-        whose.add_argument(
+        # Not an argparse mutually exclusive group: both at once are refused
+        # by _check, in one line, where argparse would print its usage too.
+        group.add_argument(
             "--agent",
             metavar="AGENT",
             help="check: the user agent whose rules apply (default: the"
             " project's ROBOTS_USER_AGENT, ROBOTSTXT_USER_AGENT or USER_AGENT)",
         )
-        whose.add_argument(
+        group.add_argument(
             "--spider",
             metavar="NAME",
             help="check: answer as the project's spider NAME would be answered:"
@@ -443,6 +443,11 @@ class RobotsCommand(ScrapyCommand):
     # -- check --
 
     def _check(self, operands: list[str], opts: argparse.Namespace) -> int:
+        if opts.agent is not None and opts.spider is not None:
+            raise UsageError(
+                "--agent and --spider cannot be given together (--spider answers"
+                " for the spider's own agent)"
+            )
         if not operands:
             raise UsageError("check needs at least one URL")
         urls = [self._check_url(operand) for operand in operands]
