@@ -17,9 +17,11 @@ order of its page, one test per page:
   later block may use what an earlier one defined).
 
 ``json`` blocks must parse.  Blocks of other languages (``console``, ``text``,
-unmarked) are not run, but for the ``scrapy robots lint`` example of the
-command line page and the sample's summary on the getting-started page, which
-are run and compared (ports, times and paths masked).  The settings page must
+unmarked) are not run, but for the ``scrapy robots lint`` examples (text and
+``--json``) of the command line page and the sample's summary on the
+getting-started page, which are run and compared (ports, times and paths
+masked); the getting-started block enabling the middlewares by hand must be
+what the add-on enables.  The settings page must
 name every setting of ``_defaults.DEFAULTS``, the engine page every lint code,
 and every test the pages name (``test_x.py``, ``test_name``) must exist.
 """
@@ -400,3 +402,48 @@ def test_the_addon_goes_in_the_addons_dict_startproject_writes() -> None:
     assert "ADDONS = {}" in lines
     text = (ROOT / "docs" / "getting-started.md").read_text("utf-8")
     assert "already has an `ADDONS = {}` line: put the add-on in that dict" in text
+
+
+def test_the_lint_json_example_is_what_the_command_prints(tmp_path: Path) -> None:
+    # docs/commands.md's `lint --json` example is the document the command
+    # prints for the robots.txt shown above it (the text example's).
+    page = blocks(ROOT / "docs" / "commands.md")
+    shown = next(
+        index
+        for index, block in enumerate(page)
+        if block.code.startswith("$ scrapy robots lint robots.txt\n")
+    )
+    body = page[shown - 1]
+    document = next(
+        block
+        for block in page
+        if block.language == "json" and '"command": "lint"' in block.code
+    )
+    (tmp_path / "robots.txt").write_text(body.code, encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "scrapy", "robots", "lint", "robots.txt", "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert run.stdout == document.code, run.stderr
+
+
+def test_the_command_options_are_one_list() -> None:
+    # A paragraph between two items would end the Options list there.
+    text = (ROOT / "docs" / "commands.md").read_text("utf-8")
+    options = text[text.index("Options:\n") : text.index("\nText output is safe")]
+    items = [line for line in options.splitlines() if line.startswith("- ")]
+    assert [item.split("`")[1].split()[0] for item in items] == [
+        "--agent",
+        "--spider",
+        "--profile",
+        "--json",
+        "-s",
+    ]
+    assert all(
+        not line or line.startswith(("- ", "  ", "Options:"))
+        for line in options.splitlines()
+    ), options
