@@ -95,7 +95,17 @@ need_redis_server() {
 other=
 case "${1-}" in
     --oldest) other=$OLDEST ;;
-    --scrapy) other=${2:?"error: --scrapy takes a Scrapy version, as in --scrapy 2.18.0"} && shift ;;
+    --scrapy)
+        # A usage error like the others: one line, exit status 2.
+        case "${2-}" in
+            "" | -*)
+                echo "error: --scrapy takes a Scrapy version, as in --scrapy 2.18.0" >&2
+                exit 2
+                ;;
+        esac
+        other=$2
+        shift
+        ;;
 esac
 if [ -n "$other" ]; then
     shift
