@@ -40,6 +40,7 @@ from scrapy_rfc9309._defaults import DEFAULTS
 from scrapy_rfc9309._settings import (
     SettingError,
     choice,
+    ensure_enabled,
     flag,
     positive_int,
     purposes,
@@ -650,3 +651,19 @@ def test_text() -> None:
     assert text(Settings(), "ROBOTS_STORE_PREFIX") == "robots:"
     with pytest.raises(ValueError, match=r"^ROBOTS_STORE_URL must be text, not 5$"):
         text(Settings({"ROBOTS_STORE_URL": 5}), "ROBOTS_STORE_URL")
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULTS))
+def test_none_takes_the_default(name: str) -> None:
+    """docs/settings.md: a setting set to None reads as its default (not as
+    "off" or "no limit"), whatever the priority of that None."""
+    text = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    assert "A setting set to `None` takes its default" in text
+    settings = Settings()
+    # Above the add-on's default, as a project's or a spider's would be.
+    settings.set(name, None, "cmdline")
+    assert RobotsConfig.from_settings(settings) == RobotsConfig.from_settings(
+        Settings()
+    )
+    crawler = get_crawler(RecordingSpider, {name: None})
+    ensure_enabled(crawler)  # ROBOTS_ENABLED = None: still on
