@@ -29,7 +29,6 @@ Whatever ``ROBOTS_SITEMAPS`` says, a ``SitemapSpider`` whose
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from types import MethodType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -45,6 +44,16 @@ from . import signals as robots_signals
 from ._compat import sleep, spider_argument
 from ._config import RobotsConfig
 from ._settings import ensure_enabled, refusals_logged
+from ._sitemap_budget import (
+    CUT,
+    DISCOVERED,
+    SKIPPED,
+    Follow,
+    Limits,
+    PageCap,
+    Skips,
+    crawl_budget,
+)
 from ._sitemap_read import site as _site
 from .middleware import SITEMAP_DEPTH_KEY, RobotsMiddleware
 from .outcome import PARSED
@@ -56,7 +65,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.http.request import CallbackT
-    from scrapy.statscollectors import StatsCollector
     from typing_extensions import Self
 
     from .outcome import Outcome
@@ -84,192 +92,6 @@ DEPTH_KEY = SITEMAP_DEPTH_KEY
 #: Request meta key: the robots.txt URL below which a sitemap is (directly,
 #: or through sitemap indexes).
 ROBOTS_TXT_KEY = "robots_sitemap_robots_txt"
-
-#: Stats: sitemaps named by robots.txt and requested (SPEC), and sitemaps
-#: named by sitemap indexes and requested; both count towards
-#: ``ROBOTS_SITEMAP_MAX_REQUESTS``.
-_DISCOVERED = "robots/sitemaps/discovered"
-_FOLLOWED = "robots/sitemaps/followed"
-_SKIPPED = "robots/sitemaps/skipped/"
-_CUT = "robots/sitemaps/cut/"
-
-
-@dataclass(frozen=True)
-class _Limits:
-    """The ``ROBOTS_SITEMAP_*`` bounds of a crawl."""
-
-    per_robots_txt: int
-    per_crawl: int
-    #: The ``download_maxsize`` of sitemap requests: Scrapy's downloader,
-    #: HttpCompressionMiddleware and the gzip reading of sitemaps honour it.
-    max_bytes: int
-    other_sites: bool
-    #: Page URLs read from all the sitemaps below one robots.txt.
-    urls_per_robots_txt: int
-
-    @classmethod
-    def for_crawler(cls, crawler: Crawler) -> _Limits:
-        config = RobotsConfig.for_crawler(crawler)
-        max_bytes = config.sitemap_max_bytes
-        download_maxsize = crawler.settings.getint("DOWNLOAD_MAXSIZE")
-        if download_maxsize > 0:
-            max_bytes = min(max_bytes, download_maxsize)
-        return cls(
-            per_robots_txt=config.sitemap_max_per_robotstxt,
-            per_crawl=config.sitemap_max_requests,
-            max_bytes=max_bytes,
-            other_sites=config.sitemap_other_sites,
-            urls_per_robots_txt=config.sitemap_max_urls_per_robotstxt,
-        )
-
-
-class _Budget:
-    """The crawl's bounds, and how many more sitemaps it may request.
-
-    Kept on the spider (see :func:`_budget`), where the middleware and the
-    sitemap callback both find it; not in the stats, which a project may
-    turn off (``DummyStatsCollector``).
-    """
-
-    def __init__(self, limits: _Limits) -> None:
-        self.limits = limits
-        self.left = limits.per_crawl
-        #: robots.txt URL -> page URLs read from the sitemaps below it.  One
-        #: entry per robots.txt with a sitemap requested: as many as
-        #: ROBOTS_SITEMAP_MAX_REQUESTS at most.
-        self.urls: dict[str, int] = {}
-        self.exhausted: set[str] = set()
-        #: The sitemap URLs requested: each once in the crawl, however many
-        #: robots.txt files or indexes name it, however often.  As many as
-        #: ROBOTS_SITEMAP_MAX_REQUESTS at most.
-        self.requested: set[str] = set()
-
-    def take(self, url: str) -> bool:
-        """Whether sitemap ``url`` may be requested (then counted)."""
-        if self.left <= 0:
-            return False
-        self.left -= 1
-        self.requested.add(url)
-        return True
-
-    def urls_left(self, robots_txt: str) -> int:
-        """How many more page URLs the sitemaps below ``robots_txt`` may
-        give."""
-        return max(0, self.limits.urls_per_robots_txt - self.urls.get(robots_txt, 0))
-
-    def take_urls(self, robots_txt: str, count: int) -> None:
-        """Count ``count`` page URLs below ``robots_txt``."""
-        self.urls[robots_txt] = self.urls.get(robots_txt, 0) + count
-
-    def first_exhausted(self, robots_txt: str) -> bool:
-        """Whether the allowance of ``robots_txt`` runs out for the first
-        time (it is logged once)."""
-        if robots_txt in self.exhausted:
-            return False
-        self.exhausted.add(robots_txt)
-        return True
-
-
-_BUDGET_ATTRIBUTE = "_robots_sitemap_budget"
-
-
-def _budget(spider: Spider) -> _Budget:
-    """The crawl's :class:`_Budget`, made on first use."""
-    budget: _Budget | None = getattr(spider, _BUDGET_ATTRIBUTE, None)
-    if budget is None:
-        budget = _Budget(_Limits.for_crawler(spider.crawler))
-        setattr(spider, _BUDGET_ATTRIBUTE, budget)
-    return budget
-
-
-class _Skips:
-    """Sitemaps skipped while reading one robots.txt or sitemap index:
-    counted one by one, logged once per reason."""
-
-    def __init__(self) -> None:
-        #: Reason -> (how many, the first URL skipped).
-        self.reasons: dict[str, tuple[int, str]] = {}
-
-    def add(self, reason: str, url: str) -> None:
-        count, first = self.reasons.get(reason, (0, url))
-        self.reasons[reason] = (count + 1, first)
-
-    def report(self, stats: StatsCollector, source: str, spider: Spider) -> None:
-        for reason, (count, first) in self.reasons.items():
-            stats.inc_value(_SKIPPED + reason, count)
-            logger.info(
-                "Skipped %(count)s sitemap(s) named by %(source)s, such as"
-                " %(url)s: %(why)s",
-                {"count": count, "source": source, "url": first, "why": _WHY[reason]},
-                extra={"spider": spider},
-            )
-
-
-_WHY = {
-    "other_site": "on another site (ROBOTS_SITEMAP_OTHER_SITES is off)",
-    "robots_txt_limit": "over ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT",
-    "crawl_limit": "over ROBOTS_SITEMAP_MAX_REQUESTS for the crawl",
-}
-
-
-class _Follow:
-    """Which sitemaps named by one sitemap index are requested: those on
-    the site of the robots.txt below which the index is (unless
-    ROBOTS_SITEMAP_OTHER_SITES), while the crawl's
-    ROBOTS_SITEMAP_MAX_REQUESTS lasts."""
-
-    def __init__(self, spider: Spider, index_url: str, robots_txt: str) -> None:
-        crawler = spider.crawler
-        assert crawler.stats is not None
-        self.stats = crawler.stats
-        self.budget = _budget(spider)
-        self.limits = self.budget.limits
-        self.spider = spider
-        self.index_url = index_url
-        self.site = _site(robots_txt)
-        self.skips = _Skips()
-
-    def admit(self, url: str) -> bool:
-        """Whether to request ``url`` (counted if so, kept for the report
-        if not; a sitemap requested already is neither)."""
-        if url in self.budget.requested:
-            return False
-        if not self.limits.other_sites and _site(url) != self.site:
-            self.skips.add("other_site", url)
-        elif not self.budget.take(url):
-            self.skips.add("crawl_limit", url)
-        else:
-            self.stats.inc_value(_FOLLOWED)
-            return True
-        return False
-
-    def done(self) -> None:
-        self.skips.report(self.stats, self.index_url, self.spider)
-
-
-class _PageCap:
-    """The page requests a ``SitemapSpider`` makes from one sitemap below a
-    robots.txt: the sitemaps.org protocol's 50,000, within what is left of
-    ROBOTS_SITEMAP_MAX_URLS_PER_ROBOTSTXT."""
-
-    def __init__(self, budget: _Budget, robots_txt: str) -> None:
-        self.budget = budget
-        self.robots_txt = robots_txt
-        self.taken = 0
-        self.cut: str | None = None
-
-    def admit(self) -> bool:
-        if self.cut is not None:
-            return False
-        if self.taken >= _sitemap_read.MAX_ENTRIES:
-            self.cut = _sitemap_read.URLS
-        elif not self.budget.urls_left(self.robots_txt):
-            self.cut = _sitemap_read.URL_BUDGET
-        else:
-            self.taken += 1
-            self.budget.take_urls(self.robots_txt, 1)
-            return True
-        return False
 
 
 @spider_argument
@@ -311,7 +133,7 @@ class SitemapsMiddleware:
             _page_callback(spider)
             self.callback = getattr(spider, CALLBACK_ATTRIBUTE)
         self._robots: RobotsMiddleware | None = None
-        self.budget = _budget(spider)
+        self.budget = crawl_budget(spider)
         # SitemapSpider robots.txt start requests being answered.
         self._robots_steps = 0
         if self.feed:
@@ -344,8 +166,8 @@ class SitemapsMiddleware:
                 yield output
             return
         robots_txt = _robots_txt_of(response)
-        follow = _Follow(self.spider, response.url, robots_txt)
-        pages = _PageCap(self.budget, robots_txt)
+        follow = Follow(self.spider, response.url, robots_txt)
+        pages = PageCap(self.budget, robots_txt)
         depth = int(response.meta[DEPTH_KEY]) + 1
         async for output in result:
             if isinstance(output, Request):
@@ -437,7 +259,7 @@ class SitemapsMiddleware:
         robots_txt = _robots_txt_of(request)
         if _site(request.url) == _site(robots_txt):
             return
-        self.stats.inc_value(_SKIPPED + "redirect_other_site")
+        self.stats.inc_value(SKIPPED + "redirect_other_site")
         logger.info(
             "Not following the redirect of sitemap %(sitemap)s to %(url)s: on"
             " another site than %(robots_txt)s (ROBOTS_SITEMAP_OTHER_SITES is off)",
@@ -474,7 +296,7 @@ class SitemapsMiddleware:
         limits = self.budget.limits
         site = _site(origin)
         requests = []
-        skips = _Skips()
+        skips = Skips()
         # Distinct sitemaps named, not requested yet: the first
         # ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT are.
         named: set[str] = set()
@@ -500,7 +322,7 @@ class SitemapsMiddleware:
             if not self.budget.take(request.url):
                 skips.add("crawl_limit", url)
                 continue
-            self.stats.inc_value(_DISCOVERED)
+            self.stats.inc_value(DISCOVERED)
             logger.debug(
                 "Sitemap %(url)s found in %(origin)s",
                 {"url": request.url, "origin": origin},
@@ -512,7 +334,7 @@ class SitemapsMiddleware:
 
 
 def _sitemap_request(
-    url: str, callback: CallbackT, depth: int, limits: _Limits, robots_txt: str
+    url: str, callback: CallbackT, depth: int, limits: Limits, robots_txt: str
 ) -> Request:
     return Request(
         url,
@@ -553,7 +375,7 @@ async def _parse_sitemap(spider: Spider, response: Response) -> AsyncIterator[Re
     """The callback of sitemap requests (bound to the spider, see
     :data:`CALLBACK_ATTRIBUTE`): a sitemap index's sitemaps go round again,
     a sitemap's page URLs go to :func:`_page_callback`."""
-    budget = _budget(spider)
+    budget = crawl_budget(spider)
     robots_txt = _robots_txt_of(response)
     reader = await _read_sitemap(spider, response, budget.urls_left(robots_txt))
     if reader is None:
@@ -596,8 +418,8 @@ async def _parse_sitemap(spider: Spider, response: Response) -> AsyncIterator[Re
 def _report_cut(spider: Spider, response: Response, why: str, robots_txt: str) -> None:
     """Count a sitemap cut short, and log it (once per robots.txt when its
     page URL allowance ran out)."""
-    spider.crawler.stats.inc_value(_CUT + why)
-    if why == _sitemap_read.URL_BUDGET and not _budget(spider).first_exhausted(
+    spider.crawler.stats.inc_value(CUT + why)
+    if why == _sitemap_read.URL_BUDGET and not crawl_budget(spider).first_exhausted(
         robots_txt
     ):
         return
@@ -618,7 +440,7 @@ def _index_requests(
     """The requests for the sitemaps a sitemap index names, within the
     crawl's bounds."""
     callback = getattr(spider, CALLBACK_ATTRIBUTE)
-    follow = _Follow(spider, response.url, robots_txt)
+    follow = Follow(spider, response.url, robots_txt)
     for url in locations:
         request = _sitemap_request(url, callback, depth, follow.limits, robots_txt)
         if follow.admit(request.url):
@@ -645,7 +467,7 @@ async def _read_sitemap(
             response.body, limit, max_urls, lambda: sleep(0), keep_entries=keep_entries
         )
     except _sitemap_read.TooLarge:
-        spider.crawler.stats.inc_value(_SKIPPED + "too_large")
+        spider.crawler.stats.inc_value(SKIPPED + "too_large")
         logger.warning(
             "Ignoring sitemap %(response)s: over %(limit)s bytes once"
             " decompressed (ROBOTS_SITEMAP_MAX_BYTES, DOWNLOAD_MAXSIZE)",
@@ -672,7 +494,7 @@ async def _parse_spider_sitemap(
     ``sitemap_follow``, ``sitemap_rules`` and ``sitemap_alternate_links``
     decide, as in ``SitemapSpider._parse_sitemap`` (whose own parsing is
     bounded only in bytes).  The page requests are capped by
-    :class:`_PageCap`."""
+    :class:`PageCap`."""
     reader = await _read_sitemap(
         spider, response, _sitemap_read.MAX_ENTRIES, keep_entries=True
     )

@@ -54,6 +54,7 @@ ENGINE = (
 #: The Scrapy components: what a store must never import.
 COMPONENTS = (
     "_coordination",
+    "_sitemap_budget",
     "_store",
     "addon",
     "commands",
