@@ -20,6 +20,8 @@ from ._config import RobotsConfig
 from ._sitemap_read import site as _site
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
@@ -99,6 +101,11 @@ class Budget:
         #: robots.txt files or indexes name it, however often.  As many as
         #: ROBOTS_SITEMAP_MAX_REQUESTS at most.
         self.requested: set[str] = set()
+        #: robots.txt URL -> its ``Sitemap:`` values (as written) that were
+        #: requested: when it is fetched again, these lines are passed over
+        #: unread, neither requested again nor counted as skipped.  As many
+        #: as ROBOTS_SITEMAP_MAX_REQUESTS in all at most.
+        self.lines: dict[str, set[str]] = {}
 
     def take(self, url: str) -> bool:
         """Whether sitemap ``url`` may be requested (then counted)."""
@@ -107,6 +114,18 @@ class Budget:
         self.left -= 1
         self.requested.add(url)
         return True
+
+    def new_lines(self, robots_txt: str, values: Iterable[str]) -> list[str]:
+        """The ``Sitemap:`` ``values`` of ``robots_txt`` not requested
+        from it already."""
+        taken = self.lines.get(robots_txt)
+        if taken is None:
+            return list(values)
+        return [value for value in values if value not in taken]
+
+    def take_line(self, robots_txt: str, value: str) -> None:
+        """Remember that line ``value`` of ``robots_txt`` was requested."""
+        self.lines.setdefault(robots_txt, set()).add(value)
 
     def urls_left(self, robots_txt: str) -> int:
         """How many more page URLs the sitemaps below ``robots_txt`` may
@@ -146,9 +165,11 @@ class Skips:
         #: Reason -> (how many, the first URL skipped).
         self.reasons: dict[str, tuple[int, str]] = {}
 
-    def add(self, reason: str, url: str) -> None:
-        count, first = self.reasons.get(reason, (0, url))
-        self.reasons[reason] = (count + 1, first)
+    def add(self, reason: str, url: str, count: int = 1) -> None:
+        """Count ``count`` sitemaps skipped for ``reason``, ``url`` the
+        first of them."""
+        counted, first = self.reasons.get(reason, (0, url))
+        self.reasons[reason] = (counted + count, first)
 
     def report(self, stats: StatsCollector, source: str, spider: Spider) -> None:
         for reason, (count, first) in self.reasons.items():

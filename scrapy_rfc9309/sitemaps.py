@@ -300,7 +300,16 @@ class SitemapsMiddleware:
         # Distinct sitemaps named, not requested yet: the first
         # ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT are.
         named: set[str] = set()
-        for value in document.sitemaps:
+        values = self.budget.new_lines(origin, document.sitemaps)
+        for index, value in enumerate(values):
+            full = self._full(len(named))
+            if full is not None:
+                # The lines left are counted, not read: a robots.txt of
+                # 25,000 Sitemap: lines made 25,000 URLs and requests to
+                # request the first few.
+                first = http_url(origin, value) or value
+                skips.add(full, first, len(values) - index)
+                break
             url = http_url(origin, value)
             if url is None:
                 logger.debug(
@@ -316,12 +325,8 @@ class SitemapsMiddleware:
             if request.url in named or request.url in self.budget.requested:
                 continue
             named.add(request.url)
-            if len(named) > limits.per_robots_txt:
-                skips.add("robots_txt_limit", url)
-                continue
-            if not self.budget.take(request.url):
-                skips.add("crawl_limit", url)
-                continue
+            self.budget.take(request.url)
+            self.budget.take_line(origin, value)
             self.stats.inc_value(DISCOVERED)
             logger.debug(
                 "Sitemap %(url)s found in %(origin)s",
@@ -331,6 +336,15 @@ class SitemapsMiddleware:
             requests.append(request)
         skips.report(self.stats, origin, self.spider)
         return requests
+
+    def _full(self, named: int) -> str | None:
+        """Why no more sitemaps of a robots.txt that named ``named`` may be
+        requested, if none may."""
+        if named >= self.budget.limits.per_robots_txt:
+            return "robots_txt_limit"
+        if self.budget.left <= 0:
+            return "crawl_limit"
+        return None
 
 
 def _sitemap_request(

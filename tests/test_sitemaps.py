@@ -20,6 +20,7 @@ from scrapy.http import Response
 from scrapy.spiders import SitemapSpider
 from scrapy.utils.test import get_crawler
 
+from scrapy_rfc9309 import sitemaps
 from scrapy_rfc9309._compat import call_later
 from scrapy_rfc9309.sitemaps import DEPTH_KEY, _site
 from tests.support.crawl_helpers import BASE_SETTINGS, RecordingSpider, crawl, stats
@@ -646,6 +647,75 @@ async def test_sitemaps_per_robots_txt_are_capped(
     (skipped,) = [r for r in caplog.records if "Skipped" in r.getMessage()]
     assert "1900 sitemap(s)" in skipped.getMessage()
     assert "ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT" in skipped.getMessage()
+
+
+@pytest.mark.parametrize(
+    ("setting", "cause"),
+    [
+        ("ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT", "robots_txt_limit"),
+        ("ROBOTS_SITEMAP_MAX_REQUESTS", "crawl_limit"),
+    ],
+)
+@coroutine_test
+async def test_sitemap_lines_past_the_limits_are_counted_unread(
+    make_server: MakeServer,
+    monkeypatch: pytest.MonkeyPatch,
+    setting: str,
+    cause: str,
+) -> None:
+    # 5,000 Sitemap: lines for 3 sitemaps to request: each line was made a
+    # URL, its site looked up and a Request built, on the event loop, on
+    # every fetch of that robots.txt (25,000 lines held it up 1.5 s).
+    calls = {"http_url": 0, "site": 0, "request": 0}
+
+    def counted(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def count(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return function(*args, **kwargs)
+
+        return count
+
+    for name, attribute in [
+        ("http_url", "http_url"),
+        ("site", "_site"),
+        ("request", "_sitemap_request"),
+    ]:
+        original = getattr(sitemaps, attribute)
+        monkeypatch.setattr(sitemaps, attribute, counted(name, original))
+    server = make_server(EMPTY_SITEMAP)
+    server.route("/robots.txt", "".join(f"Sitemap: /s{i}.xml\n" for i in range(5000)))
+    crawler = await crawl([server.url("/start")], {**SITEMAPS, setting: 3})
+    assert sitemap_hits(server) == 3
+    counts = stats(crawler)
+    assert counts["robots/sitemaps/discovered"] == 3
+    assert counts[f"robots/sitemaps/skipped/{cause}"] == 4997
+    # The 3 requested, and the first line skipped, named in the log.
+    assert calls == {"http_url": 4, "site": 4, "request": 3}
+
+
+@coroutine_test
+async def test_sitemap_lines_requested_are_not_skipped_when_fetched_again(
+    server: Server,
+) -> None:
+    # Each fetch of robots.txt after the crawl's limit counts the lines it
+    # could not request, not the three requested at its first fetch.
+    server.route("/robots.txt", "".join(f"Sitemap: /s{i}.xml\n" for i in range(5)))
+    server.default = EMPTY_SITEMAP
+    crawler = await crawl(
+        [server.url("/start")],
+        {
+            **SITEMAPS,
+            "ROBOTS_SITEMAP_MAX_REQUESTS": 3,
+            "ROBOTS_CACHE_LIFETIME": 0,
+            "CONCURRENT_REQUESTS": 1,
+        },
+    )
+    assert sitemap_hits(server) == 3
+    counts = stats(crawler)
+    fetches = server.count("/robots.txt")
+    assert fetches > 2
+    assert counts["robots/outcome/parsed"] == fetches
+    assert counts["robots/sitemaps/skipped/crawl_limit"] == 2 * fetches
 
 
 @coroutine_test
