@@ -82,7 +82,8 @@ class Limits:
 
 
 class Budget:
-    """The crawl's bounds, and how many more sitemaps it may request.
+    """The crawl's bounds, and how many more sitemaps it may request: in
+    all, and below each robots.txt.
 
     Kept on the spider (see :func:`crawl_budget`), where the middleware and
     the sitemap callback both find it; not in the stats, which a project
@@ -92,6 +93,12 @@ class Budget:
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.left = limits.per_crawl
+        #: robots.txt URL -> sitemaps requested below it (those it names and
+        #: those of their indexes), for ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT: one
+        #: sitemap index could otherwise take the whole crawl's
+        #: ROBOTS_SITEMAP_MAX_REQUESTS.  One entry per robots.txt with a
+        #: sitemap requested.
+        self.sitemaps: dict[str, int] = {}
         #: robots.txt URL -> page URLs read from the sitemaps below it.  One
         #: entry per robots.txt with a sitemap requested: as many as
         #: ROBOTS_SITEMAP_MAX_REQUESTS at most.
@@ -107,13 +114,24 @@ class Budget:
         #: as ROBOTS_SITEMAP_MAX_REQUESTS in all at most.
         self.lines: dict[str, set[str]] = {}
 
-    def take(self, url: str) -> bool:
-        """Whether sitemap ``url`` may be requested (then counted)."""
+    def full(self, robots_txt: str) -> str | None:
+        """Why no more sitemaps may be requested below ``robots_txt``
+        (``robots_txt_limit``, ``crawl_limit``), if none may."""
+        if self.sitemaps.get(robots_txt, 0) >= self.limits.per_robots_txt:
+            return "robots_txt_limit"
         if self.left <= 0:
-            return False
-        self.left -= 1
-        self.requested.add(url)
-        return True
+            return "crawl_limit"
+        return None
+
+    def take(self, url: str, robots_txt: str) -> str | None:
+        """Why sitemap ``url`` below ``robots_txt`` may not be requested;
+        ``None`` if it may (then it is counted)."""
+        full = self.full(robots_txt)
+        if full is None:
+            self.left -= 1
+            self.sitemaps[robots_txt] = self.sitemaps.get(robots_txt, 0) + 1
+            self.requested.add(url)
+        return full
 
     def new_lines(self, robots_txt: str, values: Iterable[str]) -> list[str]:
         """The ``Sitemap:`` ``values`` of ``robots_txt`` not requested
@@ -197,8 +215,9 @@ SKIP_WHY = {
 class Follow:
     """Which sitemaps named by one sitemap index are requested: those on
     the site of the robots.txt below which the index is (unless
-    ROBOTS_SITEMAP_OTHER_SITES), while the crawl's
-    ROBOTS_SITEMAP_MAX_REQUESTS lasts."""
+    ROBOTS_SITEMAP_OTHER_SITES), while that robots.txt's
+    ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT and the crawl's
+    ROBOTS_SITEMAP_MAX_REQUESTS last."""
 
     def __init__(self, spider: Spider, index_url: str, robots_txt: str) -> None:
         crawler = spider.crawler
@@ -208,6 +227,7 @@ class Follow:
         self.limits = self.budget.limits
         self.spider = spider
         self.index_url = index_url
+        self.robots_txt = robots_txt
         self.site = _site(robots_txt)
         self.skips = Skips()
 
@@ -218,12 +238,21 @@ class Follow:
             return False
         if not self.limits.other_sites and _site(url) != self.site:
             self.skips.add("other_site", url)
-        elif not self.budget.take(url):
-            self.skips.add("crawl_limit", url)
+        elif full := self.budget.take(url, self.robots_txt):
+            self.skips.add(full, url)
         else:
             self.stats.inc_value(FOLLOWED)
             return True
         return False
+
+    def skip_rest(self, locations: list[str], start: int) -> bool:
+        """Whether no more sitemaps may be requested below the robots.txt:
+        then the index's entries from ``locations[start]`` on are counted
+        unread."""
+        full = self.budget.full(self.robots_txt)
+        if full is not None:
+            self.skips.add(full, locations[start], len(locations) - start)
+        return full is not None
 
     def done(self) -> None:
         self.skips.report(self.stats, self.index_url, self.spider)

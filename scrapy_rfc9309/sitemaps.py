@@ -13,8 +13,9 @@ Sitemaps come from untrusted servers, so every way they could grow a crawl
 is bounded, each skip counted under ``robots/sitemaps/skipped/`` and logged:
 sitemaps on another site than the robots.txt (or index) naming them are
 skipped unless ``ROBOTS_SITEMAP_OTHER_SITES`` is on; at most
-``ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT`` sitemaps of one robots.txt and
-``ROBOTS_SITEMAP_MAX_REQUESTS`` in the whole crawl are requested; and a
+``ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT`` sitemaps below one robots.txt (those
+it names and those of their indexes) and ``ROBOTS_SITEMAP_MAX_REQUESTS`` in
+the whole crawl are requested; and a
 sitemap is downloaded and decompressed up to ``ROBOTS_SITEMAP_MAX_BYTES``.
 Reading a sitemap is bounded too (see :mod:`._sitemap_read`): at most
 50,000 entries, a million elements, 256 names, and the page URLs of all the
@@ -297,12 +298,11 @@ class SitemapsMiddleware:
         site = _site(origin)
         requests = []
         skips = Skips()
-        # Distinct sitemaps named, not requested yet: the first
-        # ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT are.
-        named: set[str] = set()
+        # The distinct sitemaps named, not requested yet, while the
+        # allowance of this robots.txt and the crawl's last.
         values = self.budget.new_lines(origin, document.sitemaps)
         for index, value in enumerate(values):
-            full = self._full(len(named))
+            full = self.budget.full(origin)
             if full is not None:
                 # The lines left are counted, not read: a robots.txt of
                 # 25,000 Sitemap: lines made 25,000 URLs and requests to
@@ -322,10 +322,9 @@ class SitemapsMiddleware:
                 skips.add("other_site", url)
                 continue
             request = _sitemap_request(url, self.callback, 1, limits, origin)
-            if request.url in named or request.url in self.budget.requested:
+            if request.url in self.budget.requested:
                 continue
-            named.add(request.url)
-            self.budget.take(request.url)
+            self.budget.take(request.url, origin)
             self.budget.take_line(origin, value)
             self.stats.inc_value(DISCOVERED)
             logger.debug(
@@ -336,15 +335,6 @@ class SitemapsMiddleware:
             requests.append(request)
         skips.report(self.stats, origin, self.spider)
         return requests
-
-    def _full(self, named: int) -> str | None:
-        """Why no more sitemaps of a robots.txt that named ``named`` may be
-        requested, if none may."""
-        if named >= self.budget.limits.per_robots_txt:
-            return "robots_txt_limit"
-        if self.budget.left <= 0:
-            return "crawl_limit"
-        return None
 
 
 def _sitemap_request(
@@ -455,7 +445,10 @@ def _index_requests(
     crawl's bounds."""
     callback = getattr(spider, CALLBACK_ATTRIBUTE)
     follow = Follow(spider, response.url, robots_txt)
-    for url in locations:
+    for index, url in enumerate(locations):
+        if follow.skip_rest(locations, index):
+            # Counted, not made requests: an index may name 50,000.
+            break
         request = _sitemap_request(url, callback, depth, follow.limits, robots_txt)
         if follow.admit(request.url):
             yield request

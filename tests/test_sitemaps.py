@@ -10,7 +10,7 @@ import gzip
 import json
 import logging
 import tracemalloc
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -693,19 +693,27 @@ async def test_sitemap_lines_past_the_limits_are_counted_unread(
     assert calls == {"http_url": 4, "site": 4, "request": 3}
 
 
+@pytest.mark.parametrize(
+    ("setting", "cause"),
+    [
+        ("ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT", "robots_txt_limit"),
+        ("ROBOTS_SITEMAP_MAX_REQUESTS", "crawl_limit"),
+    ],
+)
 @coroutine_test
 async def test_sitemap_lines_requested_are_not_skipped_when_fetched_again(
-    server: Server,
+    server: Server, setting: str, cause: str
 ) -> None:
-    # Each fetch of robots.txt after the crawl's limit counts the lines it
-    # could not request, not the three requested at its first fetch.
+    # Each fetch of robots.txt after the limit counts the lines it could
+    # not request, not the three requested at its first fetch; and a fetch
+    # again is no new allowance (each fetch requested 3 more sitemaps).
     server.route("/robots.txt", "".join(f"Sitemap: /s{i}.xml\n" for i in range(5)))
     server.default = EMPTY_SITEMAP
     crawler = await crawl(
         [server.url("/start")],
         {
             **SITEMAPS,
-            "ROBOTS_SITEMAP_MAX_REQUESTS": 3,
+            setting: 3,
             "ROBOTS_CACHE_LIFETIME": 0,
             "CONCURRENT_REQUESTS": 1,
         },
@@ -715,7 +723,7 @@ async def test_sitemap_lines_requested_are_not_skipped_when_fetched_again(
     fetches = server.count("/robots.txt")
     assert fetches > 2
     assert counts["robots/outcome/parsed"] == fetches
-    assert counts["robots/sitemaps/skipped/crawl_limit"] == 2 * fetches
+    assert counts[f"robots/sitemaps/skipped/{cause}"] == 2 * fetches
 
 
 @coroutine_test
@@ -740,11 +748,62 @@ async def test_sitemaps_per_crawl_are_capped(make_server: MakeServer) -> None:
     assert counts["robots/sitemaps/skipped/crawl_limit"] == 500 - 14
 
 
+class FoundLaterSpider(RecordingSpider):
+    """Requests its second URL once a page of the first site's sitemaps is
+    crawled: after that site's sitemap index was read."""
+
+    async def start(self) -> AsyncIterator[Any]:
+        yield Request(self.urls[0], callback=self.parse)
+
+    def parse(self, response: Response) -> Iterable[Request]:
+        super().parse(response)
+        if response.url.endswith("/page"):
+            yield Request(self.urls[1], callback=self.parse)
+
+
+@coroutine_test
+async def test_one_sitemap_index_leaves_other_sites_their_share(
+    make_server: MakeServer,
+) -> None:
+    # Site A's index named 200 sitemaps: it took the crawl's whole
+    # ROBOTS_SITEMAP_MAX_REQUESTS (its index and 49 of them), and the one
+    # sitemap of site B, found later, was skipped (crawl_limit).
+    first, second = make_server(EMPTY_SITEMAP), make_server()
+    first.route("/robots.txt", "Sitemap: /index.xml\n")
+    xml(
+        first,
+        "/index.xml",
+        sitemapindex(pages(first, *(f"/s{i}.xml" for i in range(200)))),
+    )
+    xml(first, "/s0.xml", urlset(pages(first, "/page")))
+    second.route("/robots.txt", "Sitemap: /b.xml\n")
+    xml(second, "/b.xml", urlset(pages(second, "/b-page")))
+    crawler = await crawl(
+        [first.url("/start"), second.url("/start")],
+        {
+            **SITEMAPS,
+            "ROBOTS_SITEMAP_MAX_REQUESTS": 50,
+            "ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT": 10,
+        },
+        FoundLaterSpider,
+    )
+    # Below A's robots.txt: its index and 9 of the sitemaps it names.
+    assert sitemap_hits(first) == 10
+    assert second.count("/b.xml") == 1
+    assert second.count("/b-page") == 1
+    counts = stats(crawler)
+    assert counts["robots/sitemaps/discovered"] == 2
+    assert counts["robots/sitemaps/followed"] == 9
+    assert counts["robots/sitemaps/skipped/robots_txt_limit"] == 200 - 9
+    assert "robots/sitemaps/skipped/crawl_limit" not in counts
+
+
 @coroutine_test
 async def test_a_sitemap_named_twice_is_counted_once(make_server: MakeServer) -> None:
     # Named twice by robots.txt (relative and absolute), then ten times by an
     # index: each name of the same sitemap took its limits' allowance, so
-    # the sitemaps named after it were skipped.
+    # the sitemaps named after it were skipped.  Both limits count the
+    # sitemaps of the index too: 4 in all.
     server = make_server(EMPTY_SITEMAP)
     server.route(
         "/robots.txt",
@@ -756,7 +815,7 @@ async def test_a_sitemap_named_twice_is_counted_once(make_server: MakeServer) ->
         [server.url("/start")],
         {
             **SITEMAPS,
-            "ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT": 2,
+            "ROBOTS_SITEMAP_MAX_PER_ROBOTSTXT": 4,
             "ROBOTS_SITEMAP_MAX_REQUESTS": 4,
         },
     )
