@@ -19,6 +19,8 @@ supports: Scrapy 2.13 and newer (Python 3.10 and newer).
 - ``DownloadTimeoutError`` (Scrapy 2.15) is what a download that timed out
   raises; before 2.15, Twisted's ``TimeoutError`` (which ``RETRY_EXCEPTIONS``
   names there);
+- ``DownloadCancelledError`` (Scrapy 2.15) is what a download cancelled past
+  its ``download_maxsize`` raises; before 2.15, Twisted's ``CancelledError``;
 - ``slot_clock`` is the clock of a downloader slot's ``lastseen``:
   ``time.monotonic`` from Scrapy 2.16, ``time.time`` before.
 
@@ -71,6 +73,7 @@ if TYPE_CHECKING:
     from scrapy.http import Request, Response
 
 __all__ = [
+    "DownloadCancelledError",
     "DownloadTimeoutError",
     "crawl_engine",
     "download",
@@ -137,6 +140,14 @@ def crawl_engine(crawler: Crawler) -> ExecutionEngine | None:
         return crawler.engine
     except RuntimeError:
         return None
+
+
+try:
+    from scrapy.exceptions import DownloadCancelledError
+except ImportError:  # Scrapy < 2.15
+    from twisted.internet.defer import (  # type: ignore[assignment]
+        CancelledError as DownloadCancelledError,
+    )
 
 
 async def download(crawler: Crawler, request: Request) -> Response:

@@ -36,21 +36,27 @@ from urllib.parse import urlsplit
 
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import DontCloseSpider, IgnoreRequest, NotConfigured
+from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.spiders import SitemapSpider
 from scrapy.spiders.sitemap import iterloc
 from scrapy.utils.defer import deferred_from_coro
 
 from . import _sitemap_read
 from . import signals as robots_signals
-from ._compat import sleep, spider_argument
+from ._compat import (
+    DownloadCancelledError,
+    DownloadTimeoutError,
+    sleep,
+    spider_argument,
+)
 from ._config import RobotsConfig
+from ._crawljob import describe
 from ._settings import ensure_enabled, refusals_logged
 from ._sitemap_budget import (
     CUT,
     DISCOVERED,
     SKIPPED,
     Follow,
-    Limits,
     PageCap,
     Skips,
     crawl_budget,
@@ -66,6 +72,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.http.request import CallbackT
+    from twisted.python.failure import Failure
     from typing_extensions import Self
 
     from .outcome import Outcome
@@ -73,6 +80,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CALLBACK_ATTRIBUTE",
     "DEPTH_KEY",
+    "ERRBACK_ATTRIBUTE",
     "ROBOTS_TXT_KEY",
     "SPIDER_CALLBACK_ATTRIBUTE",
     "SitemapsMiddleware",
@@ -87,6 +95,10 @@ logger = logging.getLogger(__name__)
 CALLBACK_ATTRIBUTE = "_robots_parse_sitemap"
 #: The same for a ``SitemapSpider``.
 SPIDER_CALLBACK_ATTRIBUTE = "_robots_parse_spider_sitemap"
+#: The spider attribute holding the errback of the sitemap requests the
+#: package makes, for any spider (kept there for ``JOBDIR`` too).  Not given
+#: to the requests a ``SitemapSpider`` makes for its own ``sitemap_urls``.
+ERRBACK_ATTRIBUTE = "_robots_sitemap_failed"
 #: Request meta key: how far below robots.txt a sitemap is (1 for the
 #: sitemaps robots.txt names, 2 for those of a sitemap index they are, ...).
 DEPTH_KEY = SITEMAP_DEPTH_KEY
@@ -116,6 +128,7 @@ class SitemapsMiddleware:
             setattr(spider, SPIDER_CALLBACK_ATTRIBUTE, parse)
         else:
             setattr(spider, CALLBACK_ATTRIBUTE, MethodType(_parse_sitemap, spider))
+        setattr(spider, ERRBACK_ATTRIBUTE, MethodType(_sitemap_failed, spider))
         # Without a reason, so that Scrapy logs no warning: being off is
         # the default, and RobotsMiddleware already warns when it is off.
         ensure_enabled(crawler, quiet=True)
@@ -321,7 +334,7 @@ class SitemapsMiddleware:
             if not limits.other_sites and _site(url) != site:
                 skips.add("other_site", url)
                 continue
-            request = _sitemap_request(url, self.callback, 1, limits, origin)
+            request = _sitemap_request(url, self.spider, self.callback, 1, origin)
             if request.url in self.budget.requested:
                 continue
             self.budget.take(request.url, origin)
@@ -338,17 +351,68 @@ class SitemapsMiddleware:
 
 
 def _sitemap_request(
-    url: str, callback: CallbackT, depth: int, limits: Limits, robots_txt: str
+    url: str, spider: Spider, callback: CallbackT, depth: int, robots_txt: str
 ) -> Request:
+    """The request for a sitemap ``depth`` levels below ``robots_txt``."""
     return Request(
         url,
         callback=callback,
+        errback=getattr(spider, ERRBACK_ATTRIBUTE),
         meta={
             DEPTH_KEY: depth,
             ROBOTS_TXT_KEY: robots_txt,
-            "download_maxsize": limits.max_bytes,
+            "download_maxsize": crawl_budget(spider).limits.max_bytes,
         },
     )
+
+
+def _sitemap_failed(spider: Spider, failure: Failure) -> Failure | None:
+    """The errback of the sitemap requests the package makes (bound to the
+    spider, see :data:`ERRBACK_ATTRIBUTE`): a sitemap that could not be
+    downloaded is counted in ``robots/sitemaps/skipped/<cause>`` and logged
+    in one WARNING line (Scrapy logged an ERROR and its traceback; for a
+    ``Content-Encoding`` decoded past the limit, only a WARNING of its own).
+    What others drop, count and log (robots.txt, ``allowed_domains``,
+    ``HttpErrorMiddleware``, ...) goes on as it would without an errback."""
+    exc = failure.value
+    assert exc is not None
+    cause = _failure_cause(exc)
+    if cause is None:
+        return failure
+    request: Request = failure.request  # type: ignore[attr-defined]
+    if cause == "too_large":
+        limit = request.meta.get("download_maxsize")
+        why = f"over {limit} bytes (ROBOTS_SITEMAP_MAX_BYTES, DOWNLOAD_MAXSIZE)"
+    elif cause == "timeout":
+        why = f"not downloaded within DOWNLOAD_TIMEOUT ({describe(exc)})"
+    else:
+        why = f"its download failed ({describe(exc)})"
+    spider.crawler.stats.inc_value(SKIPPED + cause)
+    logger.warning(
+        "Ignoring sitemap %(request)s: %(why)s",
+        {"request": request, "why": why},
+        extra={"spider": spider},
+    )
+    return None
+
+
+def _failure_cause(exc: BaseException) -> str | None:
+    """Why a sitemap was not downloaded (the ``robots/sitemaps/skipped/``
+    stat), or ``None`` for a drop or an error someone else reports."""
+    if isinstance(exc, IgnoreRequest):
+        # HttpCompressionMiddleware, past download_maxsize once decoded; the
+        # other drops are counted by whoever made them.
+        decoded = type(exc.__cause__).__name__ == "_DecompressionMaxSizeExceeded"
+        return "too_large" if decoded else None
+    if isinstance(exc, HttpError):
+        return None
+    if isinstance(exc, DownloadTimeoutError):
+        return "timeout"
+    if isinstance(exc, DownloadCancelledError):
+        # Scrapy cancels a download past its download_maxsize, announced
+        # (Content-Length) or received.
+        return "too_large"
+    return "download_error"
 
 
 def _robots_txt_of(message: Request | Response) -> str:
@@ -449,7 +513,7 @@ def _index_requests(
         if follow.skip_rest(locations, index):
             # Counted, not made requests: an index may name 50,000.
             break
-        request = _sitemap_request(url, callback, depth, follow.limits, robots_txt)
+        request = _sitemap_request(url, spider, callback, depth, robots_txt)
         if follow.admit(request.url):
             yield request
     follow.done()
@@ -516,7 +580,11 @@ async def _parse_spider_sitemap(
             continue
         if reader.kind == "sitemapindex":
             if any(follow.search(url) for follow in spider._follow):
-                yield Request(url, callback=getattr(spider, SPIDER_CALLBACK_ATTRIBUTE))
+                yield Request(
+                    url,
+                    callback=getattr(spider, SPIDER_CALLBACK_ATTRIBUTE),
+                    errback=getattr(spider, ERRBACK_ATTRIBUTE),
+                )
             continue
         for rule, callback in spider._cbs:
             if rule.search(url):
