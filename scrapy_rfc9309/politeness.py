@@ -541,6 +541,9 @@ class Politeness:
                 extra={"spider": self.crawler.spider},
             )
             return
+        # The copy put back is the request now: the spider's errback hears
+        # nothing of this one (IgnoreRequest without an errback is silent).
+        request.errback = None
         self.stats.inc_value("robots/crawl_delay/kept")
 
     async def _sleep(self, seconds: float, origin: str) -> float:

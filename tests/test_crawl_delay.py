@@ -255,8 +255,15 @@ async def test_politeness_tables_bounded_by_memory_max_origins(
     )
     assert len(crawler.spider.crawled) == 30
     assert all(each.count("/p") == 1 for each in servers)
-    entries = middleware(crawler).politeness.entries
-    assert entries == {"origins": 5, "gates": 0}
+    politeness = middleware(crawler).politeness
+    # Over the bound while turns were still ahead (never dropped then: the
+    # origin's next page would skip its delay), by at most the few origins
+    # set within one delay; back to it once they passed, as each setting
+    # trims a few of the oldest.
+    assert politeness.entries["origins"] <= 5 + 10
+    for _ in range(10):
+        politeness._free_at.trim()
+    assert politeness.entries == {"origins": 5, "gates": 0}
     assert stats(crawler)["robots/crawl_delay/origins"] == 30
 
 
@@ -351,6 +358,8 @@ async def test_requests_dropped_at_close_are_kept_in_jobdir(
     counted = stats(paused)
     assert counted["robots/crawl_delay/cancelled"] == 3
     assert counted["robots/crawl_delay/kept"] == 3
+    # Put back, not failed: the spider's errback heard nothing of them.
+    assert paused.spider.errors == []  # type: ignore[union-attr]
     server.route("/robots.txt", "User-agent: *\n")
     resumed = await crawl(urls, job, spidercls=Burst)
     assert [server.count(f"/{i}") for i in range(3)] == [1, 1, 1]
