@@ -409,6 +409,20 @@ async def test_undecodable_octets_reach_a_utf8_feed_and_the_report_escaped(
     ]
 
 
+def _the_report_error(crawler: Crawler, caplog: pytest.LogCaptureFixture) -> str:
+    """The one ERROR line of a crawl whose report could not be written (no
+    traceback), which finished all the same and counted it."""
+    assert crawler.stats is not None
+    stats = crawler.stats.get_stats()
+    assert stats["finish_reason"] == "finished"
+    assert stats["robots/report/errors"] == 1
+    errors = [record for record in caplog.records if record.levelno >= logging.ERROR]
+    assert len(errors) == 1, caplog.text
+    assert errors[0].exc_info is None
+    assert "Traceback" not in caplog.text
+    return errors[0].getMessage()
+
+
 @pytest.mark.parametrize("damage", ["folder_removed", "path_made_a_folder"])
 @coroutine_test
 async def test_a_report_that_cannot_be_written_is_one_error_line(
@@ -430,19 +444,11 @@ async def test_a_report_that_cannot_be_written_is_one_error_line(
     crawler.signals.connect(spoil, signal=signals.response_received)
     with caplog.at_level(logging.INFO):
         await crawler.crawl_async(urls=[server.url("/public")])
-    assert crawler.stats is not None
-    stats = crawler.stats.get_stats()
-    assert stats["finish_reason"] == "finished"
-    assert stats["robots/report/errors"] == 1
-    errors = [record for record in caplog.records if record.levelno >= logging.ERROR]
-    assert len(errors) == 1, caplog.text
-    message = errors[0].getMessage()
+    message = _the_report_error(crawler, caplog)
     # The path, and the OS error as the system says it.
     assert message.startswith(f"ROBOTS_REPORT {path} could not be written: ")
     errno = ENOENT if damage == "folder_removed" else EISDIR
     assert f"[Errno {errno}] {os.strerror(errno)}" in message
-    assert errors[0].exc_info is None
-    assert "Traceback" not in caplog.text
     # Nothing half-written left behind.
     if damage == "path_made_a_folder":
         assert sorted(p.name for p in folder.iterdir()) == ["report.jsonl"]
@@ -472,16 +478,8 @@ async def test_a_report_value_that_cannot_be_written_is_one_error_line(
     crawler = make_crawler({"ROBOTS_REPORT": str(path)}, LinkingSpider)
     with caplog.at_level(logging.INFO):
         await crawler.crawl_async(urls=[server.url("/public")])
-    assert crawler.stats is not None
-    stats = crawler.stats.get_stats()
-    assert stats["finish_reason"] == "finished"
-    assert stats["robots/report/errors"] == 1
-    errors = [record for record in caplog.records if record.levelno >= logging.ERROR]
-    assert len(errors) == 1, caplog.text
-    message = errors[0].getMessage()
+    message = _the_report_error(crawler, caplog)
     assert message.startswith(f"ROBOTS_REPORT {path} could not be written: {error}: ")
-    assert errors[0].exc_info is None
-    assert "Traceback" not in caplog.text
     # Nothing half-written left behind.
     assert list(tmp_path.iterdir()) == []
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.utils import usage_error
+
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_project"
 
 
@@ -283,19 +285,7 @@ def test_a_bad_argument_is_one_line(
     starts: no traceback."""
     file = tmp_path / "a-file"
     file.write_text("")
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(SAMPLE / "run_sample.py"),
-            *(arg.format(file=file) for arg in args),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 2, done.stderr
-    assert done.stdout == ""
-    assert done.stderr.splitlines() == [
+    command = [sys.executable, str(SAMPLE / "run_sample.py")]
+    assert usage_error([*command, *(arg.format(file=file) for arg in args)]) == [
         f"run_sample.py: error: {message.format(file=file)}"
     ]

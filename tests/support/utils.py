@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
 import zlib
 from collections.abc import Callable, Coroutine, Iterator
 from functools import wraps
@@ -131,3 +132,14 @@ def _recording(name: str) -> Callable[..., None]:
 for _name in vars(Handler):
     if not _name.startswith("_"):
         setattr(Recorder, _name, _recording(_name))
+
+
+def usage_error(command: list[str]) -> list[str]:
+    """The standard error lines of ``command``, a usage error: exit status
+    2, nothing on standard output."""
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    return done.stderr.splitlines()
