@@ -488,8 +488,11 @@ def _warn_missing_components(crawler: Crawler, config: RobotsConfig) -> None:
         needed.append((purposes, downloader, TdmMiddleware, files))
         reservation = "items are not judged by their tdm-reservation header or meta"
         needed.append((purposes, spider, TdmItemsMiddleware, reservation))
+    chains: dict[str, list[type] | None] = {}
     for setting, chain, component, effect in needed:
-        enabled = _enabled(crawler, chain)
+        if chain not in chains:
+            chains[chain] = _enabled(crawler, chain)
+        enabled = chains[chain]
         if enabled is None or any(issubclass(cls, component) for cls in enabled):
             continue
         logger.warning(
