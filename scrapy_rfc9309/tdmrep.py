@@ -26,6 +26,7 @@ from urllib.parse import urljoin
 
 from .directives import meta_contents
 from .match import wildcards_match
+from .stringify import readable
 from .urls import normalize_path, normalize_pattern, request_path
 
 __all__ = [
@@ -263,16 +264,19 @@ class TdmState(NamedTuple):
     file_status: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``robots_tdm`` meta value and item field."""
+        """The ``robots_tdm`` meta value and item field: the file's text
+        :func:`~scrapy_rfc9309.stringify.readable`, which a UTF-8 feed
+        can write: a lone surrogate the file's JSON escapes (``"\\ud800"``)
+        shown as ``%ED%A0%80``."""
         rule = self.rule
         return {
             "reservation": self.reservation,
-            "policy": self.policy,
+            "policy": None if self.policy is None else readable(self.policy),
             "source": self.source,
-            "file": self.file,
+            "file": None if self.file is None else readable(self.file),
             "rule": None
             if rule is None
-            else {"index": rule.position, "location": rule.location},
+            else {"index": rule.position, "location": readable(rule.location)},
             "problems": list(self.problems),
             "file_status": self.file_status,
         }

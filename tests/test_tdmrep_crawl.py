@@ -585,3 +585,71 @@ async def test_a_file_reached_at_a_private_address_is_refused(
     refusal = await tdm._get(url)
     assert isinstance(refusal, str)
     assert "refused example.com (10.0.0.1" in refusal
+
+
+#: A file whose JSON escapes lone surrogates (valid JSON, but no text UTF-8
+#: can write): a location, a policy; ``\udce9`` is how the robots.txt reader
+#: keeps an undecodable octet, ``\ud800`` any other.
+SURROGATES = (
+    '[{"location": "/a\\ud800", "tdm-reservation": 1, "tdm-policy": "/p\\ud800"},'
+    ' {"location": "/b\\udce9", "tdm-reservation": 0}]'
+)
+
+
+@pytest.mark.parametrize("mode", ["annotate", "drop"])
+@coroutine_test
+async def test_lone_surrogates_of_the_file_reach_a_utf8_feed_and_log(
+    server: Server,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    mode: str,
+) -> None:
+    server.route(TDM, SURROGATES)
+    feed = tmp_path / "items.jsonl"
+    # LOG_FILE's handler: strict UTF-8.  The package's lines go to it alone
+    # (pytest-xdist could not carry a lone surrogate in a failure's log).
+    handler = logging.FileHandler(tmp_path / "log.txt", encoding="utf-8")
+    logger = logging.getLogger("scrapy_rfc9309")
+    monkeypatch.setattr(logger, "propagate", False)
+    # setLevel, which clears the levels its loggers cached.
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(handler)
+    try:
+        crawler, _ = await item_crawl(
+            [server.url("/a%ED%A0%80"), server.url("/b%E9")],
+            {
+                **TRAIN,
+                "ROBOTS_TDMREP": mode,
+                "ROBOTS_PROVENANCE": True,
+                "FEEDS": {str(feed): {"format": "jsonlines"}},
+                "FEED_EXPORT_ENCODING": "utf-8",
+            },
+        )
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        handler.close()
+    kept = 2 if mode == "annotate" else 1
+    assert crawler.stats.get_value("item_scraped_count") == kept
+    items = {
+        item["url"]: item
+        for item in map(json.loads, feed.read_text(encoding="utf-8").splitlines())
+    }
+    assert len(items) == kept
+    # Each octet as the escape a URL matches it with.
+    other = items[server.url("/b%E9")]
+    assert other["robots_provenance"]["tdm"]["rule"]["location"] == "/b%E9"
+    # A line the handler cannot write is "--- Logging error ---" on stderr.
+    assert "Logging error" not in capsys.readouterr().err
+    logged = (tmp_path / "log.txt").read_text(encoding="utf-8")
+    assert "Forbidden by TDMRep" in logged or mode == "annotate"
+    if mode == "annotate":
+        shown = items[server.url("/a%ED%A0%80")]["robots_tdm"]
+        assert shown["rule"] == {"index": 0, "location": "/a%ED%A0%80"}
+        assert shown["policy"] == server.url("/p%ED%A0%80")
+        assert other["robots_tdm"]["rule"]["location"] == "/b%E9"
+    else:
+        # The refusal quotes the rule as the file writes it (JSON escapes).
+        assert '"location": "/a\\ud800"' in logged
