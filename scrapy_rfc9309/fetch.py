@@ -13,7 +13,8 @@ refuses private addresses; and the HTTP result becomes an
 Scrapy's HTTP cache (``HTTPCACHE_ENABLED``) answers robots.txt as any
 request, but never for longer than the outcome's own lifetime: an answer
 replayed from it is used only while the outcome it gives, dated when the
-cache stored it, would still hold (see ``RobotsFetcher._answer``).
+cache stored it, would still hold (see ``RobotsFetcher.answer``, which
+the TDMRep file's fetch shares).
 
 Scrapy's ``HttpCompressionMiddleware`` never decodes a robots.txt body: its
 ``Content-Encoding`` header is renamed :data:`ENCODING_HEADER` when the
@@ -30,7 +31,7 @@ import socket
 import time
 from datetime import timezone
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from scrapy import Request, signals
@@ -68,6 +69,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 #: Request meta key marking this package's own robots.txt requests; the
 #: value is the origin (its robots.txt URL) the request is fetched for.
@@ -238,7 +241,6 @@ class RobotsFetcher:
         of the requests (``IgnoreRequest``).
         """
         self.stats.inc_value("robots/fetch_count")
-        route = _routing(via)
         url = origin
         status = None
         # Redirects are followed here, one download per hop, rather than by
@@ -250,8 +252,13 @@ class RobotsFetcher:
                     refusal = await self._ssrf_refusal(url)
                     if refusal:
                         return self.guard_refused(previous, refusal)
-                response, decoded, replayed = await self._answer(
-                    url, origin, previous, route
+                response, decoded, replayed = await self.answer(
+                    url,
+                    origin,
+                    via,
+                    lambda response, decoded, stored, now: self._held(
+                        response, decoded, previous, stored, now
+                    ),
                 )
                 refusal = self.address_refusal(response.request, response)
                 if refusal:
@@ -320,28 +327,33 @@ class RobotsFetcher:
             guard_refused=True,
         )
 
-    async def _answer(
+    async def answer(
         self,
         url: str,
         origin: str,
-        previous: Outcome | None,
-        route: tuple[dict[str, Any], dict[str, bytes]],
-    ) -> tuple[Response, BoundedDecoder, Outcome | None]:
-        """Download ``url`` for ``origin``'s robots.txt (see :meth:`download`)
-        with ``route``'s meta and headers (:func:`_routing`): the response,
-        its body decoded, and, for an answer replayed from Scrapy's HTTP
-        cache that is not a redirect, its outcome.
+        via: Request | None,
+        held: Callable[[Response, BoundedDecoder, float, float], _T | None],
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> tuple[Response, BoundedDecoder, _T | None]:
+        """Download ``url`` for ``origin`` (a robots.txt, or the TDMRep
+        file: see :meth:`download`; ``meta``: more request meta) routed as
+        ``via`` (:data:`ROUTING_META`): the response, its body decoded, and,
+        for an answer replayed from Scrapy's HTTP cache that is not a
+        redirect, what ``held`` made of it.
 
-        A replayed answer is used only while it would hold: its outcome,
-        dated when the cache stored it, must not be unreachable (a 5xx, a
-        429: a temporary failure, RFC 9309 2.3.1.4) and must not have
-        expired (``ROBOTS_CACHE_LIFETIME``, or a shorter ``Cache-Control``);
-        a redirect must be younger than ``ROBOTS_CACHE_LIFETIME``.  Else (or
+        ``held(response, decoded, stored, now)`` says what a replayed answer
+        gives, dated ``stored`` (when the cache stored it), if that still
+        holds at ``now``: never a temporary failure (a 5xx, a 429, RFC 9309
+        2.3.1.4), nor past its lifetime (``ROBOTS_CACHE_LIFETIME``, or a
+        shorter ``Cache-Control``); ``None`` otherwise.  A redirect is
+        followed while younger than ``ROBOTS_CACHE_LIFETIME``.  Else (or
         when its age is unknown) ``url`` is downloaded again past the cache
         (``dont_cache``; the cache entry is left as it was), counted in
         ``robots/httpcache/bypassed``.
         """
-        meta, headers = route
+        route, headers = _routing(via)
+        meta = {**route, **(meta or {})}
         response, decoded = await self.download(url, origin, meta=meta, headers=headers)
         if "cached" not in response.flags:
             return response, decoded, None
@@ -354,9 +366,9 @@ class RobotsFetcher:
                 if now - stored < self.lifetimes.cache:
                     return response, decoded, None
             else:
-                outcome = self._classify(response, decoded, previous, stored)
-                if outcome.kind != UNREACHABLE and outcome.expires_at > now:
-                    return response, decoded, outcome
+                replayed = held(response, decoded, stored, now)
+                if replayed is not None:
+                    return response, decoded, replayed
         self.stats.inc_value("robots/httpcache/bypassed")
         logger.debug(
             "Downloading %(request)s again: the HTTP cache's answer (HTTP"
@@ -374,6 +386,21 @@ class RobotsFetcher:
             url, origin, meta={**meta, "dont_cache": True}, headers=headers
         )
         return response, decoded, None
+
+    def _held(
+        self,
+        response: Response,
+        decoded: BoundedDecoder,
+        previous: Outcome | None,
+        stored: float,
+        now: float,
+    ) -> Outcome | None:
+        """The outcome of a robots.txt replayed from the HTTP cache, dated
+        ``stored``, while it holds at ``now`` (see :meth:`answer`)."""
+        outcome = self._classify(response, decoded, previous, stored)
+        if outcome.kind != UNREACHABLE and outcome.expires_at > now:
+            return outcome
+        return None
 
     def _classify(
         self,

@@ -243,7 +243,7 @@ class TdmMiddleware:
         url = file_url(request.url)
         if url is None:
             return
-        state = await self.state_for(request.url, url)
+        state = await self.state_for(request.url, url, via=request)
         meta[_STATE_KEY] = state
         meta[META_KEY] = state.to_dict()
         rule = state.rule
@@ -269,27 +269,32 @@ class TdmMiddleware:
                 why,
             )
 
-    async def state_for(self, url: str, tdm_url: str | None = None) -> TdmState:
-        """What the origin's file says of ``url`` (fetched if missing or stale)."""
+    async def state_for(
+        self, url: str, tdm_url: str | None = None, *, via: Request | None = None
+    ) -> TdmState:
+        """What the origin's file says of ``url`` (fetched if missing or
+        stale, routed as ``via``: see :meth:`entry`)."""
         tdm_url = tdm_url or file_url(url)
         if tdm_url is None:
             return TdmState()
-        entry = await self.entry(tdm_url)
+        entry = await self.entry(tdm_url, via=via)
         state = from_file(entry.file, tdm_url, url)
         return state._replace(file=tdm_url, file_status=entry.kind)
 
-    async def entry(self, tdm_url: str) -> TdmEntry:
+    async def entry(self, tdm_url: str, *, via: Request | None = None) -> TdmEntry:
         """The fresh entry of the file at ``tdm_url``, fetched once for all
-        the requests that need it meanwhile."""
+        the requests that need it meanwhile, routed as ``via`` (the request
+        that asked first) as robots.txt is: its proxy, downloader slot and
+        local address (:data:`~scrapy_rfc9309.fetch.ROUTING_META`)."""
         entry = self._entries.get(tdm_url)
         if entry is not None and entry.expires_at > self.clock():
             self._entries.move_to_end(tdm_url)
             return entry
-        return await self._flight.run(tdm_url, lambda: self._refresh(tdm_url))
+        return await self._flight.run(tdm_url, lambda: self._refresh(tdm_url, via))
 
-    async def _refresh(self, tdm_url: str) -> TdmEntry:
+    async def _refresh(self, tdm_url: str, via: Request | None) -> TdmEntry:
         try:
-            entry = await self._fresh(tdm_url)
+            entry = await self._fresh(tdm_url, via)
         except Exception:
             logger.error(
                 "Error obtaining %(file)s; no TDMRep rules for its origin",
@@ -320,7 +325,7 @@ class TdmMiddleware:
             oldest, _ = entries.popitem(last=False)
             self.size -= self._sizes.pop(oldest)
 
-    async def _fresh(self, tdm_url: str) -> TdmEntry:
+    async def _fresh(self, tdm_url: str, via: Request | None) -> TdmEntry:
         previous = self._entries.get(tdm_url)
         leased: TdmEntry | bool = False
         if self.stores.store is not None:
@@ -331,7 +336,7 @@ class TdmMiddleware:
             if isinstance(leased, TdmEntry):
                 return leased
         try:
-            entry = await self._download(tdm_url, previous)
+            entry = await self._download(tdm_url, previous, via)
             self.stats.inc_value(f"robots/tdm/file/{entry.kind}")
             await self.stores.put_record(tdm_url, entry.encode(), entry.expires_at)
         finally:
@@ -346,23 +351,28 @@ class TdmMiddleware:
             return None
         return entry
 
-    async def _get(self, tdm_url: str) -> tuple[Response, BoundedDecoder] | str:
+    async def _get(
+        self, tdm_url: str, via: Request | None
+    ) -> tuple[Response, BoundedDecoder, float | None] | str:
         """The file's response, redirects followed here hop by hop (each
         hop checked by ``ROBOTS_SSRF_GUARD``, at most
-        ``ROBOTS_MAX_REDIRECTS``), or why the guard refused it."""
+        ``ROBOTS_MAX_REDIRECTS``), each routed as ``via`` and answered by
+        Scrapy's HTTP cache as robots.txt's are
+        (:meth:`~scrapy_rfc9309.fetch.RobotsFetcher.answer`): with when the
+        cache stored the answer, if replayed; or why the guard refused it."""
         url = tdm_url
-        got: tuple[Response, BoundedDecoder] | str = ""
+        got: tuple[Response, BoundedDecoder, float | None] | str = ""
         for _ in range(self.fetcher.max_redirects + 1):
             refusal = await self.fetcher.guard_refusal(url)
             if refusal is not None:
                 return refusal
-            response, decoded = await self.fetcher.download(
-                url, tdm_url, meta={"download_timeout": self.timeout}
+            got = await self.fetcher.answer(
+                url, tdm_url, via, self._held, meta={"download_timeout": self.timeout}
             )
+            response = got[0]
             refusal = self.fetcher.address_refusal(response.request, response)
             if refusal is not None:
                 return refusal
-            got = response, decoded
             location = response.headers.get(b"Location")
             if not (300 <= response.status < 400 and location):
                 break
@@ -373,28 +383,43 @@ class TdmMiddleware:
         # Past the last hop, a 3xx: no file to be had, so none (missing).
         return got
 
-    async def _download(self, tdm_url: str, previous: TdmEntry | None) -> TdmEntry:
+    def _held(
+        self, response: Response, decoded: BoundedDecoder, stored: float, now: float
+    ) -> float | None:
+        """``stored``, for a file replayed from Scrapy's HTTP cache whose
+        answer, dated then, still holds at ``now``: not a failure, not past
+        its lifetime; else ``None`` (fetched again)."""
+        if _failure(response) is not None or self._expires(response, stored) <= now:
+            return None
+        return stored
+
+    def _expires(self, response: Response, fetched_at: float) -> float:
+        cache_control = response.headers.get(b"Cache-Control")
+        return fetched_at + lifetime(
+            self.lifetimes,
+            max_age(None if cache_control is None else cache_control.decode("latin-1")),
+        )
+
+    async def _download(
+        self, tdm_url: str, previous: TdmEntry | None, via: Request | None
+    ) -> TdmEntry:
         self.stats.inc_value("robots/tdm/fetch_count")
         try:
-            got = await self._get(tdm_url)
+            got = await self._get(tdm_url, via)
         except Exception as exc:
             # A timeout, a refused connection, a component refusing it: no
             # answer from the server, so no rules for now.
             return self._failed(tdm_url, f"{type(exc).__name__}: {exc}", previous)
         if isinstance(got, str):
             return self._failed(tdm_url, got, previous)
-        response, decoded = got
+        response, decoded, stored = got
+        failure = _failure(response)
+        if failure is not None:
+            return self._failed(tdm_url, failure, previous)
+        # A file replayed from the HTTP cache is as old as the cache's copy.
+        now = self.clock() if stored is None else stored
+        expires_at = self._expires(response, now)
         status = response.status
-        if "dataloss" in response.flags:
-            return self._failed(tdm_url, f"HTTP {status}, truncated body", previous)
-        if status >= 500 or status == 429:
-            return self._failed(tdm_url, f"HTTP {status}", previous)
-        now = self.clock()
-        cache_control = response.headers.get(b"Cache-Control")
-        expires_at = now + lifetime(
-            self.lifetimes,
-            max_age(None if cache_control is None else cache_control.decode("latin-1")),
-        )
         if not 200 <= status < 300:
             # 404 and the rest: the origin does not implement the protocol.
             return TdmEntry(None, "missing", f"HTTP {status}", now, expires_at)
@@ -451,6 +476,17 @@ class TdmMiddleware:
 
     async def _spider_closed(self) -> None:
         await self.stores.close()
+
+
+def _failure(response: Response) -> str | None:
+    """Why ``response`` is no answer of the file's (a temporary failure: a
+    5xx, a 429, a truncated body), or ``None``."""
+    status = response.status
+    if "dataloss" in response.flags:
+        return f"HTTP {status}, truncated body"
+    if status >= 500 or status == 429:
+        return f"HTTP {status}"
+    return None
 
 
 def response_state(response: Response) -> TdmState:

@@ -18,7 +18,7 @@ crawl=(
     tests/test_crawl_delay_slots.py tests/test_crawl_delay_renewal.py tests/test_retry_after.py
     tests/test_addon.py
     tests/test_directives_crawl.py tests/test_ai_directives_crawl.py tests/test_licenses.py
-    tests/test_sitemaps.py tests/test_tdmrep_crawl.py
+    tests/test_sitemaps.py tests/test_tdmrep_crawl.py tests/test_tdmrep_fetch.py
     tests/test_content_signals_crawl.py tests/test_usage_crawl.py tests/test_faults.py
     tests/test_scrapy_conventions.py tests/test_provenance.py tests/test_sitemap_bounds.py
     tests/test_sitemap_failures.py

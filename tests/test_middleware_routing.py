@@ -15,7 +15,12 @@ import pytest
 from scrapy import Request
 
 from scrapy_rfc9309._compat import spider_argument
-from tests.support.crawl_helpers import RecordingSpider, crawl, httpx_ignores_proxies
+from tests.support.crawl_helpers import (
+    Routed,
+    crawl,
+    httpx_ignores_proxies,
+    through_proxy,
+)
 from tests.support.server import Server
 from tests.support.utils import coroutine_test
 
@@ -37,30 +42,6 @@ def _no_proxy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-class Routed(RecordingSpider):
-    """Requests its URLs with ``meta`` (a proxy, site credentials...)."""
-
-    meta: ClassVar[dict[str, Any]] = {}
-
-    async def start(self) -> AsyncIterator[Any]:
-        for url in self.urls:
-            yield Request(
-                url,
-                callback=self.parse,
-                errback=self.failed,
-                meta=dict(self.meta),
-                dont_filter=True,
-            )
-
-
-def _through(proxy: Server, **meta: Any) -> type[Routed]:
-    class Through(Routed):
-        name = "through"
-
-    Through.meta = {"proxy": f"http://user:pw@{proxy.host}:{proxy.port}", **meta}
-    return Through
-
-
 @coroutine_test
 async def test_robots_txt_goes_through_the_pages_proxy(
     make_server: MakeServer,
@@ -68,7 +49,7 @@ async def test_robots_txt_goes_through_the_pages_proxy(
     proxy = make_server()
     proxy.route(f"{SITE}/robots.txt", RULES)
     # Site credentials of the page's own (Scrapy 2.17's meta keys).
-    spider = _through(
+    spider = through_proxy(
         proxy, http_user="site", http_pass="secret", http_auth_domain=None
     )
     crawler = await crawl([f"{SITE}/a", f"{SITE}/private/1"], spidercls=spider)
@@ -87,7 +68,7 @@ async def test_every_redirect_hop_keeps_the_proxy(make_server: MakeServer) -> No
     moved = "http://elsewhere.invalid/robots.txt"
     proxy.route(f"{SITE}/robots.txt", status=301, headers={"Location": moved})
     proxy.route(moved, RULES)
-    crawler = await crawl([f"{SITE}/private/1"], spidercls=_through(proxy))
+    crawler = await crawl([f"{SITE}/private/1"], spidercls=through_proxy(proxy))
     assert crawler.spider.dropped[f"{SITE}/private/1"].cause == "rule"
     hops = [hit for hit in proxy.hits if hit.path.endswith("/robots.txt")]
     assert [hit.path for hit in hops] == [f"{SITE}/robots.txt", moved]

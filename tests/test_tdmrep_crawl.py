@@ -582,7 +582,7 @@ async def test_a_file_reached_at_a_private_address_is_refused(
 
     monkeypatch.setattr(tdm.fetcher, "guard_refusal", looked_up)
     monkeypatch.setattr(tdm.fetcher, "download", download)
-    refusal = await tdm._get(url)
+    refusal = await tdm._get(url, None)
     assert isinstance(refusal, str)
     assert "refused example.com (10.0.0.1" in refusal
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from itertools import pairwise
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from scrapy import Request, Spider, signals, version_info
@@ -24,6 +24,7 @@ from twisted.python.failure import Failure
 
 from scrapy_rfc9309._compat import spider_argument
 from scrapy_rfc9309.middleware import RobotsDisallowed, RobotsMiddleware
+from tests.support.server import LoopbackServer
 
 try:
     from scrapy.exceptions import CannotResolveHostError, DownloadConnectionRefusedError
@@ -106,6 +107,33 @@ class ItemSpider(RecordingSpider):
         super().parse(response)
         self.kept[response.url] = response.meta.get(self.meta_key)
         yield {"url": response.url}
+
+
+class Routed(RecordingSpider):
+    """Requests its URLs with ``meta`` (a proxy, site credentials...)."""
+
+    meta: ClassVar[dict[str, Any]] = {}
+
+    async def start(self) -> AsyncIterator[Any]:
+        for url in self.urls:
+            yield Request(
+                url,
+                callback=self.parse,
+                errback=self.failed,
+                meta=dict(self.meta),
+                dont_filter=True,
+            )
+
+
+def through_proxy(proxy: LoopbackServer, **meta: Any) -> type[Routed]:
+    """A :class:`Routed` spider whose requests go through ``proxy`` (as
+    ``user:pw``), with more ``meta``."""
+
+    class Through(Routed):
+        name = "through"
+
+    Through.meta = {"proxy": f"http://user:pw@{proxy.host}:{proxy.port}", **meta}
+    return Through
 
 
 @spider_argument
