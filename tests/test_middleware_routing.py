@@ -9,6 +9,7 @@ absolute-form requests for names (``site.invalid``) that only it knows.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -23,6 +24,7 @@ from tests.support.crawl_helpers import (
 )
 from tests.support.server import Server
 from tests.support.utils import coroutine_test
+from tests.test_commands import scrapy
 
 MakeServer = Callable[..., Server]
 RULES = "User-agent: *\nDisallow: /private\n"
@@ -143,3 +145,20 @@ async def test_robots_txt_takes_the_pages_slot_and_local_address(
             "http_user": None,
         }
     ]
+
+
+def test_the_commands_take_the_proxy_of_the_environment(
+    make_server: MakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # scrapy robots makes its own requests, without a spider's meta: a proxy
+    # reaches them through HttpProxyMiddleware (or a project's middleware).
+    proxy = make_server()
+    proxy.route(f"{SITE}/robots.txt", RULES)
+    monkeypatch.setenv("http_proxy", f"http://user:pw@{proxy.host}:{proxy.port}")
+    linted = scrapy(tmp_path, "lint", f"{SITE}/robots.txt")
+    assert linted.returncode == 0, linted.stderr
+    checked = scrapy(tmp_path, "check", f"{SITE}/private/1")
+    assert checked.returncode == 1, checked.stderr
+    assert "rule_disallow (line 2: Disallow: /private)" in checked.stdout
+    hits = [(hit.path, hit.headers["Proxy-Authorization"]) for hit in proxy.hits]
+    assert hits == [(f"{SITE}/robots.txt", PROXY_CREDENTIALS)] * 2
