@@ -28,9 +28,10 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
-from scrapy_rfc9309._compat import sleep
+from scrapy_rfc9309._compat import crawl_engine, sleep
 
 from . import signals as robots_signals
+from ._closing import Cancelled, closing
 from ._config import RobotsConfig
 from ._store import (
     crawl_store,
@@ -250,7 +251,9 @@ class SingleFlight(Generic[_V]):
     coroutines gives its result to the first only), and the run is a task
     of its own, so that a caller cancelled does not cancel it for the
     others.  A run that raises gives each caller an ``IgnoreRequest``: the
-    work is expected to turn its own errors into a value.
+    work is expected to turn its own errors into a value; one cancelled by
+    the crawl closing (:class:`~scrapy_rfc9309._closing.Cancelled`) gives
+    each caller a ``Cancelled``.
     """
 
     def __init__(self) -> None:
@@ -275,9 +278,12 @@ class SingleFlight(Generic[_V]):
 
     async def _produce(self, key: str, produce: Callable[[], Awaitable[_V]]) -> None:
         done = False
+        error: IgnoreRequest = IgnoreRequest(f"The fetch of {key} was cancelled")
         try:
             value = await produce()
             done = True
+        except Cancelled as cancelled:
+            error = cancelled  # each caller is dropped alike: no error here
         finally:
             for waiter in self._waiters.pop(key, ()):
                 if waiter.called:  # its caller was cancelled
@@ -285,7 +291,7 @@ class SingleFlight(Generic[_V]):
                 if done:
                     waiter.callback(value)
                 else:
-                    waiter.errback(IgnoreRequest(f"The fetch of {key} was cancelled"))
+                    waiter.errback(type(error)(*error.args))
 
 
 class Leases:
@@ -361,6 +367,12 @@ class Leases:
         interval = 0.05
         while time.monotonic() < deadline and self.stores.store is not None:
             await sleep(interval)
+            crawler = self.stores.crawler
+            # Outside a crawl (no engine: a script's lookup) nothing closes.
+            if crawl_engine(crawler) is not None and closing(crawler):
+                raise Cancelled(
+                    f"the spider closed while another process fetched {key}"
+                )
             interval = min(interval * 2, 1.0)
             found = await look()
             if found is not None:
@@ -442,6 +454,8 @@ class Outcomes:
     async def _refresh(self, origin: str, request: Request) -> Entry:
         try:
             return await self._fresh_entry(origin, request)
+        except Cancelled:
+            raise  # the crawl closes: no outcome, the requests are dropped
         except Exception:
             logger.error(
                 "Error obtaining %(origin)s; judging it unreachable",

@@ -38,6 +38,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 
+from ._closing import Cancelled
 from ._compat import DownloadTimeoutError, download, run_in_thread
 from ._config import RobotsConfig
 from ._decode import ACCEPT_ENCODING, BoundedDecoder, codings, decode
@@ -263,6 +264,8 @@ class RobotsFetcher:
                 refusal = self.address_refusal(response.request, response)
                 if refusal:
                     return self.guard_refused(previous, refusal)
+            except Cancelled:
+                raise  # the crawl closes: nothing came of it
             except IgnoreRequest as exc:
                 # Not the server's answer but a component of this crawl's:
                 # the caller decides what it means.

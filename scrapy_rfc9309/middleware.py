@@ -231,8 +231,8 @@ class RobotsMiddleware:
         entry = self.memory.entry(origin)
         now = self.clock()
         if entry is None or entry.outcome.expires_at <= now:
-            with self.politeness.slots.waiting(request):
-                entry = await self.outcomes.obtain(origin, request)
+            obtaining = self.outcomes.obtain(origin, request)
+            entry = await self.politeness.wait(request, obtaining)
             now = self.clock()
         outcome = entry.outcome
         if entry.licenses:

@@ -54,9 +54,12 @@ the store's turn record, and read by every worker every :data:`PAUSES_EVERY`.
 Without PacingMiddleware in the chain (a project that lists the middlewares
 itself), RobotsMiddleware waits for the same turns at its own place in the
 chain.  A request waiting for a turn looks every ``_CLOSE_POLL`` whether the
-spider is closing, and is then dropped (``IgnoreRequest``, counted in
-``robots/crawl_delay/cancelled``): Scrapy waits for the requests in progress
-before it sends ``spider_closed``.
+spider is closing, and is then dropped (:class:`~scrapy_rfc9309._closing.Cancelled`,
+an ``IgnoreRequest``): Scrapy waits for the requests in progress before it
+sends ``spider_closed``.  :meth:`Politeness.wait` counts each request dropped
+so in ``robots/crawl_delay/cancelled`` (those that waited for their origin's
+robots.txt or TDMRep file too), and the requests waiting behind it at its
+origin's gate leave at once.
 """
 
 from __future__ import annotations
@@ -66,14 +69,15 @@ import math
 import time
 from collections import deque
 from time import monotonic
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from scrapy import Request
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
 from scrapy_rfc9309._compat import crawl_engine, sleep, spider_argument
 
+from ._closing import Cancelled, closing
 from ._config import SCOPES, RobotsConfig
 from ._gates import Gate, Moments
 from ._retryafter import RETRY_AFTER_STATUSES, retry_after
@@ -105,15 +109,14 @@ __all__ = [
     "crawl_delay_scope",
     "keeps_extends",
     "keeps_pauses",
+    "politeness_of",
     "reserve_turn",
     "retry_after",
 ]
 
 logger = logging.getLogger(__name__)
 
-
-class _TurnCancelled(IgnoreRequest):
-    """A request dropped while it waited for its turn, the spider closing."""
+_T = TypeVar("_T")
 
 
 #: How late after its turn a request may leave; later, it takes another turn
@@ -132,7 +135,8 @@ LAG_MAX = 1.0
 PAUSES_EVERY = 0.5
 #: How many of the event loop's latest lags a worker keeps.
 _LAGS = 8
-#: How often a request waiting for a turn looks whether the spider closes.
+#: How often a request waiting for a turn looks whether the spider closes
+#: (once it does, the requests waiting behind it leave without sleeping).
 _CLOSE_POLL = 0.25
 #: Request meta key: ``(origin, Crawl-delay)`` of a request RobotsMiddleware
 #: marked for :class:`PacingMiddleware` to space.
@@ -157,6 +161,11 @@ def origin_of(request: Request) -> str | None:
     """The origin (its robots.txt URL) of ``request``; ``None`` without one."""
     parts = urlparse_cached(request)
     return origin_robots_url(parts.scheme, parts.netloc)
+
+
+def politeness_of(crawler: Crawler) -> Politeness | None:
+    """The crawl's :class:`Politeness` (its RobotsMiddleware's), if any."""
+    return getattr(crawler, _ATTRIBUTE, None)
 
 
 def crawl_delay_scope(config: RobotsConfig, store: OutcomeStore | None) -> str:
@@ -265,7 +274,7 @@ class Politeness:
         departure: it is handed to its downloader slot, which sends it at
         once, as soon as this returns.
 
-        Raises :class:`~scrapy.exceptions.IgnoreRequest` when the spider
+        Raises :class:`~scrapy_rfc9309._closing.Cancelled` when the spider
         closes meanwhile: a request waiting for a turn never holds the
         crawl open."""
         slots = self.slots
@@ -485,47 +494,44 @@ class Politeness:
             self.stats.inc_value("robots/crawl_delay/late")
             self.stats.max_value("robots/crawl_delay/late_max", round(late, 3))
 
-    def _closing(self) -> bool:
-        """Whether the engine is stopping or closing the spider (Scrapy
-        sends no signal before it waits for the requests in progress)."""
-        engine = crawl_engine(self.crawler)
-        if engine is None or not engine.running:
-            return True
-        slot = getattr(engine, "_slot", None)
-        return slot is not None and getattr(slot, "closing", None) is not None
-
     def _unless_closing(self, origin: str) -> None:
-        if self._closing():
-            self.stats.inc_value("robots/crawl_delay/cancelled")
-            logger.debug(
-                "Dropped a request waiting for its turn at %(origin)s (its"
-                " Crawl-delay or a Retry-After pause): the spider is closing",
-                {"origin": origin},
-                extra={"spider": self.crawler.spider},
-            )
-            raise _TurnCancelled(
+        if closing(self.crawler):
+            raise Cancelled(
                 f"the spider closed while waiting for its turn at {origin}"
                 " (its Crawl-delay or a Retry-After pause)"
             )
 
-    async def wait(self, request: Request, waiting: Awaitable[None]) -> None:
-        """Await ``waiting``, ``request``'s turn or the end of its origin's
-        pause; a request dropped meanwhile, the spider closing, is put back
-        in the queue first when the queue outlives the crawl (:meth:`keep`)."""
+    async def wait(self, request: Request, waiting: Awaitable[_T]) -> _T:
+        """Await ``waiting``: ``request``'s turn, the end of its origin's
+        pause, or its origin's robots.txt.  A request dropped meanwhile,
+        the spider closing, is counted, logged, and put back in the queue
+        first when the queue outlives the crawl (:meth:`keep`)."""
         try:
             with self.slots.waiting(request):
-                await waiting
-        except _TurnCancelled:
-            self.keep(request)
+                return await waiting
+        except Cancelled as cancelled:
+            self.dropped(request, cancelled)
             raise
+
+    def dropped(self, request: Request, cancelled: Cancelled) -> None:
+        """Count and log ``request``, dropped at close while it waited
+        inside the package (``cancelled`` says for what); :meth:`keep` it."""
+        self.stats.inc_value("robots/crawl_delay/cancelled")
+        logger.debug(
+            "Dropped %(request)s: %(why)s",
+            {"request": request, "why": cancelled},
+            extra={"spider": self.crawler.spider},
+        )
+        self.keep(request)
 
     def keep(self, request: Request) -> None:
         """Put ``request``, cancelled while the spider closes, back in the
         scheduler when its queue outlives the crawl (``JOBDIR``, scrapy-redis's
         ``SCHEDULER_PERSIST``): the resumed crawl, or another worker, sends
-        it.  Otherwise the queue ends with the crawl."""
+        it.  Otherwise the queue ends with the crawl.  The package's own
+        requests (robots.txt, a TDMRep file) are made again when needed."""
         engine = crawl_engine(self.crawler)
-        if not self.queue_kept or engine is None:
+        if not self.queue_kept or engine is None or FETCH_META in request.meta:
             return
         meta = {
             key: value
@@ -548,10 +554,13 @@ class Politeness:
 
     async def _sleep(self, seconds: float, origin: str) -> float:
         """Sleep ``seconds``, waking every ``_CLOSE_POLL`` at most to see
-        whether the spider is closing (then raise IgnoreRequest); the
+        whether the spider is closing (then raise Cancelled); the
         moment it was meant to end."""
         deadline = monotonic() + seconds
         while (left := deadline - monotonic()) > 0:
+            # Before each sleep too: the requests waiting behind one that
+            # saw the close leave its origin's gate at once, not a poll each.
+            self._unless_closing(origin)
             await sleep(min(left, _CLOSE_POLL))
             self._unless_closing(origin)
         if seconds > 0:
@@ -569,7 +578,7 @@ class Politeness:
         try:
             while (wait := await self._turn(origin, delay)) > 0:
                 await self._sleep(wait, origin)
-        except IgnoreRequest:
+        except Cancelled:
             return  # the spider closes: the outcome is kept all the same
 
     def own_mark(self, request: Request) -> tuple[str, float] | None:
@@ -610,7 +619,7 @@ class PacingMiddleware:
     until its origin may receive it (see the module)."""
 
     def __init__(self, crawler: Crawler) -> None:
-        politeness: Politeness | None = getattr(crawler, _ATTRIBUTE, None)
+        politeness = politeness_of(crawler)
         if politeness is None:
             # Off with the package (bare, as RobotsMiddleware said why), else
             # a chain without RobotsMiddleware: that is worth a warning.

@@ -25,6 +25,7 @@ from itemadapter import ItemAdapter
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
+from ._closing import Cancelled
 from ._compat import spider_argument
 from ._config import RobotsConfig
 from ._coordination import Leases, SingleFlight, StoreGuard
@@ -35,6 +36,7 @@ from .fetch import RobotsFetcher
 from .match import Decision
 from .middleware import SITEMAP_DEPTH_KEY, RobotsDisallowed
 from .outcome import lifetime, max_age
+from .politeness import politeness_of
 from .provenance import ledger_for
 from .spidermiddleware import annotate
 from .tdmrep import (
@@ -243,7 +245,13 @@ class TdmMiddleware:
         url = file_url(request.url)
         if url is None:
             return
-        state = await self.state_for(request.url, url, via=request)
+        try:
+            state = await self.state_for(request.url, url, via=request)
+        except Cancelled as cancelled:  # its file's fetch, the crawl closing
+            politeness = politeness_of(self.crawler)
+            if politeness is not None:
+                politeness.dropped(request, cancelled)
+            raise
         meta[_STATE_KEY] = state
         meta[META_KEY] = state.to_dict()
         rule = state.rule
@@ -295,6 +303,8 @@ class TdmMiddleware:
     async def _refresh(self, tdm_url: str, via: Request | None) -> TdmEntry:
         try:
             entry = await self._fresh(tdm_url, via)
+        except Cancelled:
+            raise  # the crawl closes: nothing learnt, nothing kept
         except Exception:
             logger.error(
                 "Error obtaining %(file)s; no TDMRep rules for its origin",
@@ -406,6 +416,8 @@ class TdmMiddleware:
         self.stats.inc_value("robots/tdm/fetch_count")
         try:
             got = await self._get(tdm_url, via)
+        except Cancelled:
+            raise
         except Exception as exc:
             # A timeout, a refused connection, a component refusing it: no
             # answer from the server, so no rules for now.

@@ -24,6 +24,7 @@ crawl=(
     tests/test_sitemap_failures.py
     tests/test_store_hold.py tests/test_retry_after_shared.py tests/test_config.py
     tests/test_caches.py tests/test_usage_table.py tests/test_coordination.py
+    tests/test_closing.py
 )
 # Without a reactor (TWISTED_REACTOR_ENABLED=False: aiohttp downloads on
 # Scrapy 2.19, httpx on 2.15 to 2.18; pytest-asyncio). aiohttp itself refuses a header
