@@ -29,8 +29,6 @@ import logging
 import math
 import socket
 import time
-from datetime import timezone
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -42,6 +40,7 @@ from ._closing import Cancelled
 from ._compat import DownloadTimeoutError, download, run_in_thread
 from ._config import RobotsConfig
 from ._decode import ACCEPT_ENCODING, BoundedDecoder, codings, decode
+from ._retryafter import http_date
 from ._ssrf import is_public as _is_public
 from .outcome import (
     UNREACHABLE,
@@ -199,15 +198,7 @@ def _stored_at(response: Response) -> float | None:
     ):
         return float(stamp)
     date = response.headers.get(b"Date")
-    if not date:
-        return None
-    try:
-        when = parsedate_to_datetime(date.decode("latin-1"))
-        if when.tzinfo is None:  # "-0000": UTC, no zone said
-            when = when.replace(tzinfo=timezone.utc)
-        return when.timestamp()
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
+    return http_date(date) if date else None
 
 
 class RobotsFetcher:

@@ -15,6 +15,8 @@ from scrapy import Request, Spider
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
+from scrapy_rfc9309._retryafter import http_date
+from scrapy_rfc9309.fetch import _stored_at as stored_at
 from scrapy_rfc9309.politeness import Politeness, retry_after
 from tests.support.crawl_helpers import RecordingSpider, crawl, stats
 from tests.support.server import Route, Server
@@ -42,9 +44,37 @@ def test_retry_after_values(value: bytes | str, seconds: float | None) -> None:
     assert retry_after(value, now=NOW) == seconds
 
 
-def test_a_date_without_a_zone_is_refused() -> None:
-    naive = datetime(2030, 1, 1) + timedelta(0)
-    assert retry_after(naive.strftime("%a, %d %b %Y %H:%M:%S -0000")) is None
+#: One moment, 30 s after NOW, in every way an HTTP-date may say it: an
+#: HTTP-date is GMT (RFC 9110 5.6.7; asctime says no zone), and so is
+#: "-0000" (RFC 5322 3.3) and a zone name unknown (RFC 5322 4.3).
+_LATER = datetime.fromtimestamp(NOW + 30, timezone.utc)
+SAME_MOMENT = [
+    _LATER.strftime("%a, %d %b %Y %H:%M:%S GMT"),
+    _LATER.strftime("%a, %d %b %Y %H:%M:%S -0000"),
+    _LATER.strftime("%a, %d %b %Y %H:%M:%S +0000"),
+    _LATER.strftime("%A, %d-%b-%y %H:%M:%S GMT"),
+    _LATER.strftime("%a %b %d %H:%M:%S %Y"),
+    _LATER.strftime("%a, %d %b %Y %H:%M:%S XYZ"),
+    (_LATER + timedelta(hours=2)).strftime("%a, %d %b %Y %H:%M:%S +0200"),
+]
+
+
+@pytest.mark.parametrize("value", SAME_MOMENT)
+def test_every_form_of_an_http_date_is_the_same_moment(value: str) -> None:
+    assert http_date(value) == http_date(value.encode()) == NOW + 30
+    assert retry_after(value, now=NOW) == 30.0
+
+
+@pytest.mark.parametrize("value", SAME_MOMENT)
+def test_a_cached_answer_is_dated_as_retry_after_reads_its_date(value: str) -> None:
+    # The HTTP cache's age of a robots.txt, from its Date header (Scrapy
+    # before 2.19 gives no cache_timestamp), reads dates as Retry-After does.
+    response = Response(
+        "http://a.test/robots.txt",
+        headers={"Date": value},
+        request=Request("http://a.test/robots.txt"),
+    )
+    assert stored_at(response) == NOW + 30
 
 
 class FollowUps(RecordingSpider):
