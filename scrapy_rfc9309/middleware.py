@@ -220,8 +220,10 @@ class RobotsMiddleware:
         if self.ledger is not None:
             meta.pop(EVIDENCE_KEY, None)
         if meta.get("dont_obey_robotstxt"):
-            if META_KEY in meta and not self.politeness.paced_later:
-                await self._own_turn(request)
+            if not self.politeness.paced_later:
+                # The package's own request (robots.txt, a TDMRep file) to
+                # an origin known under a Crawl-delay takes its turn here.
+                await self.politeness.pace(request)
             return
         parts = urlparse_cached(request)
         origin = origin_robots_url(parts.scheme, parts.netloc)
@@ -277,17 +279,7 @@ class RobotsMiddleware:
                 if not politeness.paced_later:
                     # No PacingMiddleware in the chain: the turn is taken
                     # here, in the slot chosen so far.
-                    turn = politeness.take_turn(request, origin, kept)
-                    await politeness.wait(request, turn)
-
-    async def _own_turn(self, request: Request) -> None:
-        """Without PacingMiddleware: the package's own request (robots.txt,
-        a TDMRep file) to an origin known under a Crawl-delay takes its turn
-        here, like a page."""
-        politeness = self.politeness
-        mark = politeness.own_mark(request)
-        if mark is not None:
-            await politeness.wait(request, politeness.take_turn(request, *mark))
+                    await politeness.pace(request)
 
     def _kept_delay(self, delay: float) -> float | None:
         """The delay kept for a Crawl-delay of ``delay``: clamped to
