@@ -7,16 +7,20 @@ the summaries: what was crawled and dropped on each demo host, and why.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import inspect
 import json
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scrapy import Request, Spider
 
-from tests.support.utils import usage_error
+from tests.support.utils import coroutine_test, usage_error
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_project"
 
@@ -229,18 +233,63 @@ def test_items_written(run: dict[str, Any]) -> None:
         assert feed["items"] == len(items)
 
 
+# -- what users copy ----------------------------------------------------------------
+
+
+def _module(name: str, path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # what its dataclasses look themselves up in
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_sample_imports_only_public_names_of_the_package() -> None:
+    # The sample is what users copy: a private name may change at will.
+    private = []
+    for path in sorted(SAMPLE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                module, names = node.module or "", [a.name for a in node.names]
+            elif isinstance(node, ast.Import):
+                module, names = "", [a.name for a in node.names]
+            else:
+                continue
+            parts = ".".join([module, *names]).split(".")
+            if "scrapy_rfc9309" in parts and any(p.startswith("_") for p in parts):
+                private.append(f"{path.name}:{node.lineno}")
+    assert private == []
+
+
+@coroutine_test
+async def test_the_recorders_run_as_every_scrapy_release_calls_them() -> None:
+    # Scrapy 2.13 passes spider=... to every middleware method; 2.14 and
+    # newer pass none to a method where it is optional (and warn where it
+    # is required), whatever release runs these tests.
+    summary = _module("sample_summary", SAMPLE / "sample_project" / "summary.py")
+    drops = object.__new__(summary.DropRecorder)
+    directives = object.__new__(summary.DirectivesRecorder)
+    drops.record = directives.record = summary.CrawlRecord()
+    request = Request("http://a.test/")
+
+    async def output() -> AsyncIterator[Any]:
+        yield {"item": 1}
+
+    for spider in ({"spider": Spider("s")}, {}):
+        drops.process_exception(request=request, exception=ValueError(), **spider)
+        got = directives.process_spider_output(response=None, result=output(), **spider)
+        assert [item async for item in got] == [{"item": 1}]
+    for method in (drops.process_exception, directives.process_spider_output):
+        assert inspect.signature(method).parameters["spider"].default is None
+
+
 # -- its command line ---------------------------------------------------------------
 
 
 def _run_sample() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "run_sample", SAMPLE / "run_sample.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _module("run_sample", SAMPLE / "run_sample.py")
 
 
 def test_log_level_in_any_case(tmp_path: Path) -> None:

@@ -37,11 +37,11 @@ from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
 from scrapy_rfc9309 import RobotsDisallowed, content_signals, crawl_delay
-from scrapy_rfc9309._compat import spider_argument
 from scrapy_rfc9309.middleware import META_KEY as ROBOTS_TXT_FOR
 from scrapy_rfc9309.signals import robots_outcome
 
 if TYPE_CHECKING:
+    from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.settings import Settings
@@ -257,18 +257,19 @@ class _Recorder:
         return cls(crawler)
 
 
-# Scrapy 2.13 calls middleware methods with a spider argument too, which
-# these do not take: the package's own middlewares are wrapped alike.
-@spider_argument
+# The middleware methods below take an optional spider, unused: Scrapy 2.13
+# passes one (spider=...); from Scrapy 2.14 on, Scrapy passes none to a
+# method where it is optional. On Scrapy 2.14 and newer, drop it.
 class DropRecorder(_Recorder):
     """Downloader middleware: records each request that robots.txt drops."""
 
-    def process_exception(self, request: Request, exception: Exception) -> None:
+    def process_exception(
+        self, request: Request, exception: Exception, spider: Spider | None = None
+    ) -> None:
         if isinstance(exception, RobotsDisallowed):
             self.record.host(request.url).dropped.append(_drop(request, exception))
 
 
-@spider_argument
 class DirectivesRecorder(_Recorder):
     """Spider middleware: records what noindex and nofollow take away.
 
@@ -278,7 +279,10 @@ class DirectivesRecorder(_Recorder):
     """
 
     async def process_spider_output(
-        self, response: Response | None, result: AsyncIterator[Any]
+        self,
+        response: Response | None,
+        result: AsyncIterator[Any],
+        spider: Spider | None = None,
     ) -> AsyncIterator[Any]:
         directives = response.meta.get("robots_directives") if response else None
         noindex = bool(directives and (directives.noindex or directives.is_expired()))
