@@ -29,10 +29,12 @@ import logging
 import math
 import socket
 import time
+from email.utils import formatdate
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from scrapy import Request, signals
+from scrapy.downloadermiddlewares.httpcache import HttpCacheMiddleware
 from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 
@@ -343,8 +345,8 @@ class RobotsFetcher:
         shorter ``Cache-Control``); ``None`` otherwise.  A redirect is
         followed while younger than ``ROBOTS_CACHE_LIFETIME``.  Else (or
         when its age is unknown) ``url`` is downloaded again past the cache
-        (``dont_cache``; the cache entry is left as it was), counted in
-        ``robots/httpcache/bypassed``.
+        (``dont_cache``), counted in ``robots/httpcache/bypassed``, and the
+        new answer stored in the cache in its place (:meth:`_recache`).
         """
         route, headers = _routing(via)
         meta = {**route, **(meta or {})}
@@ -379,6 +381,7 @@ class RobotsFetcher:
         response, decoded = await self.download(
             url, origin, meta={**meta, "dont_cache": True}, headers=headers
         )
+        self._recache(response)
         return response, decoded, None
 
     def _held(
@@ -395,6 +398,31 @@ class RobotsFetcher:
         if outcome.kind != UNREACHABLE and outcome.expires_at > now:
             return outcome
         return None
+
+    def _recache(self, response: Response) -> None:
+        """Store ``response``, downloaded past Scrapy's HTTP cache, in the
+        cache in place of the answer not used, as HttpCacheMiddleware stores
+        an answer (its policy's ``should_cache_response``, a ``Date`` added,
+        ``httpcache/store``); ``dont_cache`` kept it from doing so.  Else the
+        stale entry would be replayed and bypassed in every later crawl, and
+        an offline replay would never have the new answer."""
+        cache = self.crawler.get_downloader_middleware(HttpCacheMiddleware)
+        request = response.request
+        if cache is None or request is None:
+            return
+        if b"Date" not in response.headers:
+            response.headers[b"Date"] = formatdate(usegmt=True)
+        try:
+            if cache.policy.should_cache_response(response, request):
+                cache.storage.store_response(self.crawler.spider, request, response)
+                self.stats.inc_value("httpcache/store")
+        except Exception as exc:
+            # The answer came all the same: it is used, only not kept.
+            logger.warning(
+                "Could not store %(request)s in the HTTP cache: %(error)s",
+                {"request": request, "error": _reason(exc)},
+                extra={"spider": self.crawler.spider},
+            )
 
     def _classify(
         self,

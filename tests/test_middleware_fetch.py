@@ -13,6 +13,7 @@ from typing import Any
 import brotli
 import pytest
 from scrapy import Request
+from scrapy.extensions.httpcache import FilesystemCacheStorage
 from scrapy.http import Headers
 
 from scrapy_rfc9309 import fetch
@@ -517,8 +518,40 @@ async def test_a_failure_in_the_http_cache_is_asked_again_next_run(
     assert second.spider.crawled == [server.url("/b")]
     assert second.spider.dropped[server.url("/a")].cause == "rule"
     assert stats(second)["robots/httpcache/bypassed"] == 1
-    # The cache had it (and keeps it: the new answer is not stored).
+    # The cache had it, and now has the new answer in its place: the next
+    # run is answered by the cache, offline too (HTTPCACHE_IGNORE_MISSING).
     assert stats(second, "httpcache/")["httpcache/hit"] == 1
+    offline = {**_http_cache(tmp_path), "HTTPCACHE_IGNORE_MISSING": True}
+    third = await crawl([server.url("/a"), server.url("/b")], offline)
+    assert server.count("/robots.txt") == 2
+    assert third.spider.crawled == [server.url("/b")]
+    assert third.spider.dropped[server.url("/a")].cause == "rule"
+    assert "robots/httpcache/bypassed" not in stats(third)
+
+
+@coroutine_test
+async def test_an_answer_the_http_cache_cannot_store_is_used_all_the_same(
+    server: Server, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    server.route("/robots.txt", "busy", status=503)
+    await crawl([server.url("/a")], _http_cache(tmp_path))
+    server.route("/robots.txt", RULES_A)
+    store = FilesystemCacheStorage.store_response
+
+    def full(self: Any, spider: Any, request: Request, response: Any) -> None:
+        if request.meta.get("dont_cache"):  # the answer downloaded past it
+            raise OSError(28, "No space left on device")
+        store(self, spider, request, response)
+
+    monkeypatch.setattr(FilesystemCacheStorage, "store_response", full)
+    second = await crawl([server.url("/a"), server.url("/b")], _http_cache(tmp_path))
+    assert second.spider.crawled == [server.url("/b")]
+    assert second.spider.dropped[server.url("/a")].cause == "rule"
+    [warning] = [r.getMessage() for r in caplog.records if r.name.endswith(".fetch")]
+    assert warning == (
+        f"Could not store <GET {server.url('/robots.txt')}> in the HTTP cache:"
+        " OSError: [Errno 28] No space left on device"
+    )
 
 
 @pytest.mark.parametrize("policy", list(POLICIES))
