@@ -10,6 +10,7 @@ estimate stays above what is really held.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -45,6 +46,20 @@ TEXT_CHAR = (1, 4)
 def chars(text: str, costs: tuple[int, int]) -> int:
     # isascii() is a flag read, not a scan.
     return len(text) * costs[0 if text.isascii() else 1]
+
+
+def patterns_size(patterns: Iterable[str]) -> int:
+    """What a matcher holds for ``patterns`` (as written), one by one, and
+    the tables of those with a ``*`` or a ``$``, if any."""
+    size = 0
+    specials = False
+    for pattern in patterns:
+        size += MATCHER_RULE_BYTES + chars(pattern, MATCHER_CHAR)
+        stars = pattern.count("*")
+        if stars or pattern.endswith("$"):
+            specials = True
+            size += MATCHER_SPECIAL_BYTES + WILDCARD_BYTES * stars
+    return size + (MATCHER_SPECIAL_TABLES_BYTES if specials else 0)
 
 
 def extras_size(signals: dict[str, bool | str], usage: tuple[UsageRule, ...]) -> int:

@@ -18,15 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ._agents import applicable_groups, merge_groups, product_token
 from ._read import rules_for
-from ._sizes import (
-    MATCHER_CHAR,
-    MATCHER_RULE_BYTES,
-    MATCHER_SPECIAL_BYTES,
-    MATCHER_SPECIAL_TABLES_BYTES,
-    WILDCARD_BYTES,
-    chars,
-    extras_size,
-)
+from ._sizes import MATCHER_RULE_BYTES, extras_size, patterns_size
 from ._tables import LINE_BITS, Special, build, pattern_of
 from .parse import Document, Group, Profile, Rule, UsageRule
 from .profiles import RULES
@@ -447,15 +439,8 @@ class Matcher:
         # The plain prefixes (most rules): counted together, one a line.
         rules = text.count(b"\n") + 1 if text else 0
         size = rules * MATCHER_RULE_BYTES + (len(text) - rules + 1 if text else 0)
-        specials = 0
-        for pattern in others:
-            size += MATCHER_RULE_BYTES + chars(pattern, MATCHER_CHAR)
-            stars = pattern.count("*")
-            if stars or pattern.endswith("$"):
-                specials += 1
-                size += MATCHER_SPECIAL_BYTES + WILDCARD_BYTES * stars
-        size += extras_size(dict(self._signals), self._usage)
-        return size + (MATCHER_SPECIAL_TABLES_BYTES if specials else 0)
+        size += patterns_size(others)
+        return size + extras_size(dict(self._signals), self._usage)
 
     def document(self, sitemaps: tuple[str, ...] = ()) -> Document:
         """A document that answers for any agent as this matcher answers:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import tracemalloc
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from scrapy.utils.test import get_crawler
@@ -407,6 +408,30 @@ def test_the_estimate_counts_each_rule_without_making_it(
     assert entry_size(origin, entry) == expected
     plain = len(matcher._plain)
     assert all(index >= plain or index in (matcher._originals or {}) for index in read)
+
+
+def test_a_pattern_is_counted_by_one_formula() -> None:
+    # Matcher.estimated_bytes and the memory store's count of the matchers
+    # of a kept document both call _sizes.patterns_size: no other module
+    # of the package spells out what a pattern costs.
+    package = Path(_sizes.__file__).parent
+    figures = (
+        "MATCHER_CHAR",
+        "MATCHER_SPECIAL_BYTES",
+        "MATCHER_SPECIAL_TABLES_BYTES",
+        "WILDCARD_BYTES",
+    )
+    spelt = sorted(
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if any(name in path.read_text(encoding="utf-8") for name in figures)
+    )
+    assert spelt == ["_sizes.py"]
+    # Each pattern, the pieces of each "*", the special tables once.
+    assert _sizes.patterns_size(["/a", "/x*y$", "/*z"]) == (
+        (64 + 2) + (64 + 5 + 100 + 12) + (64 + 3 + 100 + 12) + 600
+    )
+    assert _sizes.patterns_size(["/a", "/\u00e9"]) == (64 + 2) + (64 + 2 * 28)
 
 
 def test_an_entry_over_the_bound_is_kept_alone() -> None:

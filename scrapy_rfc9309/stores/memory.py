@@ -19,14 +19,10 @@ from typing import TYPE_CHECKING, NamedTuple
 from .._config import RobotsConfig
 from .._sizes import (
     LINE_BYTES,
-    MATCHER_CHAR,
-    MATCHER_RULE_BYTES,
-    MATCHER_SPECIAL_BYTES,
-    MATCHER_SPECIAL_TABLES_BYTES,
     TEXT_CHAR,
-    WILDCARD_BYTES,
     chars,
     extras_size,
+    patterns_size,
     usage_table_size,
 )
 from ..licenses import robots_licenses
@@ -126,23 +122,15 @@ def _document_size(document: Document, matchers: int) -> int:
     """A kept document and the ``matchers`` compiled from it that may be
     held, each of at most every rule of the document (and its Content-Usage
     table)."""
-    size = 0
+    patterns = [rule.pattern for group in document.groups for rule in group.rules]
+    size = sum(_RULE_BYTES + chars(pattern, _PATTERN_CHAR) for pattern in patterns)
     # What every matcher may hold, counted once (as Matcher.estimated_bytes
-    # counts a matcher's rules), then for as many matchers as it may keep.
-    matched = 0
-    specials = False
+    # counts a matcher's patterns), then for as many matchers as it may keep.
+    matched = patterns_size(patterns)
     for group in document.groups:
         size += _GROUP_BYTES + sum(
             LINE_BYTES + chars(agent, TEXT_CHAR) for agent in group.user_agents
         )
-        for rule in group.rules:
-            pattern = rule.pattern
-            size += _RULE_BYTES + chars(pattern, _PATTERN_CHAR)
-            matched += MATCHER_RULE_BYTES + chars(pattern, MATCHER_CHAR)
-            stars = pattern.count("*")
-            if stars or pattern.endswith("$"):
-                specials = True
-                matched += MATCHER_SPECIAL_BYTES + WILDCARD_BYTES * stars
         # The document's Content-Signal values and Content-Usage rules; a
         # matcher's own are its copy of the values and its table of the rules.
         size += extras_size(group.content_signals, group.content_usage)
@@ -154,7 +142,7 @@ def _document_size(document: Document, matchers: int) -> int:
         LINE_BYTES + chars(record.name, TEXT_CHAR) + chars(record.value, TEXT_CHAR)
         for record in document.records
     )
-    matched += _MATCHER_BYTES + (MATCHER_SPECIAL_TABLES_BYTES if specials else 0)
+    matched += _MATCHER_BYTES
     return size + matchers * matched
 
 
