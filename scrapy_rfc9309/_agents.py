@@ -27,6 +27,8 @@ _TOKEN = re.compile("[A-Za-z_-]*")
 def product_token(user_agent: str) -> str:
     """The lower-cased leading run of ``[A-Za-z_-]`` of ``user_agent``:
     ``"ExampleBot/1.0 (+https://x)"`` gives ``"examplebot"``."""
+    if not isinstance(user_agent, str):
+        raise TypeError(f"user_agent must be a str, not {type(user_agent).__name__}")
     match = _TOKEN.match(user_agent)
     return match[0].lower() if match else ""
 

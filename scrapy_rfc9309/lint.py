@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from ._agents import agent_token, product_token
 from ._bytes import MAX_LINE_BYTES, UTF8_BOM, body_text, encode, oversize_allows_all
+from ._checks import SOURCE, expect
 from ._model import check_profile, parse_content_signal, usage_rule
 from ._read import Handler, key_kind, read_document
 from .parse import RFC9309, Profile, Rule
@@ -361,6 +362,7 @@ def lint(
     reads leniently, ignores or cannot use, and rules that cannot do what
     they seem to.  Never raises on content.
     """
+    expect(source, SOURCE, "source", "str or bytes")
     check_profile(profile)
     max_bytes = effective_max_bytes(profile, max_bytes)
     linter = _Linter(profile, max_bytes)

@@ -17,6 +17,7 @@ from operator import add, lshift
 from typing import TYPE_CHECKING, NamedTuple
 
 from ._agents import applicable_groups, merge_groups, product_token
+from ._checks import DOCUMENT, expect
 from ._read import rules_for
 from ._sizes import MATCHER_RULE_BYTES, extras_size, patterns_size
 from ._tables import LINE_BITS, Special, build, pattern_of
@@ -363,7 +364,12 @@ class Matcher:
 
     def explain(self, url: str) -> Decision:
         """The decision for ``url`` (absolute, or a ``/``-rooted path)."""
-        entry = self._find(url)
+        # A url that is no str fails the first regex: told only then (free).
+        try:
+            entry = self._find(url)
+        except TypeError:
+            expect(url, str, "url", "a str")
+            raise
         if entry < 0:
             return ROBOTS_TXT if entry == _ROBOTS_TXT else DEFAULT_ALLOW
         # Made afresh: a cache of decisions would mostly miss in a crawl.
@@ -381,7 +387,11 @@ class Matcher:
 
     def is_allowed(self, url: str) -> bool:
         """Whether ``url`` (absolute, or a ``/``-rooted path) may be crawled."""
-        entry = self._find(url, True)
+        try:
+            entry = self._find(url, True)
+        except TypeError:
+            expect(url, str, "url", "a str")
+            raise
         return entry < 0 or self._meta[entry] & 1 == 1
 
     @property
@@ -484,6 +494,7 @@ def compile(document: Document, user_agent: str) -> Matcher:
     agent, url)`` in a loop compiles once.  A document not read yet is read
     only as far as the groups that apply.
     """
+    expect(document, Document, "document", DOCUMENT)
     matchers = document._matchers
     matcher = matchers.get(user_agent)
     if matcher is None:
@@ -520,14 +531,22 @@ def _compile_text(text: str, profile: Profile, user_agent: str) -> Matcher:
 def explain(document: Document, user_agent: str, url: str) -> Decision:
     """Why ``url`` may or may not be crawled by ``user_agent``."""
     # Called in loops: the document's matcher is looked up here first.
-    matcher = document._matchers.get(user_agent) or compile(document, user_agent)
+    try:
+        matcher = document._matchers.get(user_agent) or compile(document, user_agent)
+    except AttributeError:
+        expect(document, Document, "document", DOCUMENT)
+        raise
     return matcher.explain(url)
 
 
 def is_allowed(document: Document, user_agent: str, url: str) -> bool:
     """Whether ``user_agent`` may crawl ``url`` (absolute, or ``/``-rooted)."""
     # Called in loops: the document's matcher is looked up here first.
-    matcher = document._matchers.get(user_agent) or compile(document, user_agent)
+    try:
+        matcher = document._matchers.get(user_agent) or compile(document, user_agent)
+    except AttributeError:
+        expect(document, Document, "document", DOCUMENT)
+        raise
     return matcher.is_allowed(url)
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ._checks import expect
 from .match import ROBOTS_TXT, Decision, compile
 from .parse import Document, parse
 from .profiles import (
@@ -550,6 +551,7 @@ def explain_by(
     (``now``, default the current time) is judged by its last parsed
     robots.txt, or as unavailable.
     """
+    expect(outcome, Outcome, "outcome", "an Outcome (from classify())")
     if now is None:
         now = time.time()
     rules = outcome.rules

@@ -14,6 +14,7 @@ from typing import Any
 from ._agents import applicable_groups, merge_groups, product_token
 from ._bytes import MAX_LINE_BYTES, body_text, oversize_allows_all
 from ._caches import renew
+from ._checks import SOURCE, document_parts, expect
 from ._model import (
     Group,
     Parts,
@@ -22,7 +23,6 @@ from ._model import (
     Rule,
     UsageRule,
     check_profile,
-    parse_crawl_delay,
 )
 from ._read import read_document
 from .licenses import license_records
@@ -204,72 +204,9 @@ class Document:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Document:
-        """Read :meth:`to_dict`'s form back; ``ValueError`` if it is not one."""
-        try:
-            profile = data["profile"]
-            if profile not in PROFILES:
-                raise ValueError(f"unknown profile {profile!r}")
-            groups = tuple(_group_from_dict(item) for item in data["groups"])
-            sitemaps = tuple(_str(url) for url in data["sitemaps"])
-            records = tuple(
-                Record(_str(name), _str(value), _int(line))
-                for name, value, line in data.get("records", ())
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"not a robots.txt document: {exc!r}") from exc
-        return cls(groups, sitemaps, records, profile)
-
-
-def _str(value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"expected a string, got {value!r}")
-    return value
-
-
-# Line numbers a stored document may hold: what a parse could give.
-_MAX_LINE = 2**31 - 1
-
-
-def _int(value: Any) -> int:
-    """A stored line number (0: none)."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"expected an integer, got {value!r}")
-    if not 0 <= value <= _MAX_LINE:
-        raise ValueError(f"line number out of range: {value!r}")
-    return value
-
-
-def _group_from_dict(data: Mapping[str, Any]) -> Group:
-    rules = []
-    for kind, pattern, line in data["rules"]:
-        if kind not in ("allow", "disallow"):
-            raise ValueError(f"unknown rule kind {kind!r}")
-        rules.append(Rule(kind == "allow", _str(pattern), _int(line)))
-    delay = data.get("crawl_delay")
-    if delay is not None:
-        # What parse_crawl_delay would have kept: a finite number >= 0.
-        if isinstance(delay, bool) or not isinstance(delay, (int, float)):
-            raise TypeError(f"crawl_delay: {delay!r}")
-        delay = parse_crawl_delay(str(delay))
-        if delay is None:
-            raise ValueError(f"crawl_delay out of range: {data['crawl_delay']!r}")
-    signals = {}
-    for key, value in dict(data.get("content_signals") or {}).items():
-        if not isinstance(value, (bool, str)):
-            raise TypeError(f"content signal {key!r}: {value!r}")
-        signals[_str(key)] = value
-    usage = tuple(
-        UsageRule(_str(path), _str(preference), _int(line))
-        for path, preference, line in data.get("content_usage") or ()
-    )
-    return Group(
-        tuple(_str(agent) for agent in data["user_agents"]),
-        tuple(rules),
-        delay,
-        signals,
-        _int(data.get("line", 0)),
-        usage,
-    )
+        """Read :meth:`to_dict`'s form back; ``ValueError`` if it is not one
+        (a string where a list goes included: it is not read as letters)."""
+        return cls(*document_parts(data))
 
 
 def parse(
@@ -285,6 +222,7 @@ def parse(
     invalid UTF-8, HTML and binary junk are read as Google's parser reads
     them.
     """
+    expect(source, SOURCE, "source", "str or bytes")
     check_profile(profile)
     max_bytes = effective_max_bytes(profile, max_bytes)
     if oversize_allows_all(source, max_bytes, profile):

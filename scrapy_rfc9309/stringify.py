@@ -7,6 +7,7 @@ from itertools import zip_longest
 from reprlib import Repr
 
 from ._bytes import MAX_LINE_BYTES, encode
+from ._checks import DOCUMENT, expect
 from .parse import Document, Group, Rule, UsageRule, parse
 
 __all__ = ["readable", "rule_line", "signal_text", "stringify", "usage_line"]
@@ -94,6 +95,7 @@ def stringify(document: Document) -> str:
     length a reader keeps under a misspelt key (``Disalow``), which the
     right spelling takes past that length.
     """
+    expect(document, Document, "document", DOCUMENT)
     blocks = [_group_lines(group) for group in document.groups]
     blocks.append([_line("Sitemap", url) for url in document.sitemaps])
     blocks.append([_line(record.name, record.value) for record in document.records])

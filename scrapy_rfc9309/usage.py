@@ -26,6 +26,7 @@ import http_sf
 
 from ._bytes import encode
 from ._caches import BoundedCache
+from ._checks import DOCUMENT, expect
 from .match import Matcher, compile
 from .parse import Document, Profile, UsageRule
 from .profiles import RULES
@@ -262,7 +263,11 @@ def usage_explained(
 ) -> UsageExplanation:
     """The preferences of ``document`` for ``user_agent`` and ``url``, and
     the rules (with their lines) that gave them."""
-    matcher = document._matchers.get(user_agent) or compile(document, user_agent)
+    try:
+        matcher = document._matchers.get(user_agent) or compile(document, user_agent)
+    except AttributeError:
+        expect(document, Document, "document", DOCUMENT)
+        raise
     if not matcher.is_allowed(url):
         # Usage preferences apply only to what may be crawled (attach-05
         # section 3.1).

@@ -26,6 +26,7 @@ ENGINE = (
     "_agents",
     "_bytes",
     "_caches",
+    "_checks",
     "_decode",
     "_defaults",
     "_model",
