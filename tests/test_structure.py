@@ -359,7 +359,8 @@ CORE = (
 #: headers, imports and the reader's Handler (2,600 before in three
 #: modules), and what is left over 2,000 is documentation and the fast
 #: paths that hold the speed floors (docs/development.md, "The house").
-CORE_LINES = 2588
+#: (2,588 until Document.from_dict's checks moved to _checks.py, uncounted.)
+CORE_LINES = 2547
 
 
 def test_the_engine_does_not_grow() -> None:
