@@ -14,7 +14,6 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from http.server import BaseHTTPRequestHandler
-from itertools import pairwise
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -26,7 +25,13 @@ from scrapy_rfc9309._compat import download
 from scrapy_rfc9309.middleware import RobotsMiddleware
 from scrapy_rfc9309.stores.redis import RedisStore
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
-from tests.support.crawl_helpers import RecordingSpider, make_crawler, stats
+from tests.support.crawl_helpers import (
+    TIMER_GRANULARITY,
+    Departures,
+    RecordingSpider,
+    make_crawler,
+    stats,
+)
 from tests.support.redis_server import RedisServer
 from tests.support.server import Route, Server
 from tests.support.utils import coroutine_test, store_settings
@@ -190,6 +195,7 @@ async def test_a_slower_slot_never_sends_a_request_after_its_turn(
     server: Server,
     shared: Callable[[], dict[str, Any]],
     new_crawler: Callable[..., Crawler],
+    departures: Departures,
 ) -> None:
     """Each worker's own DOWNLOAD_DELAY (or AutoThrottle) is longer than the
     Crawl-delay: a turn taken before the slot is ready would be spent
@@ -197,18 +203,20 @@ async def test_a_slower_slot_never_sends_a_request_after_its_turn(
     worker's turn."""
     server.route("/robots.txt", robots(DELAY))
     settings = {**BURST, "DOWNLOAD_DELAY": 2.5 * DELAY, "DOWNLOAD_DELAY_JITTER": 0}
-    agents = [f"TestBot/1.0 (worker {w})" for w in range(2)]
-    workers = [
-        new_crawler({**settings, **shared(), "USER_AGENT": agent}) for agent in agents
-    ]
+    workers = [new_crawler({**settings, **shared()}) for _ in range(2)]
     pages = [[server.url(f"/w{w}/{i}") for i in range(3)] for w in range(2)]
     await crawl_together(workers, pages)
     assert sum(len(w.spider.crawled) for w in workers) == 6  # type: ignore[union-attr]
     assert min(server.gaps()) >= DELAY - TOLERANCE, server.gaps()
-    for agent in agents:
-        # Each worker's own requests kept its DOWNLOAD_DELAY.
-        times = sorted(h.time for h in server.hits if h.headers["User-Agent"] == agent)
-        assert min(b - a for a, b in pairwise(times)) >= 2.5 * DELAY - TOLERANCE
+    for worker in workers:
+        # Each worker's own requests kept its DOWNLOAD_DELAY: measured where
+        # Scrapy's slot spaces them, from their departures. At the server
+        # the gap also holds the difference between two trips to it, which
+        # a loaded machine makes tens of ms (0.726 s seen there); the turns,
+        # counted from the end of each fetch, keep only the Crawl-delay.
+        gaps = departures.gaps(worker, server.host)
+        assert len(gaps) >= 2, gaps
+        assert min(gaps) >= 2.5 * DELAY - TIMER_GRANULARITY, gaps
 
 
 class SlowFirstTurn(RecordingSQLiteStore):
