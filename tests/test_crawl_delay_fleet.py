@@ -248,8 +248,11 @@ async def test_a_missed_turn_is_left_unused(
     assert len(crawler.spider.crawled) == 2  # type: ignore[union-attr]
     # robots.txt's turn, the first page's missed one and the one it took
     # instead, the second page's (each page also asked while the origin was
-    # held).
-    assert len(calls("taken")) == 4
+    # held); and one more for each other turn a busy machine answered late
+    # (a SQLite call in its thread over 10 ms), each counted late as the
+    # first page's was.
+    late = stats(crawler).get("robots/crawl_delay/late", 0)
+    assert 4 <= len(calls("taken")) <= 3 + late, (calls("taken"), late)
     assert of_the_delay(calls("taken"), DELAY)
     assert of_the_delay(calls("reserve"), DELAY)
     assert min(server.gaps()) >= DELAY - TOLERANCE, server.gaps()
