@@ -4,7 +4,6 @@ stats and the robots_outcome signal."""
 from __future__ import annotations
 
 import ipaddress
-import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +28,7 @@ from tests.support.crawl_helpers import (
     stats,
 )
 from tests.support.server import Server
-from tests.support.utils import coroutine_test
+from tests.support.utils import coroutine_test, utf8_log_file
 
 MakeServer = Callable[..., Server]
 AGENTS = (
@@ -499,27 +498,14 @@ UNDECODABLE = b"User-agent: *\nDisallow: /\xe9t\xe9\nContent-Usage: /u\xe9 train
 
 @coroutine_test
 async def test_a_refusal_quoting_undecodable_octets_reaches_a_utf8_log_file(
-    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Server, tmp_path: Path
 ) -> None:
     server.route("/robots.txt", UNDECODABLE)
-    # LOG_FILE's handler: strict UTF-8, which no lone surrogate passes.  The
-    # middleware's lines go to it alone (pytest-xdist could not carry a lone
-    # surrogate in the captured log of a failure).
-    handler = logging.FileHandler(tmp_path / "log.txt", encoding="utf-8")
-    logger = logging.getLogger("scrapy_rfc9309.middleware")
-    monkeypatch.setattr(logger, "propagate", False)
-    level = logger.level
-    logger.setLevel(logging.DEBUG)
-    logger.addHandler(handler)
-    try:
+    with utf8_log_file(tmp_path / "log.txt", "scrapy_rfc9309.middleware"):
         crawler = await crawl(
             [server.url("/%E9t%E9"), server.url("/u%E9")],
             {"ROBOTS_PURPOSES": "train-ai", "ROBOTS_TDMREP": "off"},
         )
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-        handler.close()
     # Each octet as the escape a URL matches it with.
     whys = {
         server.url("/%E9t%E9"): "line 2: Disallow: /%E9t%E9",

@@ -31,7 +31,7 @@ from tests.support.crawl_helpers import (
 )
 from tests.support.fleet_crawl import Worker
 from tests.support.server import Route, Server
-from tests.support.utils import coroutine_test, store_settings
+from tests.support.utils import coroutine_test, store_settings, utf8_log_file
 from tests.test_commands import scrapy
 
 TDM = "/.well-known/tdmrep.json"
@@ -601,22 +601,12 @@ SURROGATES = (
 async def test_lone_surrogates_of_the_file_reach_a_utf8_feed_and_log(
     server: Server,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     mode: str,
 ) -> None:
     server.route(TDM, SURROGATES)
     feed = tmp_path / "items.jsonl"
-    # LOG_FILE's handler: strict UTF-8.  The package's lines go to it alone
-    # (pytest-xdist could not carry a lone surrogate in a failure's log).
-    handler = logging.FileHandler(tmp_path / "log.txt", encoding="utf-8")
-    logger = logging.getLogger("scrapy_rfc9309")
-    monkeypatch.setattr(logger, "propagate", False)
-    # setLevel, which clears the levels its loggers cached.
-    level = logger.level
-    logger.setLevel(logging.DEBUG)
-    logger.addHandler(handler)
-    try:
+    with utf8_log_file(tmp_path / "log.txt", "scrapy_rfc9309"):
         crawler, _ = await item_crawl(
             [server.url("/a%ED%A0%80"), server.url("/b%E9")],
             {
@@ -627,10 +617,6 @@ async def test_lone_surrogates_of_the_file_reach_a_utf8_feed_and_log(
                 "FEED_EXPORT_ENCODING": "utf-8",
             },
         )
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-        handler.close()
     kept = 2 if mode == "annotate" else 1
     assert crawler.stats.get_value("item_scraped_count") == kept
     items = {

@@ -87,13 +87,19 @@ async def test_a_503_in_the_http_cache_is_asked_again_next_run(
     assert stats(second)["robots/httpcache/bypassed"] == 1
 
 
-@coroutine_test
-async def test_the_http_cache_answers_for_the_files_lifetime_only(
-    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """Both middlewares' clock, to be moved on by the test."""
     clock = FakeClock(time.time())
     monkeypatch.setattr(TdmMiddleware, "clock", clock)
     monkeypatch.setattr(RobotsMiddleware, "clock", clock)
+    return clock
+
+
+@coroutine_test
+async def test_the_http_cache_answers_for_the_files_lifetime_only(
+    server: Server, tmp_path: Path, clock: FakeClock
+) -> None:
     server.route(TDM, RESERVED, headers={"Cache-Control": "max-age=31536000"})
     urls = [server.url("/r/1"), server.url("/a")]
     await crawl(urls, _http_cache(tmp_path))
@@ -115,11 +121,8 @@ async def test_the_http_cache_answers_for_the_files_lifetime_only(
 
 @coroutine_test
 async def test_a_replayed_file_holds_only_what_is_left_of_its_lifetime(
-    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Server, tmp_path: Path, clock: FakeClock
 ) -> None:
-    clock = FakeClock(time.time())
-    monkeypatch.setattr(TdmMiddleware, "clock", clock)
-    monkeypatch.setattr(RobotsMiddleware, "clock", clock)
     server.route(TDM, RESERVED)
     await crawl([server.url("/a")], _http_cache(tmp_path))
     server.route(TDM, "[]")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import subprocess
 import zlib
 from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,6 +57,28 @@ def loopback_hosts(block: int) -> Iterator[str]:
     if not 0 <= second <= 255:
         raise RuntimeError(f"too many pytest workers for 127.{second}.x.y")
     return (f"127.{second}.{i // 250}.{i % 250 + 2}" for i in itertools.count())
+
+
+@contextmanager
+def utf8_log_file(path: Path, name: str) -> Iterator[None]:
+    """While open, the lines of logger ``name`` (DEBUG and up) go to
+    ``path`` alone, through a strict UTF-8 handler as ``LOG_FILE``'s is:
+    a line it cannot write is "--- Logging error ---" on stderr.  (Alone:
+    pytest-xdist could not carry a lone surrogate in a failure's log.)"""
+    handler = logging.FileHandler(path, encoding="utf-8")
+    logger = logging.getLogger(name)
+    # setLevel, which clears the levels its loggers cached.
+    propagate, level = logger.propagate, logger.level
+    logger.propagate = False
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+        handler.close()
 
 
 class FakeClock:
