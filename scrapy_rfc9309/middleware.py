@@ -63,8 +63,12 @@ __all__ = ["META_KEY", "USAGE_META_KEY", "RobotsDisallowed", "RobotsMiddleware"]
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-# A page whose answer came from an address ROBOTS_SSRF_GUARD refuses.
-_GUARD_REFUSED = Decision(False, "unreachable", None)
+# A page dropped as if its robots.txt were unreachable: answered from an
+# address ROBOTS_SSRF_GUARD refuses, or an http(s) URL without a host.
+_UNREACHABLE = Decision(False, "unreachable", None)
+# The schemes whose URLs have a robots.txt; why one without a host is dropped.
+_HTTP = frozenset(("http", "https"))
+_NO_HOST = "no host robots.txt could be asked for"
 
 #: The causes of a dropped request (``robots/forbidden/<cause>``).
 CAUSES: tuple[Cause, ...] = get_args(Cause)
@@ -228,6 +232,8 @@ class RobotsMiddleware:
         parts = urlparse_cached(request)
         origin = origin_robots_url(parts.scheme, parts.netloc)
         if origin is None:
+            if parts.scheme in _HTTP:
+                self._no_robots_txt(request, parts.scheme, parts.netloc)
             # data:, file:, ftp:, s3: ... have no robots.txt to ask.
             return
         entry = self.memory.entry(origin)
@@ -280,6 +286,13 @@ class RobotsMiddleware:
                     # No PacingMiddleware in the chain: the turn is taken
                     # here, in the slot chosen so far.
                     await politeness.pace(request)
+
+    def _no_robots_txt(self, request: Request, scheme: str, netloc: str) -> NoReturn:
+        """Drop ``request``, an http(s) URL without a host robots.txt could
+        be asked for (``http:///p``, a host with no ASCII form): unchecked,
+        it would still go out (a proxy takes it)."""
+        origin = f"{scheme}://{netloc.rpartition('@')[2]}/robots.txt"
+        self._forbid(request, origin, _UNREACHABLE, "unreachable", None, _NO_HOST)
 
     def _kept_delay(self, delay: float) -> float | None:
         """The delay kept for a Crawl-delay of ``delay``: clamped to
@@ -356,7 +369,7 @@ class RobotsMiddleware:
             # s3: and the like, which have no robots.txt to refuse.
             return
         outcome = await self.outcomes.refuse(origin, refusal, request)
-        self._forbid(request, origin, _GUARD_REFUSED, "unreachable", outcome, refusal)
+        self._forbid(request, origin, _UNREACHABLE, "unreachable", outcome, refusal)
 
     async def process_exception(self, request: Request, exception: Exception) -> None:
         if TURN_META in request.meta:
@@ -386,7 +399,7 @@ class RobotsMiddleware:
         origin: str,
         decision: Decision,
         cause: Cause,
-        outcome: Outcome,
+        outcome: Outcome | None,
         why: str = "",
     ) -> NoReturn:
         self.stats.inc_value("robots/forbidden")
@@ -394,7 +407,7 @@ class RobotsMiddleware:
         rule = decision.rule
         if rule is not None:
             why = f"line {rule.line}: {rule_line(rule)}"
-        elif not why:
+        elif not why and outcome is not None:
             why = (
                 f"{outcome.kind}, {outcome.detail}" if outcome.detail else outcome.kind
             )

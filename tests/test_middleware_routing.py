@@ -8,6 +8,7 @@ absolute-form requests for names (``site.invalid``) that only it knows.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -20,6 +21,7 @@ from tests.support.crawl_helpers import (
     Routed,
     crawl,
     httpx_ignores_proxies,
+    stats,
     through_proxy,
 )
 from tests.support.server import Server
@@ -100,6 +102,33 @@ async def test_a_proxy_authorization_header_goes_with_the_proxy(
     robots = proxy.hits[0]
     assert robots.path == f"{SITE}/robots.txt"
     assert robots.headers["Proxy-Authorization"] == "Basic b3RoZXI6cHc="
+
+
+@coroutine_test
+async def test_an_http_url_without_a_robots_txt_is_dropped_not_sent(
+    make_server: MakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # No host (or one that cannot be written in ASCII): no robots.txt to
+    # ask.  A proxy would take such a request and answer it unchecked.
+    proxy = make_server()
+    urls = ["http:///p", "http://:80/p", "http://user@/p", "http://\u00fc..example/p"]
+    with caplog.at_level(logging.DEBUG, logger="scrapy_rfc9309.middleware"):
+        crawler = await crawl(urls, spidercls=through_proxy(proxy))
+    assert proxy.hits == []
+    assert crawler.spider.crawled == []
+    assert sorted(crawler.spider.dropped) == sorted(urls)
+    dropped = crawler.spider.dropped["http:///p"]
+    assert (dropped.cause, dropped.origin) == ("unreachable", "http:///robots.txt")
+    assert dropped.why == "no host robots.txt could be asked for"
+    assert stats(crawler) == {
+        "robots/forbidden": 4,
+        "robots/forbidden/unreachable": 4,
+    }
+    logged = [r.getMessage() for r in caplog.records if "http:///p" in r.getMessage()]
+    assert logged == [
+        "Forbidden by robots.txt: <GET http:///p> (http:///robots.txt"
+        " no host robots.txt could be asked for)"
+    ]
 
 
 @spider_argument
