@@ -355,9 +355,11 @@ class RobotsFetcher:
             return response, decoded, None
         now = self.clock()
         stored = _stored_at(response)
+        if stored is not None and stored > now:
+            # A server's Date ahead of the clock tells no age: taken as now,
+            # the answer would be replayed as fresh in every run, for ever.
+            stored = None
         if stored is not None:
-            # A time ahead of the clock (a server's Date) is now.
-            stored = min(stored, now)
             if 300 <= response.status < 400 and response.headers.get(b"Location"):
                 if now - stored < self.lifetimes.cache:
                     return response, decoded, None

@@ -638,6 +638,39 @@ async def test_within_a_run_an_expired_outcome_is_not_answered_by_the_http_cache
     assert stats(crawler)["robots/httpcache/bypassed"] == 2
 
 
+class DatelessStorage(FilesystemCacheStorage):
+    """A storage that tells no ``cache_timestamp`` (Scrapy before 2.19, and
+    storages of other packages): an answer's age is read from its Date."""
+
+    def retrieve_response(self, spider: Any, request: Request) -> Any:
+        response = super().retrieve_response(spider, request)
+        request.meta.pop("cache_timestamp", None)
+        return response
+
+
+@coroutine_test
+async def test_a_date_ahead_of_the_clock_leaves_the_age_unknown(
+    server: Server, tmp_path: Any, clock: FakeClock
+) -> None:
+    # A server whose clock (its Date) is years ahead: read as "stored now",
+    # its answer would be replayed as fresh in every run, for ever.
+    ahead = {"Date": "Fri, 31 Dec 9999 23:59:59 GMT"}
+    server.route("/robots.txt", RULES_A, headers=ahead)
+    cache = {
+        **_http_cache(tmp_path),
+        "HTTPCACHE_STORAGE": f"{__name__}.DatelessStorage",
+    }
+    urls = [server.url("/a"), server.url("/b")]
+    clock.now = time.time()
+    await crawl(urls, cache)
+    server.route("/robots.txt", RULES_B, headers=ahead)
+    clock.now = time.time() + 2 * DAY
+    later = await crawl(urls, cache)
+    assert server.count("/robots.txt") == 2
+    assert later.spider.crawled == [server.url("/a")]
+    assert stats(later)["robots/httpcache/bypassed"] == 1
+
+
 @coroutine_test
 async def test_a_redirect_in_the_http_cache_is_followed_for_a_day_only(
     server: Server, tmp_path: Any, clock: FakeClock
