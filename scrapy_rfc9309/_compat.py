@@ -22,7 +22,10 @@ supports: Scrapy 2.13 and newer (Python 3.10 and newer).
 - ``DownloadCancelledError`` (Scrapy 2.15) is what a download cancelled past
   its ``download_maxsize`` raises; before 2.15, Twisted's ``CancelledError``;
 - ``slot_clock`` is the clock of a downloader slot's ``lastseen``:
-  ``time.monotonic`` from Scrapy 2.16, ``time.time`` before.
+  ``time.monotonic`` from Scrapy 2.16, ``time.time`` before;
+- ``downloader_slot`` is a request's downloader slot, made as the
+  downloader makes it if it does not exist yet: ``Downloader._get_slot``
+  takes the spider as well on Scrapy 2.13.
 
 The other differences are read where they are used: a downloader slot's
 jitter (``Slot.jitter``, Scrapy 2.19) against the boolean
@@ -68,6 +71,7 @@ except ImportError:  # Scrapy 2.13
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from scrapy.core.downloader import Slot
     from scrapy.core.engine import ExecutionEngine
     from scrapy.crawler import Crawler
     from scrapy.http import Request, Response
@@ -77,6 +81,7 @@ __all__ = [
     "DownloadTimeoutError",
     "crawl_engine",
     "download",
+    "downloader_slot",
     "is_asyncio_available",
     "run_in_thread",
     "sleep",
@@ -140,6 +145,18 @@ def crawl_engine(crawler: Crawler) -> ExecutionEngine | None:
         return crawler.engine
     except RuntimeError:
         return None
+
+
+def downloader_slot(crawler: Crawler, request: Request) -> Slot:
+    """The slot ``crawler``'s downloader will send ``request`` through,
+    made (its ``DOWNLOAD_SLOTS`` concurrency and delay) if it does not
+    exist yet, as the downloader makes it when the request reaches it."""
+    engine = crawler.engine
+    assert engine is not None
+    if version_info >= (2, 14):
+        return engine.downloader._get_slot(request)[1]
+    # Scrapy 2.13 reads the spider's download_delay, max_concurrent_requests.
+    return engine.downloader._get_slot(request, crawler.spider)[1]
 
 
 try:

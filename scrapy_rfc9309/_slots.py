@@ -12,7 +12,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from ._compat import crawl_engine, slot_clock
+from ._compat import crawl_engine, downloader_slot, slot_clock
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
@@ -42,15 +42,23 @@ class Slots:
         Scrapy counts the requests waiting in a slot for its
         ``DOWNLOAD_DELAY``: ``DownloaderAwarePriorityQueue`` then hands
         out the requests of less busy slots first.  Removed on every exit,
-        before the downloader adds it again.  A slot not made yet is left
-        alone (and so is a request already in it)."""
+        before the downloader adds it again (a request already in it is
+        left alone).
+
+        A slot not made yet (no request of the origin reached the
+        downloader: its robots.txt came from a shared store or the HTTP
+        cache; or Scrapy dropped the slot, idle for a minute) is made, as
+        the downloader would: uncounted, the waiting requests would take
+        every place of ``CONCURRENT_REQUESTS``.  Scrapy's slot collector
+        (every minute) keeps a slot with active requests, and drops it once
+        idle for a minute, like any slot."""
         if crawl_engine(self._crawler) is None:
             # Not crawling (a middleware asked from a script or a test).
             yield
             return
         key = self.key(request)
-        slot = self.downloader.slots.get(key)
-        if slot is None or request in slot.active:
+        slot = downloader_slot(self._crawler, request)
+        if request in slot.active:
             yield
             return
         slot.active.add(request)
