@@ -29,6 +29,7 @@ from ._closing import Cancelled
 from ._compat import spider_argument
 from ._config import RobotsConfig
 from ._coordination import Leases, SingleFlight, StoreGuard
+from ._json import loads
 from ._settings import ensure_enabled, refusals_logged
 from ._store import crawl_store
 from .directives import is_html
@@ -158,7 +159,7 @@ class TdmEntry(NamedTuple):
     def decode(cls, text: str | None, base: str) -> TdmEntry | None:
         """The entry stored as ``text``; ``None`` if it cannot be read."""
         try:
-            data = json.loads(text or "")
+            data = loads(text or "")
             rules = data["rules"]
             tdm_file = None
             if rules is not None:

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 from urllib.parse import urljoin
 
+from ._json import loads
 from .directives import meta_contents
 from .match import wildcards_match
 from .stringify import readable
@@ -156,8 +157,8 @@ def parse_file(body: bytes | str, base: str = "") -> TdmFile:
         # which lets a reader skip a byte-order mark): json.loads would take
         # UTF-16 and UTF-32 bytes too.
         text = body.decode("utf-8-sig") if isinstance(body, bytes) else body
-        data = json.loads(text)
-    # Bytes not UTF-8, bad JSON, or nesting past the recursion limit: the
+        data = loads(text)
+    # Bytes not UTF-8, bad JSON, or nested too deep (_json.loads): the
     # file is from outside, so any failure means "no usable file".
     except Exception as exc:
         return TdmFile(problems=(f"not JSON ({type(exc).__name__}: {exc})",))

@@ -29,6 +29,7 @@ ENGINE = (
     "_checks",
     "_decode",
     "_defaults",
+    "_json",
     "_model",
     "_read",
     "_redact",

@@ -23,6 +23,7 @@ import zlib
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from .._json import loads
 from ..outcome import Outcome
 from ..parse import Document
 
@@ -119,7 +120,7 @@ def unpack(data: str | bytes) -> Any:
             raise ValueError(f"decompresses to more than {MAX_DECODED} bytes")
         if not decompressor.eof or decompressor.unused_data:
             raise ValueError("not one whole zlib stream")
-    return json.loads(data)
+    return loads(data)
 
 
 def decode(
@@ -129,8 +130,8 @@ def decode(
     try:
         return Outcome.from_dict(unpack(data))
     # Whatever an entry holds is data from outside this process (another
-    # version, another program, a damaged file): any failure to read it,
-    # down to a RecursionError on absurdly nested JSON, means "not stored".
+    # version, another program, a damaged file): any failure to read it
+    # (absurdly nested JSON included: _json.loads) means "not stored".
     except Exception as exc:
         if crawler is not None and crawler.stats is not None:
             crawler.stats.inc_value(DISCARDED)
