@@ -241,6 +241,33 @@ async def test_responses_from_the_http_cache_never_wait(
     assert replay.stats.get_value("finish_reason") == "finished"  # type: ignore[union-attr]
 
 
+async def _fast_site_first(
+    slow: Server, fast: Server, pacing: bool, settings: dict[str, Any]
+) -> Crawler:
+    """A crawl of 8 pages of ``slow`` (under a Crawl-delay of 1 s) and 8 of
+    ``fast`` (none), all queued at once, with DownloaderAwarePriorityQueue
+    and CONCURRENT_REQUESTS = 4 (and ``settings``; PacingMiddleware left
+    out unless ``pacing``): every page of ``fast`` arrives before the
+    second of ``slow``."""
+    fast.route("/robots.txt", "User-agent: *\nDisallow:\n")
+    urls = [slow.url(f"/a{i}") for i in range(8)]
+    urls += [fast.url(f"/b{i}") for i in range(8)]
+    settings = {
+        **settings,
+        "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
+        "CONCURRENT_REQUESTS": 4,
+        # The delayed site's pages left waiting are dropped then.
+        "CLOSESPIDER_TIMEOUT": 4,
+    }
+    if not pacing:
+        settings["DOWNLOADER_MIDDLEWARES"] = {PACING: None}
+    crawler = await crawl(urls, settings, spidercls=Burst)
+    assert len(fast.times("/b")) == 8, (fast.times(), slow.times())
+    second_slow = sorted(slow.times("/a"))[1]
+    assert max(fast.times("/b")) < second_slow, (fast.times(), slow.times())
+    return crawler
+
+
 @pytest.mark.parametrize("pacing", [True, False])
 @coroutine_test
 async def test_waiting_requests_count_in_their_slot_for_the_queue(
@@ -255,21 +282,7 @@ async def test_waiting_requests_count_in_their_slot_for_the_queue(
     queue seeing the delayed site's slot empty."""
     slow, fast = make_server(), make_server()
     slow.route("/robots.txt", crawl_delay_robots(1.0))
-    fast.route("/robots.txt", "User-agent: *\nDisallow:\n")
-    urls = [slow.url(f"/a{i}") for i in range(8)]
-    urls += [fast.url(f"/b{i}") for i in range(8)]
-    settings: dict[str, Any] = {
-        "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
-        "CONCURRENT_REQUESTS": 4,
-        # The delayed site's pages left waiting are dropped then.
-        "CLOSESPIDER_TIMEOUT": 4,
-    }
-    if not pacing:
-        settings["DOWNLOADER_MIDDLEWARES"] = {PACING: None}
-    await crawl(urls, settings, spidercls=Burst)
-    assert len(fast.times("/b")) == 8, (fast.times(), slow.times())
-    second_slow = sorted(slow.times("/a"))[1]
-    assert max(fast.times("/b")) < second_slow, (fast.times(), slow.times())
+    await _fast_site_first(slow, fast, pacing, {})
 
 
 @pytest.mark.parametrize("pacing", [True, False])
@@ -286,24 +299,9 @@ async def test_an_origin_known_from_the_store_waits_in_its_slot(
     site's pages came at the delayed site's pace."""
     slow, fast = make_server(), make_server()
     slow.route("/robots.txt", crawl_delay_robots(1.0))
-    fast.route("/robots.txt", "User-agent: *\nDisallow:\n")
     store = {"ROBOTS_STORE": "sqlite", "ROBOTS_STORE_URL": str(tmp_path / "r.db")}
     await crawl([slow.url("/first")], store)
-    urls = [slow.url(f"/a{i}") for i in range(8)]
-    urls += [fast.url(f"/b{i}") for i in range(8)]
-    settings: dict[str, Any] = {
-        **store,
-        "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
-        "CONCURRENT_REQUESTS": 4,
-        # The delayed site's pages left waiting are dropped then.
-        "CLOSESPIDER_TIMEOUT": 4,
-    }
-    if not pacing:
-        settings["DOWNLOADER_MIDDLEWARES"] = {PACING: None}
-    crawler = await crawl(urls, settings, spidercls=Burst)
+    crawler = await _fast_site_first(slow, fast, pacing, store)
     assert slow.count("/robots.txt") == 1  # the second run read the store
-    assert len(fast.times("/b")) == 8, (fast.times(), slow.times())
-    second_slow = sorted(slow.times("/a"))[1]
-    assert max(fast.times("/b")) < second_slow, (fast.times(), slow.times())
     assert crawler.engine is not None
     assert not crawler.engine.downloader.slots[slow.host].active
