@@ -23,7 +23,7 @@ supports: Scrapy 2.13 and newer (Python 3.10 and newer).
   its ``download_maxsize`` raises; before 2.15, Twisted's ``CancelledError``;
 - ``slot_clock`` is the clock of a downloader slot's ``lastseen``:
   ``time.monotonic`` from Scrapy 2.16, ``time.time`` before;
-- ``downloader_slot`` is a request's downloader slot, made as the
+- ``downloader_slot`` is a request's downloader slot (and key), made as the
   downloader makes it if it does not exist yet: ``Downloader._get_slot``
   takes the spider as well on Scrapy 2.13.
 
@@ -147,16 +147,17 @@ def crawl_engine(crawler: Crawler) -> ExecutionEngine | None:
         return None
 
 
-def downloader_slot(crawler: Crawler, request: Request) -> Slot:
-    """The slot ``crawler``'s downloader will send ``request`` through,
-    made (its ``DOWNLOAD_SLOTS`` concurrency and delay) if it does not
-    exist yet, as the downloader makes it when the request reaches it."""
-    engine = crawler.engine
+def downloader_slot(crawler: Crawler, request: Request) -> tuple[str, Slot]:
+    """The key and slot ``crawler``'s downloader will send ``request``
+    through, the slot made (its ``DOWNLOAD_SLOTS`` concurrency and delay)
+    if it does not exist yet, as the downloader makes it when the request
+    reaches it.  Only while crawling (:func:`crawl_engine`)."""
+    engine = crawl_engine(crawler)
     assert engine is not None
     if version_info >= (2, 14):
-        return engine.downloader._get_slot(request)[1]
+        return engine.downloader._get_slot(request)
     # Scrapy 2.13 reads the spider's download_delay, max_concurrent_requests.
-    return engine.downloader._get_slot(request, crawler.spider)[1]
+    return engine.downloader._get_slot(request, crawler.spider)
 
 
 try:

@@ -56,8 +56,7 @@ class Slots:
             # Not crawling (a middleware asked from a script or a test).
             yield
             return
-        key = self.key(request)
-        slot = downloader_slot(self._crawler, request)
+        key, slot = downloader_slot(self._crawler, request)
         if request in slot.active:
             yield
             return
