@@ -35,15 +35,27 @@ class Slots:
         # Slot key -> how many of its requests wait (:meth:`waiting`).
         self._waiting: dict[str, int] = {}
 
+    def queued(self, request: Request) -> str | None:
+        """The slot the scheduler's queue filed ``request`` under, as the
+        downloader picks it so far, made if need be: a later component
+        (proxy rotation, scrapy-zyte-api) may move the request, and
+        :meth:`waiting` then counts it in both.  ``None`` when not
+        crawling."""
+        if crawl_engine(self._crawler) is None:
+            return None
+        return downloader_slot(self._crawler, request)[0]
+
     @contextmanager
-    def waiting(self, request: Request) -> Iterator[None]:
+    def waiting(self, request: Request, queued: str | None = None) -> Iterator[None]:
         """Count ``request``, held before its slot (its turn, a pause, its
         robots.txt), among its slot's active requests while it waits, as
         Scrapy counts the requests waiting in a slot for its
         ``DOWNLOAD_DELAY``: ``DownloaderAwarePriorityQueue`` then hands
-        out the requests of less busy slots first.  Removed on every exit,
-        before the downloader adds it again (a request already in it is
-        left alone).
+        out the requests of less busy slots first.  Counted in the slot
+        ``queued`` too (:meth:`queued`), the one that queue reads, when a
+        later component moved the request out of it.  Removed on every
+        exit, before the downloader adds it again (a request already in a
+        slot is left alone there).
 
         A slot not made yet (no request of the origin reached the
         downloader: its robots.txt came from a shared store or the HTTP
@@ -57,20 +69,25 @@ class Slots:
             yield
             return
         key, slot = downloader_slot(self._crawler, request)
-        if request in slot.active:
-            yield
-            return
-        slot.active.add(request)
+        counted = [(key, slot)]
+        if queued is not None and queued != key:
+            other = self.downloader.slots.get(queued)
+            if other is not None:
+                counted.append((queued, other))
+        counted = [(key, slot) for key, slot in counted if request not in slot.active]
         waiting = self._waiting
-        waiting[key] = waiting.get(key, 0) + 1
+        for key, slot in counted:
+            slot.active.add(request)
+            waiting[key] = waiting.get(key, 0) + 1
         try:
             yield
         finally:
-            slot.active.discard(request)
-            if waiting[key] > 1:
-                waiting[key] -= 1
-            else:
-                del waiting[key]
+            for key, slot in counted:
+                slot.active.discard(request)
+                if waiting[key] > 1:
+                    waiting[key] -= 1
+                else:
+                    del waiting[key]
 
     def _busy(self, key: str, slot: Slot) -> bool:
         """Whether the slot's transfer places are all taken by requests

@@ -138,8 +138,9 @@ _LAGS = 8
 #: How often a request waiting for a turn looks whether the spider closes
 #: (once it does, the requests waiting behind it leave without sleeping).
 _CLOSE_POLL = 0.25
-#: Request meta key: ``(origin, Crawl-delay)`` of a request RobotsMiddleware
-#: marked for :class:`PacingMiddleware` to space.
+#: Request meta key: ``(origin, Crawl-delay, queue slot)`` of a request
+#: RobotsMiddleware marked for :class:`PacingMiddleware` to space; the slot
+#: it was queued under (:meth:`~scrapy_rfc9309._slots.Slots.queued`).
 PACE_META = "_robots_crawl_delay"
 #: Request meta key: until when (seconds since the epoch) the Retry-After of
 #: its answer paused its origin, carried by its retry to whichever worker
@@ -255,7 +256,8 @@ class Politeness:
     def mark(self, request: Request, origin: str, delay: float) -> None:
         """Mark ``request`` as one to space ``delay`` after the previous
         request to ``origin``."""
-        request.meta[PACE_META] = (origin, delay)
+        queued = self.slots.queued(request) if self.paced_later else None
+        request.meta[PACE_META] = (origin, delay, queued)
         free_at = self._free_at
         if origin in free_at:
             free_at.move_to_end(origin)
@@ -476,7 +478,7 @@ class Politeness:
         mark = request.meta.get(PACE_META)
         if request.meta.pop(TURN_META, None) is None or mark is None:
             return
-        origin, delay = mark
+        origin, delay, _ = mark
         self._left(origin, delay, monotonic())
         if self._extends is not None and self._turns is not None:
             await self._extends.extend(origin, delay, self.turn_limit)
@@ -501,13 +503,17 @@ class Politeness:
                 " (its Crawl-delay or a Retry-After pause)"
             )
 
-    async def wait(self, request: Request, waiting: Awaitable[_T]) -> _T:
+    async def wait(
+        self, request: Request, waiting: Awaitable[_T], queued: str | None = None
+    ) -> _T:
         """Await ``waiting``: ``request``'s turn, the end of its origin's
-        pause, or its origin's robots.txt.  A request dropped meanwhile,
-        the spider closing, is counted, logged, and put back in the queue
-        first when the queue outlives the crawl (:meth:`keep`)."""
+        pause, or its origin's robots.txt; counted in its slot and in the
+        one it was ``queued`` under (:meth:`Slots.waiting`).  A request
+        dropped meanwhile, the spider closing, is counted, logged, and put
+        back in the queue first when the queue outlives the crawl
+        (:meth:`keep`)."""
         try:
-            with self.slots.waiting(request):
+            with self.slots.waiting(request, queued):
                 return await waiting
         except Cancelled as cancelled:
             self.dropped(request, cancelled)
@@ -593,10 +599,11 @@ class Politeness:
             mark = self.own_mark(request)
         if mark is None:
             return False
-        await self.wait(request, self.take_turn(request, *mark))
+        origin, delay, queued = mark
+        await self.wait(request, self.take_turn(request, origin, delay), queued)
         return True
 
-    def own_mark(self, request: Request) -> tuple[str, float] | None:
+    def own_mark(self, request: Request) -> tuple[str, float, str | None] | None:
         """Mark the package's own request (robots.txt, a TDMRep file: its
         meta has :data:`~scrapy_rfc9309.fetch.META_KEY`) to an origin this
         process knows under a Crawl-delay, to take its turn like a page;
@@ -605,7 +612,7 @@ class Politeness:
         delay = None if origin is None else self._free_at.delays.get(origin)
         if origin is None or not delay:
             return None
-        mark = request.meta[PACE_META] = (origin, delay)
+        mark = request.meta[PACE_META] = (origin, delay, None)
         return mark
 
     async def _turn(self, origin: str, delay: float) -> float:

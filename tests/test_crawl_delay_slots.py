@@ -72,9 +72,10 @@ def _gaps(server: Server) -> list[float]:
 
 def _slots_used(crawler: Crawler) -> set[str]:
     """The downloader slots that sent a request.  The others, the host's
-    slot that the requests waiting for their robots.txt were counted in
-    before a later component moved them, are idle and left to Scrapy's
-    slot collector, which drops them (run here at once)."""
+    slot that the requests waiting for their robots.txt and turns were
+    counted in (the one the scheduler's queue reads) when a later component
+    moved them, are idle and left to Scrapy's slot collector, which drops
+    them (run here at once)."""
     assert crawler.engine is not None
     downloader = crawler.engine.downloader
     used = {key for key, slot in downloader.slots.items() if slot.lastseen}
@@ -283,6 +284,26 @@ async def test_waiting_requests_count_in_their_slot_for_the_queue(
     slow, fast = make_server(), make_server()
     slow.route("/robots.txt", crawl_delay_robots(1.0))
     await _fast_site_first(slow, fast, pacing, {})
+
+
+@coroutine_test
+async def test_waiting_requests_count_in_the_slot_they_were_queued_under(
+    make_server: Callable[..., Server],
+) -> None:
+    """As above, with a component after RobotsMiddleware moving each request
+    to a proxy's slot (RotatingSlots, as scrapy-rotating-proxies does).
+    The queue filed each request under its host's slot, and reads that
+    slot's active requests: the requests waiting for their turns in
+    PacingMiddleware count there too, not only in the proxy's slot. They
+    counted only in the proxy's: the queue saw the delayed site's slot
+    empty and the other site's pages came at its pace."""
+    slow, fast = make_server(), make_server()
+    slow.route("/robots.txt", crawl_delay_robots(1.0))
+    rotating = {"DOWNLOADER_MIDDLEWARES": {f"{HERE}.RotatingSlots": 610}}
+    crawler = await _fast_site_first(slow, fast, True, rotating)
+    assert crawler.engine is not None
+    slots = crawler.engine.downloader.slots
+    assert not any(slot.active for slot in slots.values())
 
 
 @pytest.mark.parametrize("pacing", [True, False])
