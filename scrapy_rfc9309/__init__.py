@@ -5,7 +5,7 @@ The engine (``parse``, ``is_allowed``, ``explain``, ``stringify``, ``lint``,
 Twisted.  The Scrapy components (``Addon``, ``RobotsMiddleware``,
 ``DirectivesMiddleware``, ``UsageMiddleware``, ``LicensesMiddleware``,
 ``TdmMiddleware``, ``TdmItemsMiddleware``, ``RobotsDisallowed``,
-``RobotParser``) are imported on first use.
+``RobotsCancelled``, ``RobotParser``) are imported on first use.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from .urls import robots_url
 from .usage import usage_explained, usage_preferences
 
 if TYPE_CHECKING:
+    from ._closing import RobotsCancelled
     from .addon import Addon
     from .licensemiddleware import LicensesMiddleware
     from .middleware import RobotsDisallowed, RobotsMiddleware
@@ -59,6 +60,7 @@ _LAZY = {
     "LicensesMiddleware": "licensemiddleware",
     "ProvenanceMiddleware": "provenancemiddleware",
     "RobotParser": "parser",
+    "RobotsCancelled": "_closing",
     "RobotsDisallowed": "middleware",
     "RobotsMiddleware": "middleware",
     "TdmItemsMiddleware": "tdmmiddleware",
@@ -81,6 +83,7 @@ __all__ = [
     "Outcome",
     "ProvenanceMiddleware",
     "RobotParser",
+    "RobotsCancelled",
     "RobotsDisallowed",
     "RobotsMiddleware",
     "Rule",

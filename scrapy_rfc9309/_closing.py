@@ -6,8 +6,8 @@ slot: for its Crawl-delay turn or the end of a Retry-After pause
 file, or for another worker's fetch of one (a lease).  Scrapy sends no
 signal before it waits for the requests in progress, so each of those waits
 looks every so often whether the crawl is :func:`closing`, and then raises
-:class:`Cancelled`.  A fetch of robots.txt or of a TDMRep file cancelled so
-gives every request waiting for it a :class:`Cancelled` too, never an
+:class:`RobotsCancelled`.  A fetch of robots.txt or of a TDMRep file cancelled so
+gives every request waiting for it a :class:`RobotsCancelled` too, never an
 outcome judged from a fetch that did not happen.
 """
 
@@ -22,19 +22,32 @@ from ._compat import crawl_engine
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-__all__ = ["Cancelled", "closing"]
+__all__ = ["RobotsCancelled", "closing"]
 
 
-class Cancelled(IgnoreRequest):
+class RobotsCancelled(IgnoreRequest):
     """A request dropped while it waited inside the package (its turn, a
-    pause, its origin's robots.txt or TDMRep file), the spider closing."""
+    pause, its origin's robots.txt or TDMRep file), the spider closing:
+    what the request's errback gets (``scrapy_rfc9309.RobotsCancelled``).
+    Its message says what it waited for.  Counted in
+    ``robots/crawl_delay/cancelled``; put back in the queue when the queue
+    outlives the crawl (``JOBDIR``)."""
 
 
 def closing(crawler: Crawler) -> bool:
     """Whether the engine is stopping or closing the spider (Scrapy sends
-    no signal before it waits for the requests in progress)."""
+    no signal before it waits for the requests in progress).  An engine
+    that has not started yet (a component downloading from its
+    ``spider_opened`` handler) is not closing."""
     engine = crawl_engine(crawler)
-    if engine is None or not engine.running:
+    if engine is None:
         return True
     slot = getattr(engine, "_slot", None)
-    return slot is not None and getattr(slot, "closing", None) is not None
+    if slot is not None and getattr(slot, "closing", None) is not None:
+        return True
+    stopping = getattr(engine, "_stopping", None)
+    if stopping is None:
+        # Scrapy 2.13: stopped once it started (start_time set) and no
+        # longer runs; also while its engine_started handlers run.
+        return not engine.running and engine.start_time is not None
+    return bool(stopping)

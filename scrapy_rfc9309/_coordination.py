@@ -31,7 +31,7 @@ from twisted.internet.defer import Deferred
 from scrapy_rfc9309._compat import crawl_engine, sleep
 
 from . import signals as robots_signals
-from ._closing import Cancelled, closing
+from ._closing import RobotsCancelled, closing
 from ._config import RobotsConfig
 from ._store import (
     crawl_store,
@@ -252,8 +252,8 @@ class SingleFlight(Generic[_V]):
     of its own, so that a caller cancelled does not cancel it for the
     others.  A run that raises gives each caller an ``IgnoreRequest``: the
     work is expected to turn its own errors into a value; one cancelled by
-    the crawl closing (:class:`~scrapy_rfc9309._closing.Cancelled`) gives
-    each caller a ``Cancelled``.
+    the crawl closing (:class:`~scrapy_rfc9309.RobotsCancelled`) gives
+    each caller a ``RobotsCancelled``.
     """
 
     def __init__(self) -> None:
@@ -282,7 +282,7 @@ class SingleFlight(Generic[_V]):
         try:
             value = await produce()
             done = True
-        except Cancelled as cancelled:
+        except RobotsCancelled as cancelled:
             error = cancelled  # each caller is dropped alike: no error here
         finally:
             for waiter in self._waiters.pop(key, ()):
@@ -370,7 +370,7 @@ class Leases:
             crawler = self.stores.crawler
             # Outside a crawl (no engine: a script's lookup) nothing closes.
             if crawl_engine(crawler) is not None and closing(crawler):
-                raise Cancelled(
+                raise RobotsCancelled(
                     f"the spider closed while another process fetched {key}"
                 )
             interval = min(interval * 2, 1.0)
@@ -454,7 +454,7 @@ class Outcomes:
     async def _refresh(self, origin: str, request: Request) -> Entry:
         try:
             return await self._fresh_entry(origin, request)
-        except Cancelled:
+        except RobotsCancelled:
             raise  # the crawl closes: no outcome, the requests are dropped
         except Exception:
             logger.error(

@@ -38,7 +38,7 @@ from scrapy.downloadermiddlewares.httpcache import HttpCacheMiddleware
 from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 
-from ._closing import Cancelled
+from ._closing import RobotsCancelled
 from ._compat import DownloadTimeoutError, download, run_in_thread
 from ._config import RobotsConfig
 from ._decode import ACCEPT_ENCODING, BoundedDecoder, codings, decode
@@ -257,7 +257,7 @@ class RobotsFetcher:
                 refusal = self.address_refusal(response.request, response)
                 if refusal:
                     return self.guard_refused(previous, refusal)
-            except Cancelled:
+            except RobotsCancelled:
                 raise  # the crawl closes: nothing came of it
             except IgnoreRequest as exc:
                 # Not the server's answer but a component of this crawl's:

@@ -54,7 +54,7 @@ the store's turn record, and read by every worker every :data:`PAUSES_EVERY`.
 Without PacingMiddleware in the chain (a project that lists the middlewares
 itself), RobotsMiddleware waits for the same turns at its own place in the
 chain.  A request waiting for a turn looks every ``_CLOSE_POLL`` whether the
-spider is closing, and is then dropped (:class:`~scrapy_rfc9309._closing.Cancelled`,
+spider is closing, and is then dropped (:class:`~scrapy_rfc9309.RobotsCancelled`,
 an ``IgnoreRequest``): Scrapy waits for the requests in progress before it
 sends ``spider_closed``.  :meth:`Politeness.wait` counts each request dropped
 so in ``robots/crawl_delay/cancelled`` (those that waited for their origin's
@@ -77,7 +77,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from scrapy_rfc9309._compat import crawl_engine, sleep, spider_argument
 
-from ._closing import Cancelled, closing
+from ._closing import RobotsCancelled, closing
 from ._config import SCOPES, RobotsConfig
 from ._gates import Gate, Moments
 from ._retryafter import RETRY_AFTER_STATUSES, retry_after
@@ -276,7 +276,7 @@ class Politeness:
         departure: it is handed to its downloader slot, which sends it at
         once, as soon as this returns.
 
-        Raises :class:`~scrapy_rfc9309._closing.Cancelled` when the spider
+        Raises :class:`~scrapy_rfc9309.RobotsCancelled` when the spider
         closes meanwhile: a request waiting for a turn never holds the
         crawl open."""
         slots = self.slots
@@ -498,7 +498,7 @@ class Politeness:
 
     def _unless_closing(self, origin: str) -> None:
         if closing(self.crawler):
-            raise Cancelled(
+            raise RobotsCancelled(
                 f"the spider closed while waiting for its turn at {origin}"
                 " (its Crawl-delay or a Retry-After pause)"
             )
@@ -515,11 +515,11 @@ class Politeness:
         try:
             with self.slots.waiting(request, queued):
                 return await waiting
-        except Cancelled as cancelled:
+        except RobotsCancelled as cancelled:
             self.dropped(request, cancelled)
             raise
 
-    def dropped(self, request: Request, cancelled: Cancelled) -> None:
+    def dropped(self, request: Request, cancelled: RobotsCancelled) -> None:
         """Count and log ``request``, dropped at close while it waited
         inside the package (``cancelled`` says for what); :meth:`keep` it."""
         self.stats.inc_value("robots/crawl_delay/cancelled")
@@ -560,7 +560,7 @@ class Politeness:
 
     async def _sleep(self, seconds: float, origin: str) -> float:
         """Sleep ``seconds``, waking every ``_CLOSE_POLL`` at most to see
-        whether the spider is closing (then raise Cancelled); the
+        whether the spider is closing (then raise RobotsCancelled); the
         moment it was meant to end."""
         deadline = monotonic() + seconds
         while (left := deadline - monotonic()) > 0:
@@ -584,7 +584,7 @@ class Politeness:
         try:
             while (wait := await self._turn(origin, delay)) > 0:
                 await self._sleep(wait, origin)
-        except Cancelled:
+        except RobotsCancelled:
             return  # the spider closes: the outcome is kept all the same
 
     async def pace(self, request: Request) -> bool:

@@ -25,7 +25,7 @@ from itemadapter import ItemAdapter
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
-from ._closing import Cancelled
+from ._closing import RobotsCancelled
 from ._compat import spider_argument
 from ._config import RobotsConfig
 from ._coordination import Leases, SingleFlight, StoreGuard
@@ -248,7 +248,7 @@ class TdmMiddleware:
             return
         try:
             state = await self.state_for(request.url, url, via=request)
-        except Cancelled as cancelled:  # its file's fetch, the crawl closing
+        except RobotsCancelled as cancelled:  # its file's fetch, the crawl closing
             politeness = politeness_of(self.crawler)
             if politeness is not None:
                 politeness.dropped(request, cancelled)
@@ -304,7 +304,7 @@ class TdmMiddleware:
     async def _refresh(self, tdm_url: str, via: Request | None) -> TdmEntry:
         try:
             entry = await self._fresh(tdm_url, via)
-        except Cancelled:
+        except RobotsCancelled:
             raise  # the crawl closes: nothing learnt, nothing kept
         except Exception:
             logger.error(
@@ -417,7 +417,7 @@ class TdmMiddleware:
         self.stats.inc_value("robots/tdm/fetch_count")
         try:
             got = await self._get(tdm_url, via)
-        except Cancelled:
+        except RobotsCancelled:
             raise
         except Exception as exc:
             # A timeout, a refused connection, a component refusing it: no

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scrapy import Request
+from scrapy import Request, signals
 
-from scrapy_rfc9309 import politeness
-from scrapy_rfc9309._closing import Cancelled, closing
-from scrapy_rfc9309._compat import sleep
+from scrapy_rfc9309 import RobotsCancelled, politeness
+from scrapy_rfc9309._closing import closing
+from scrapy_rfc9309._compat import download, sleep
 from scrapy_rfc9309.middleware import RobotsMiddleware
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
 from tests.support.crawl_helpers import (
@@ -38,9 +38,9 @@ BURST = {"CONCURRENT_REQUESTS": 32, "CONCURRENT_REQUESTS_PER_DOMAIN": 32}
 
 
 def _cancelled(spider: Any) -> list[Any]:
-    """What the spider's errback heard: a Cancelled for each request."""
+    """What the spider's errback heard: a RobotsCancelled for each request."""
     errors = spider.errors
-    assert all(isinstance(error.value, Cancelled) for error in errors), errors
+    assert all(isinstance(error.value, RobotsCancelled) for error in errors), errors
     return errors  # type: ignore[no-any-return]
 
 
@@ -193,3 +193,28 @@ async def test_a_wait_for_another_worker_s_fetch_ends_at_close(
     assert counted["robots/crawl_delay/cancelled"] == 3
     assert "robots/store/lease_waits_expired" not in counted
     assert len(_cancelled(crawler.spider)) == 3
+
+
+@coroutine_test
+async def test_a_download_before_the_engine_starts_takes_its_turn(
+    server: Server,
+) -> None:
+    """A component downloading a page from its ``spider_opened`` handler (a
+    login, a configuration), before the engine starts: the page waits for
+    its origin's Crawl-delay turn and is downloaded, then the crawl goes
+    on.  It was dropped at once as "the spider closed", the engine not
+    running yet read as closing."""
+    server.route("/robots.txt", "User-agent: *\nCrawl-delay: 0.2\n")
+    crawler = make_crawler(BURST)
+    statuses: list[int] = []
+
+    async def opened(spider: Any) -> None:
+        response = await download(crawler, Request(server.url("/login")))
+        statuses.append(response.status)
+
+    crawler.signals.connect(opened, signal=signals.spider_opened)
+    await crawler.crawl_async(urls=[server.url("/a")])
+    assert statuses == [200]
+    assert [hit.path for hit in server.hits] == ["/robots.txt", "/login", "/a"]
+    assert "robots/crawl_delay/cancelled" not in stats(crawler)
+    assert crawler.spider.crawled == [server.url("/a")]  # type: ignore[union-attr]
