@@ -65,6 +65,7 @@ __all__ = [
     "ENCODING_HEADER",
     "META_KEY",
     "ROUTING_META",
+    "TRUNCATED_HEADER",
     "BodyTimeout",
     "Refused",
     "RobotsFetcher",
@@ -89,6 +90,10 @@ ENCODING_HEADER = b"X-Robots-Content-Encoding"
 #: ``Authorization``) nor cookies: a robots.txt may redirect to another
 #: origin, and one page's are not every page's.
 ROUTING_META = ("proxy", "download_slot", "bindaddress")
+#: Added to a truncated answer (its ``dataloss`` flag) stored in Scrapy's
+#: HTTP cache, which keeps no flags before Scrapy 2.19: its replay is
+#: flagged again, never read as the whole file.
+TRUNCATED_HEADER = b"X-Robots-Dataloss"
 
 
 def _resolve(host: str) -> list[str]:
@@ -352,7 +357,13 @@ class RobotsFetcher:
         meta = {**route, **(meta or {})}
         response, decoded = await self.download(url, origin, meta=meta, headers=headers)
         if "cached" not in response.flags:
+            if "dataloss" in response.flags:
+                # HttpCacheMiddleware stored it without its flag (before
+                # Scrapy 2.19): stored again, marked.
+                self._recache(response)
             return response, decoded, None
+        if TRUNCATED_HEADER in response.headers and "dataloss" not in response.flags:
+            response.flags.append("dataloss")
         now = self.clock()
         stored = _stored_at(response)
         if stored is not None and stored > now:
@@ -407,13 +418,18 @@ class RobotsFetcher:
         an answer (its policy's ``should_cache_response``, a ``Date`` added,
         ``httpcache/store``); ``dont_cache`` kept it from doing so.  Else the
         stale entry would be replayed and bypassed in every later crawl, and
-        an offline replay would never have the new answer."""
+        an offline replay would never have the new answer.  A truncated
+        answer is stored again with :data:`TRUNCATED_HEADER`."""
         cache = self.crawler.get_downloader_middleware(HttpCacheMiddleware)
         request = response.request
         if cache is None or request is None:
             return
         if b"Date" not in response.headers:
             response.headers[b"Date"] = formatdate(usegmt=True)
+        if "dataloss" in response.flags:
+            headers = response.headers.copy()
+            headers[TRUNCATED_HEADER] = b"1"
+            response = response.replace(headers=headers)
         try:
             if cache.policy.should_cache_response(response, request):
                 cache.storage.store_response(self.crawler.spider, request, response)

@@ -529,6 +529,52 @@ async def test_a_failure_in_the_http_cache_is_asked_again_next_run(
     assert "robots/httpcache/bypassed" not in stats(third)
 
 
+def _cut(handler: BaseHTTPRequestHandler) -> None:
+    """robots.txt cut after its first lines: 1,000 bytes announced, 36 sent
+    (the rest would have disallowed /a)."""
+    handler.send_response(200)
+    handler.send_header("Content-Length", "1000")
+    handler.end_headers()
+    handler.wfile.write(b"User-agent: *\nDisallow: /elsewhere\n")
+    handler.wfile.flush()
+    handler.close_connection = True
+
+
+@pytest.mark.parametrize("flags_kept", [True, False])
+@coroutine_test
+async def test_a_truncated_robots_txt_is_never_replayed_as_whole(
+    server: Server, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, flags_kept: bool
+) -> None:
+    # DOWNLOAD_FAIL_ON_DATALOSS = False hands over a cut body flagged
+    # "dataloss": no answer of the site's, so its origin is unreachable.
+    # Scrapy's cache before 2.19 (flags_kept False, as on every release
+    # before it) stores it without the flag: replayed, the cut file was
+    # obeyed as whole, and /a, which its lost lines disallow, was crawled.
+    if not flags_kept:
+        retrieve = FilesystemCacheStorage.retrieve_response
+
+        def without_flags(self: Any, spider: Any, request: Request) -> Any:
+            response = retrieve(self, spider, request)
+            return None if response is None else response.replace(flags=[])
+
+        monkeypatch.setattr(FilesystemCacheStorage, "retrieve_response", without_flags)
+    server.route("/robots.txt", handler=_cut)
+    settings = {**_http_cache(tmp_path), "DOWNLOAD_FAIL_ON_DATALOSS": False}
+    for run in (1, 2):
+        crawler = await crawl([server.url("/a")], settings)
+        assert crawler.spider.dropped[server.url("/a")].cause == "unreachable"
+        assert server.count("/robots.txt") == run
+    assert stats(crawler)["robots/httpcache/bypassed"] == 1
+    assert [hit.path for hit in server.hits] == ["/robots.txt"] * 2
+    # Whole again: its replay, and then the cache, answer.
+    server.route("/robots.txt", RULES_A)
+    whole = await crawl([server.url("/a"), server.url("/b")], settings)
+    assert whole.spider.dropped[server.url("/a")].cause == "rule"
+    replay = await crawl([server.url("/a")], settings)
+    assert replay.spider.dropped[server.url("/a")].cause == "rule"
+    assert server.count("/robots.txt") == 3
+
+
 @coroutine_test
 async def test_an_answer_the_http_cache_cannot_store_is_used_all_the_same(
     server: Server, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, caplog: Any
