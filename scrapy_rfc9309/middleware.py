@@ -28,7 +28,7 @@ from scrapy.utils.misc import load_object
 from ._compat import spider_argument
 from ._config import RobotsConfig
 from ._coordination import GuardedStore, Outcomes
-from ._settings import ensure_enabled, refusals_logged
+from ._settings import ensure_enabled, log_agent_not_sent, refusals_logged
 from .fetch import META_KEY, RobotsFetcher
 from .match import Cause, Decision, Matcher
 from .outcome import (
@@ -160,6 +160,7 @@ class RobotsMiddleware:
         # The crawl's settings (RobotsConfig), shared with its other components.
         self.config = config = RobotsConfig.for_crawler(crawler)
         _warn_missing_components(crawler, config)
+        log_agent_not_sent(crawler, config.user_agent)
         self.fetcher = RobotsFetcher(
             crawler, lifetimes=config.lifetimes, clock=self._now
         )

@@ -382,6 +382,54 @@ async def test_a_setting_below_the_agent_in_use_is_not_read(server: Server) -> N
     assert crawler.spider.crawled == [server.url("/a")]
 
 
+class SendsGoodBot(RecordingSpider):
+    user_agent = "Mozilla/5.0 (compatible; GoodBot/2.0)"
+
+
+@pytest.mark.parametrize(
+    ("settings", "spidercls", "warned"),
+    [
+        ({"ROBOTS_USER_AGENT": "GoodBot/1.0"}, RecordingSpider, True),
+        ({"ROBOTSTXT_USER_AGENT": "GoodBot"}, RecordingSpider, True),
+        ({"ROBOTS_USER_AGENT": "testbot"}, RecordingSpider, False),
+        ({}, RecordingSpider, False),
+        (
+            {"ROBOTS_USER_AGENT": "GoodBot", "USER_AGENT": "Mozilla/5.0 (GoodBot)"},
+            RecordingSpider,
+            False,
+        ),
+        ({"ROBOTS_USER_AGENT": "GoodBot/1.0"}, SendsGoodBot, False),
+    ],
+)
+@coroutine_test
+async def test_an_agent_the_user_agent_header_does_not_name_is_said_once(
+    server: Server,
+    caplog: pytest.LogCaptureFixture,
+    settings: dict[str, Any],
+    spidercls: type[RecordingSpider],
+    warned: bool,
+) -> None:
+    """RFC 9309 2.2.1: the product token SHOULD be in the User-Agent header
+    (USER_AGENT, or the spider's user_agent, which UserAgentMiddleware
+    sends): a site cannot tell which of its groups a crawler that sends
+    another name obeys. Said at INFO (Googlebot-News breaks it on purpose);
+    crawled all the same, under the agent's rules."""
+    server.route("/robots.txt", "User-agent: goodbot\nDisallow: /page\n")
+    caplog.set_level(logging.INFO, logger="scrapy_rfc9309")
+    await crawl([server.url("/page"), server.url("/a")], settings, spidercls)
+    lines = [
+        (r.levelno, r.getMessage())
+        for r in caplog.records
+        if "User-Agent header" in r.getMessage()
+    ]
+    expected = (
+        "Obeying the robots.txt rules of 'goodbot' while the User-Agent header"
+        " sent is 'TestBot/1.0 (+http://127.0.0.1/bot)', which does not name it"
+        " (RFC 9309 2.2.1: the product token should be part of the User-Agent)"
+    )
+    assert lines == ([(logging.INFO, expected)] if warned else [])
+
+
 # -- how `scrapy crawl` says it ----------------------------------------------------
 
 ROOT = Path(__file__).resolve().parent.parent
