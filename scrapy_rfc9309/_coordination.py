@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from scrapy import signals
@@ -431,6 +432,10 @@ class Outcomes:
         self.flight: SingleFlight[Entry] = SingleFlight()
         self.clock = clock
         self.on_fetch = on_fetch
+        #: Outcome kind -> how many origins have it as their last (an
+        #: origin the memory store let go of counts again when it comes
+        #: back): the summary at spider close.
+        self.origins: Counter[str] = Counter()
 
     async def obtain(self, origin: str, request: Request) -> Entry:
         """The fresh entry of ``origin``, fetching robots.txt once for all
@@ -542,8 +547,12 @@ class Outcomes:
         )
 
     async def _obtained(self, origin: str, outcome: Outcome, request: Request) -> Entry:
+        previous = self.memory.entry(origin)
         entry = self.memory.store(origin, outcome)
         self.stats.inc_value(f"robots/outcome/{outcome.kind}")
+        if previous is not None:
+            self.origins[previous.outcome.kind] -= 1
+        self.origins[outcome.kind] += 1
         if outcome.kind != PARSED:
             self._log_outcome(origin, outcome)
         self.crawler.signals.send_catch_log(

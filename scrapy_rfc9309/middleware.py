@@ -448,15 +448,23 @@ class RobotsMiddleware:
             parts = ", ".join(f"{name} {count}" for name, count in found if count)
             return sum(count for _, count in found), parts
 
-        outcomes, by_kind = counts("robots/outcome", (PARSED, UNAVAILABLE, UNREACHABLE))
+        kinds = (PARSED, UNAVAILABLE, UNREACHABLE)
+        last = self.outcomes.origins
+        origins = sum(last.values())
+        by_kind = ", ".join(f"{kind} {last[kind]}" for kind in kinds if last[kind])
+        details = [by_kind] if by_kind else []
+        outcomes = counts("robots/outcome", kinds)[0]
+        if outcomes != origins:
+            details.append(f"{outcomes} outcomes obtained")
         refused = values.get("robots/refused", 0)
         if refused:
-            by_kind += f"; {refused} refused by another component"
+            details.append(f"{refused} refused by another component")
+        detail = "; ".join(details)
         dropped, by_cause = counts("robots/forbidden", CAUSES)
         delayed = values.get("robots/crawl_delay/origins", 0)
         return (
-            f"robots.txt: {outcomes} outcome{'s' * (outcomes != 1)} obtained"
-            f"{f' ({by_kind})' if by_kind else ''},"
+            f"robots.txt: {origins} origin{'s' * (origins != 1)}"
+            f"{f' ({detail})' if detail else ''},"
             f" {dropped} request{'s' * (dropped != 1)} dropped"
             f"{f' ({by_cause})' if by_cause else ''},"
             f" {delayed} origin{'s' * (delayed != 1)} under a Crawl-delay"

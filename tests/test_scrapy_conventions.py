@@ -43,7 +43,8 @@ from tests.support.crawl_helpers import (
     stats,
 )
 from tests.support.server import Server
-from tests.support.utils import coroutine_test
+from tests.support.utils import FakeClock, coroutine_test
+from tests.test_middleware_fetch import Steps
 
 RULES = "User-agent: *\nDisallow: /private\nCrawl-delay: 7\n"
 OBEY_LOG = "ROBOTSTXT_OBEY = False"
@@ -430,6 +431,15 @@ async def test_failed_download_logged_at_error_with_request_and_reason(
     } == {f"robots/fetch_error/{DownloadConnectionRefusedError.__name__}": 1}
 
 
+def _summaries(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    """The summary lines logged at spider close."""
+    return [
+        record
+        for record in _robots_logs(caplog, "robots.txt: ")
+        if record.getMessage().startswith("robots.txt: ")
+    ]
+
+
 @coroutine_test
 async def test_summary_at_spider_close(
     make_server: Any, caplog: pytest.LogCaptureFixture
@@ -447,12 +457,39 @@ async def test_summary_at_spider_close(
     ]
     with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
         await crawl(urls)
-    (summary,) = _robots_logs(caplog, "outcomes obtained")
+    (summary,) = _summaries(caplog)
     assert summary.levelno == logging.INFO
     assert summary.getMessage() == (
-        "robots.txt: 3 outcomes obtained (parsed 1, unavailable 1, unreachable 1),"
+        "robots.txt: 3 origins (parsed 1, unavailable 1, unreachable 1),"
         " 3 requests dropped (rule 1, unreachable 2),"
         " 1 origin under a Crawl-delay"
+    )
+
+
+@coroutine_test
+async def test_summary_counts_each_origin_under_its_last_outcome(
+    server: Server, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An origin whose robots.txt, parsed, is fetched again two days later
+    and answers 503: one origin, unreachable, two outcomes obtained. The
+    summary said "2 outcomes obtained (parsed 1, unreachable 1)"."""
+    clock = FakeClock()
+    monkeypatch.setattr(RobotsMiddleware, "clock", clock)
+    server.route("/robots.txt", "User-agent: *\nDisallow: /private\n")
+
+    def before(index: int) -> None:
+        if index == 1:
+            clock.now += 2 * 86_400
+            server.route("/robots.txt", "busy", status=503)
+
+    with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
+        await crawl(
+            [server.url("/a"), server.url("/b")], spidercls=Steps, before=before
+        )
+    (summary,) = _summaries(caplog)
+    assert summary.getMessage() == (
+        "robots.txt: 1 origin (unreachable 1; 2 outcomes obtained),"
+        " 1 request dropped (unreachable 1), 0 origins under a Crawl-delay"
     )
 
 
