@@ -381,6 +381,7 @@ async def test_store_lost_mid_crawl_falls_back_to_process_delays(
     caplog: pytest.LogCaptureFixture,
     kind: str,
     new_crawler: Callable[..., Crawler],
+    departures: Departures,
 ) -> None:
     if kind == "redis":
         redis_server = make_redis_server()
@@ -427,8 +428,13 @@ async def test_store_lost_mid_crawl_falls_back_to_process_delays(
     assert len(warnings) == 1
     assert "Crawl-delays kept per process" in warnings[0].getMessage()
     assert crawler.stats.get_value("finish_reason") == "finished"  # type: ignore[union-attr]
-    # The slot's delay took over.
-    assert min(server.gaps()) >= DELAY - TOLERANCE, server.gaps()
+    # The process's delays took over: measured where the slot sends each
+    # request. At the server, a thread of this process, a loaded machine
+    # made one gap 0.964 s and the next 0.095 s (the server starved, the
+    # requests sent on time).
+    gaps = departures.gaps(crawler, server.host)
+    assert len(gaps) == pages, gaps
+    assert min(gaps) >= DELAY - TIMER_GRANULARITY, gaps
 
 
 # Turns read back from the store (issue 24, F6)

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from scrapy import version_info
@@ -383,7 +383,9 @@ async def test_a_setting_below_the_agent_in_use_is_not_read(server: Server) -> N
 
 
 class SendsGoodBot(RecordingSpider):
-    user_agent = "Mozilla/5.0 (compatible; GoodBot/2.0)"
+    custom_settings: ClassVar[dict[str, Any]] = {
+        "USER_AGENT": "Mozilla/5.0 (compatible; GoodBot/2.0)"
+    }
 
 
 @pytest.mark.parametrize(
