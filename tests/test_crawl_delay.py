@@ -46,7 +46,7 @@ def _assert_spaced(
 ) -> None:
     """robots.txt and every page of ``server`` left the downloader at least
     ``delay`` apart."""
-    gaps = departures.gaps(crawler, server.host)
+    gaps = departures.gaps(crawler, key=server.host)
     assert len(gaps) == len(server.hits) - 1, gaps
     assert min(gaps) >= delay - TIMER_GRANULARITY, gaps
 
@@ -155,7 +155,7 @@ async def test_crawl_delay_survives_the_slot_being_dropped(
     crawler = await crawl(urls, BURST, spidercls=TwoBursts)
     assert len(crawler.spider.crawled) == 6
     # The slot the second burst left from is a new one.
-    gaps = departures.gaps(crawler, server.host)
+    gaps = departures.gaps(crawler, key=server.host)
     assert len(gaps) == 2, gaps
     assert min(gaps) >= DELAY - TIMER_GRANULARITY, gaps
 

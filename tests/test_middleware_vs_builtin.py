@@ -131,7 +131,7 @@ async def test_crawl_delay(server: Server, departures: Departures) -> None:
     assert ours.stats.get_value("robots/crawl_delay/origins") == 1
     # And robots.txt and the pages leave spaced by it (from below only, as
     # in test_crawl_delay.py).
-    gaps = departures.gaps(ours, server.host)
+    gaps = departures.gaps(ours, key=server.host)
     assert len(gaps) == 4
     assert min(gaps) >= 0.3 - TIMER_GRANULARITY, gaps
 

@@ -235,10 +235,14 @@ class Departures:
 
         monkeypatch.setattr(Slot, "lastseen", property(get, set_), raising=False)
 
-    def gaps(self, crawler: Crawler, key: str) -> list[float]:
-        """The gaps between the departures from slot ``key`` (a host)."""
-        assert crawler.engine is not None
-        times = self.by_slot.get(crawler.engine.downloader.slots[key], [])
+    def gaps(self, *crawlers: Crawler, key: str) -> list[float]:
+        """The gaps between the departures from slot ``key`` (a host) of
+        ``crawlers``, the workers of one fleet in this process, together."""
+        times = []
+        for crawler in crawlers:
+            assert crawler.engine is not None
+            times += self.by_slot.get(crawler.engine.downloader.slots[key], [])
+        times.sort()
         return [later - earlier for earlier, later in pairwise(times)]
 
 
