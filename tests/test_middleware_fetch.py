@@ -30,7 +30,7 @@ from tests.support.crawl_helpers import (
     middleware,
     stats,
 )
-from tests.support.server import Route, Server
+from tests.support.server import Route, Server, truncated
 from tests.support.utils import FakeClock, coroutine_test
 
 MakeServer = Callable[..., Server]
@@ -529,17 +529,6 @@ async def test_a_failure_in_the_http_cache_is_asked_again_next_run(
     assert "robots/httpcache/bypassed" not in stats(third)
 
 
-def _cut(handler: BaseHTTPRequestHandler) -> None:
-    """robots.txt cut after its first lines: 1,000 bytes announced, 36 sent
-    (the rest would have disallowed /a)."""
-    handler.send_response(200)
-    handler.send_header("Content-Length", "1000")
-    handler.end_headers()
-    handler.wfile.write(b"User-agent: *\nDisallow: /elsewhere\n")
-    handler.wfile.flush()
-    handler.close_connection = True
-
-
 @pytest.mark.parametrize("flags_kept", [True, False])
 @coroutine_test
 async def test_a_truncated_robots_txt_is_never_replayed_as_whole(
@@ -558,7 +547,10 @@ async def test_a_truncated_robots_txt_is_never_replayed_as_whole(
             return None if response is None else response.replace(flags=[])
 
         monkeypatch.setattr(FilesystemCacheStorage, "retrieve_response", without_flags)
-    server.route("/robots.txt", handler=_cut)
+    # Cut after its first lines (the rest would have disallowed /a).
+    server.route(
+        "/robots.txt", handler=truncated(b"User-agent: *\nDisallow: /elsewhere\n")
+    )
     settings = {**_http_cache(tmp_path), "DOWNLOAD_FAIL_ON_DATALOSS": False}
     for run in (1, 2):
         crawler = await crawl([server.url("/a")], settings)

@@ -20,7 +20,7 @@ from tests.support.crawl_helpers import (
     crawl,
     stats,
 )
-from tests.support.server import Server
+from tests.support.server import Server, truncated
 from tests.support.utils import coroutine_test
 
 MakeServer = Callable[..., Server]
@@ -134,13 +134,7 @@ def _reset(handler: BaseHTTPRequestHandler) -> None:
     handler.close_connection = True
 
 
-def _truncated(handler: BaseHTTPRequestHandler) -> None:
-    handler.send_response(200)
-    handler.send_header("Content-Length", "1000")
-    handler.end_headers()
-    handler.wfile.write(b"User-agent: *\nAllow: /\n")
-    handler.wfile.flush()
-    handler.close_connection = True
+_truncated = truncated(b"User-agent: *\nAllow: /\n")
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,21 @@ from typing import Any
 Handler = Callable[[BaseHTTPRequestHandler], None]
 
 
+def truncated(body: bytes) -> Handler:
+    """A handler answering 200 with ``body``, cut short: 1,000 bytes more
+    announced (``Content-Length``), then the connection closed."""
+
+    def handler(request: BaseHTTPRequestHandler) -> None:
+        request.send_response(200)
+        request.send_header("Content-Length", str(len(body) + 1000))
+        request.end_headers()
+        request.wfile.write(body)
+        request.wfile.flush()
+        request.close_connection = True
+
+    return handler
+
+
 @dataclass
 class Route:
     status: int = 200
