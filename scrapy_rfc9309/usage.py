@@ -336,7 +336,8 @@ def preference_problems(
         ]
     parsed = parse_preference(text, vocabulary)
     if parsed is None:
-        first, _, rest = text.partition(" ")
+        # A path runs to the first SP or HTAB (aipref-attach).
+        first, _, rest = text.replace("\t", " ").partition(" ")
         if "=" not in first and rest and parse_preference(rest.strip(), vocabulary):
             return [
                 (

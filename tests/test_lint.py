@@ -91,6 +91,11 @@ def test_diagnostic_shape() -> None:
             [(2, "content-usage-not-rooted")],
         ),
         (
+            # A tab separates a path from the preference as a space does.
+            "User-agent: *\nContent-Usage: *.pdf\ttrain-ai=n\nAllow: /\n",
+            [(2, "content-usage-not-rooted")],
+        ),
+        (
             "User-agent: *\nContent-Usage: train-ai=no\nAllow: /\n",
             [(2, "content-usage-value")],
         ),
