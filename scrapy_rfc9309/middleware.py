@@ -25,6 +25,7 @@ from scrapy.utils.conf import build_component_list
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import load_object
 
+from ._closing import RobotsCancelled, closing
 from ._compat import spider_argument
 from ._config import RobotsConfig
 from ._coordination import GuardedStore, Outcomes
@@ -225,6 +226,8 @@ class RobotsMiddleware:
         if self.ledger is not None:
             meta.pop(EVIDENCE_KEY, None)
         if meta.get("dont_obey_robotstxt"):
+            if META_KEY in meta and closing(self.crawler):
+                self._closed(request)
             if not self.politeness.paced_later:
                 # The package's own request (robots.txt, a TDMRep file) to
                 # an origin known under a Crawl-delay takes its turn here.
@@ -287,6 +290,17 @@ class RobotsMiddleware:
                     # No PacingMiddleware in the chain: the turn is taken
                     # here, in the slot chosen so far.
                     await politeness.pace(request)
+
+    def _closed(self, request: Request) -> NoReturn:
+        """Drop ``request``, the package's own (robots.txt, a TDMRep file),
+        sent or retried (RetryMiddleware) once the crawl closes, as Scrapy
+        sends no page's retry then: the close waited for each retry, and
+        the origin was judged from a failure at close."""
+        cancelled = RobotsCancelled(
+            "the spider closed: the package's own requests are not sent again"
+        )
+        self.politeness.dropped(request, cancelled)
+        raise cancelled
 
     def _no_robots_txt(self, request: Request, scheme: str, netloc: str) -> NoReturn:
         """Drop ``request``, an http(s) URL without a host robots.txt could

@@ -218,3 +218,23 @@ async def test_a_download_before_the_engine_starts_takes_its_turn(
     assert [hit.path for hit in server.hits] == ["/robots.txt", "/login", "/a"]
     assert "robots/crawl_delay/cancelled" not in stats(crawler)
     assert crawler.spider.crawled == [server.url("/a")]  # type: ignore[union-attr]
+
+
+@coroutine_test
+async def test_a_robots_txt_is_not_retried_once_the_crawl_closes(
+    server: Server,
+) -> None:
+    """robots.txt answers 503 after 1.5 s; the crawl closes meanwhile (at
+    0.5 s): the answer is not retried (RETRY_TIMES 2), as a page's retry
+    is not sent once the spider closes, and nothing is concluded from it:
+    the page waiting for it is dropped as cancelled, the origin not
+    recorded unreachable. The close waited for two more downloads of 1.5 s
+    each, and judged the page by the last."""
+    server.route("/robots.txt", "busy", status=503, delay=1.5)
+    settings = {**BURST, "RETRY_ENABLED": True, "RETRY_TIMES": 2}
+    crawler = await crawl([server.url("/a")], {**settings, "CLOSESPIDER_TIMEOUT": 0.5})
+    assert [hit.path for hit in server.hits] == ["/robots.txt"]
+    counted = stats(crawler)
+    assert counted["robots/crawl_delay/cancelled"] == 2  # robots.txt and /a
+    assert "robots/outcome/unreachable" not in counted
+    assert len(_cancelled(crawler.spider)) == 1
