@@ -30,7 +30,7 @@ class RobotsCancelled(IgnoreRequest):
     pause, its origin's robots.txt or TDMRep file), the spider closing:
     what the request's errback gets (``scrapy_rfc9309.RobotsCancelled``).
     Its message says what it waited for.  Counted in
-    ``robots/crawl_delay/cancelled``; put back in the queue when the queue
+    ``robots/cancelled``; put back in the queue when the queue
     outlives the crawl (``JOBDIR``)."""
 
 

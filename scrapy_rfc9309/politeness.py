@@ -57,7 +57,7 @@ chain.  A request waiting for a turn looks every ``_CLOSE_POLL`` whether the
 spider is closing, and is then dropped (:class:`~scrapy_rfc9309.RobotsCancelled`,
 an ``IgnoreRequest``): Scrapy waits for the requests in progress before it
 sends ``spider_closed``.  :meth:`Politeness.wait` counts each request dropped
-so in ``robots/crawl_delay/cancelled`` (those that waited for their origin's
+so in ``robots/cancelled`` (those that waited for their origin's
 robots.txt or TDMRep file too), and the requests waiting behind it at its
 origin's gate leave at once.
 """
@@ -522,7 +522,7 @@ class Politeness:
     def dropped(self, request: Request, cancelled: RobotsCancelled) -> None:
         """Count and log ``request``, dropped at close while it waited
         inside the package (``cancelled`` says for what); :meth:`keep` it."""
-        self.stats.inc_value("robots/crawl_delay/cancelled")
+        self.stats.inc_value("robots/cancelled")
         logger.debug(
             "Dropped %(request)s: %(why)s",
             {"request": request, "why": cancelled},
@@ -556,7 +556,7 @@ class Politeness:
         # The copy put back is the request now: the spider's errback hears
         # nothing of this one (IgnoreRequest without an errback is silent).
         request.errback = None
-        self.stats.inc_value("robots/crawl_delay/kept")
+        self.stats.inc_value("robots/cancelled/requeued")
 
     async def _sleep(self, seconds: float, origin: str) -> float:
         """Sleep ``seconds``, waking every ``_CLOSE_POLL`` at most to see

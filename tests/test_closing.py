@@ -4,7 +4,7 @@ A request waits inside the package for its Crawl-delay turn, a Retry-After
 pause, its origin's robots.txt or TDMRep file, or another worker's fetch of
 one.  When the crawl closes, each wait ends (the close is not held for the
 turns: Scrapy would download the requests its own slots queue), and each
-request is dropped, counted in ``robots/crawl_delay/cancelled``: never
+request is dropped, counted in ``robots/cancelled``: never
 judged from a fetch that did not happen (allowed, forbidden, or a file
 stored as unreachable for the fleet).  Closed here by
 ``CLOSESPIDER_TIMEOUT``, seconds before the turns they wait for.
@@ -64,7 +64,7 @@ async def test_the_requests_behind_a_cancelled_turn_leave_without_sleeping(
     monkeypatch.setattr(politeness, "sleep", counting)
     await crawler.crawl_async(urls=[server.url(f"/{i}") for i in range(20)])
     assert [hit.path for hit in server.hits] == ["/robots.txt"]
-    assert stats(crawler)["robots/crawl_delay/cancelled"] == 20
+    assert stats(crawler)["robots/cancelled"] == 20
     assert len(_cancelled(crawler.spider)) == 20
     assert after_close == []
 
@@ -99,7 +99,7 @@ async def test_a_robots_txt_cancelled_while_it_waits_for_its_turn_allows_nothing
     assert [hit.path for hit in server.hits] == ["/robots.txt"]
     counted = stats(crawler)
     # /a waiting for its turn, robots.txt for its own, /no for robots.txt.
-    assert counted["robots/crawl_delay/cancelled"] == 3
+    assert counted["robots/cancelled"] == 3
     assert counted["robots/outcome/parsed"] == 1
     assert "robots/refused" not in counted
     assert "robots/outcome/unavailable" not in counted
@@ -128,7 +128,7 @@ async def test_pages_waiting_for_a_paused_robots_txt_are_not_forbidden(
     assert "robots/forbidden" not in counted
     assert "robots/refused" not in counted
     # The retry of robots.txt and the three pages.
-    assert counted["robots/crawl_delay/cancelled"] == 4
+    assert counted["robots/cancelled"] == 4
     assert crawler.spider.dropped == {}  # type: ignore[attr-defined]
     assert len(_cancelled(crawler.spider)) == 3
 
@@ -159,7 +159,7 @@ async def test_a_cancelled_tdmrep_file_is_not_stored_as_unreachable(
     counted = stats(crawler)
     assert "robots/tdm/file/unreachable" not in counted
     # The retry of the file and the three pages.
-    assert counted["robots/crawl_delay/cancelled"] == 4
+    assert counted["robots/cancelled"] == 4
     store = SQLiteStore(path)
     try:
         assert await store.get_record(server.url("/.well-known/tdmrep.json")) is None
@@ -190,7 +190,7 @@ async def test_a_wait_for_another_worker_s_fetch_ends_at_close(
     crawler = await crawl(urls, settings, Burst)
     assert server.hits == []
     counted = stats(crawler)
-    assert counted["robots/crawl_delay/cancelled"] == 3
+    assert counted["robots/cancelled"] == 3
     assert "robots/store/lease_waits_expired" not in counted
     assert len(_cancelled(crawler.spider)) == 3
 
@@ -216,7 +216,7 @@ async def test_a_download_before_the_engine_starts_takes_its_turn(
     await crawler.crawl_async(urls=[server.url("/a")])
     assert statuses == [200]
     assert [hit.path for hit in server.hits] == ["/robots.txt", "/login", "/a"]
-    assert "robots/crawl_delay/cancelled" not in stats(crawler)
+    assert "robots/cancelled" not in stats(crawler)
     assert crawler.spider.crawled == [server.url("/a")]  # type: ignore[union-attr]
 
 
@@ -235,6 +235,6 @@ async def test_a_robots_txt_is_not_retried_once_the_crawl_closes(
     crawler = await crawl([server.url("/a")], {**settings, "CLOSESPIDER_TIMEOUT": 0.5})
     assert [hit.path for hit in server.hits] == ["/robots.txt"]
     counted = stats(crawler)
-    assert counted["robots/crawl_delay/cancelled"] == 2  # robots.txt and /a
+    assert counted["robots/cancelled"] == 2  # robots.txt and /a
     assert "robots/outcome/unreachable" not in counted
     assert len(_cancelled(crawler.spider)) == 1

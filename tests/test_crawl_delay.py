@@ -376,8 +376,8 @@ async def test_requests_dropped_at_close_are_kept_in_jobdir(
     paused = await crawl(urls, {**job, "CLOSESPIDER_TIMEOUT": 1}, spidercls=Burst)
     assert [server.count(f"/{i}") for i in range(3)] == [0, 0, 0]
     counted = stats(paused)
-    assert counted["robots/crawl_delay/cancelled"] == 3
-    assert counted["robots/crawl_delay/kept"] == 3
+    assert counted["robots/cancelled"] == 3
+    assert counted["robots/cancelled/requeued"] == 3
     # Put back, not failed: the spider's errback heard nothing of them.
     assert paused.spider.errors == []  # type: ignore[union-attr]
     server.route("/robots.txt", "User-agent: *\n")

@@ -549,5 +549,5 @@ async def test_requests_waiting_for_a_turn_never_hold_the_crawl_open(
     await crawler.crawl_async(urls=[server.url(f"/{i}") for i in range(3)])
     assert server.count("/robots.txt") == 1
     assert sum(server.count(f"/{i}") for i in range(3)) == 0
-    assert stats(crawler)["robots/crawl_delay/cancelled"] == 3
+    assert stats(crawler)["robots/cancelled"] == 3
     assert crawler.stats.get_value("finish_reason") == "closespider_timeout"  # type: ignore[union-attr]

@@ -238,7 +238,7 @@ async def test_responses_from_the_http_cache_never_wait(
     assert turns == []
     # The Crawl-delay was read (from the cached robots.txt) all the same.
     assert stats(replay)["robots/crawl_delay/origins"] == 1
-    assert "robots/crawl_delay/cancelled" not in stats(replay)
+    assert "robots/cancelled" not in stats(replay)
     assert replay.stats.get_value("finish_reason") == "finished"  # type: ignore[union-attr]
 
 

@@ -168,8 +168,8 @@ def test_a_worker_closing_puts_its_waiting_requests_back_in_the_fleet_queue(
     settings = {"CLOSESPIDER_TIMEOUT": 2, "ROBOTS_CRAWL_DELAY_MAX": 30}
     (stats,) = redis_fleet.run([server.url("/")], "redis", settings, workers=1)
     assert server.count("/") == 0
-    assert stats["robots/crawl_delay/cancelled"] == 1
-    assert stats["robots/crawl_delay/kept"] == 1
+    assert stats["robots/cancelled"] == 1
+    assert stats["robots/cancelled/requeued"] == 1
     client = redis.Redis.from_url(redis_fleet.redis_url)
     queued = client.zrange(redis_fleet.prefix + QUEUE_KEY % {"spider": SPIDER}, 0, -1)
     client.close()
