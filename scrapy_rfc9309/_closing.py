@@ -47,7 +47,7 @@ def closing(crawler: Crawler) -> bool:
         return True
     stopping = getattr(engine, "_stopping", None)
     if stopping is None:
-        # Scrapy 2.13: stopped once it started (start_time set) and no
-        # longer runs; also while its engine_started handlers run.
-        return not engine.running and engine.start_time is not None
+        # Scrapy 2.13: stopped once it ran (it made _closewait then, after
+        # its engine_started handlers) and runs no more.
+        return not engine.running and engine._closewait is not None
     return bool(stopping)

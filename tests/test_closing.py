@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -238,3 +239,30 @@ async def test_a_robots_txt_is_not_retried_once_the_crawl_closes(
     assert counted["robots/cancelled"] == 2  # robots.txt and /a
     assert "robots/outcome/unreachable" not in counted
     assert len(_cancelled(crawler.spider)) == 1
+
+
+@pytest.mark.parametrize(
+    ("engine", "expected"),
+    [
+        # Scrapy 2.13: no _stopping. Before start, during its engine_started
+        # handlers (start_time set, not running yet), running, stopped.
+        ({"running": False, "start_time": None, "_closewait": None}, False),
+        ({"running": False, "start_time": 1.0, "_closewait": None}, False),
+        ({"running": True, "start_time": 1.0, "_closewait": object()}, False),
+        ({"running": False, "start_time": 1.0, "_closewait": object()}, True),
+        # Scrapy 2.14 and newer say it.
+        ({"running": False, "_stopping": False}, False),
+        ({"running": True, "_stopping": False}, False),
+        ({"running": False, "_stopping": True}, True),
+        # Closing the spider, whatever the release.
+        ({"running": True, "_stopping": False, "_slot": "closing"}, True),
+    ],
+)
+def test_closing_on_every_release(engine: dict[str, Any], expected: bool) -> None:
+    """Only a spider closing or an engine stopping is closing: an engine
+    that has not started (or runs its engine_started handlers) is not."""
+    slot = engine.pop("_slot", None)
+    fake = SimpleNamespace(
+        **engine, _slot=SimpleNamespace(closing=object() if slot else None)
+    )
+    assert closing(SimpleNamespace(engine=fake)) is expected  # type: ignore[arg-type]
