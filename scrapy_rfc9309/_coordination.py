@@ -471,7 +471,7 @@ class Outcomes:
             outcome = unreachable(
                 now=self.clock(), lifetimes=self.lifetimes, detail="internal error"
             )
-            return self.memory.store(origin, outcome)
+            return self._remember(origin, outcome)
 
     async def _fresh_entry(self, origin: str, request: Request) -> Entry:
         now = self.clock()
@@ -546,13 +546,18 @@ class Outcomes:
             now=self.clock(), lifetimes=self.lifetimes, previous=previous, detail=detail
         )
 
-    async def _obtained(self, origin: str, outcome: Outcome, request: Request) -> Entry:
+    def _remember(self, origin: str, outcome: Outcome) -> Entry:
+        """Keep ``outcome`` of ``origin`` in memory, the origin counted under
+        its kind (:attr:`origins`)."""
         previous = self.memory.entry(origin)
-        entry = self.memory.store(origin, outcome)
-        self.stats.inc_value(f"robots/outcome/{outcome.kind}")
         if previous is not None:
             self.origins[previous.outcome.kind] -= 1
         self.origins[outcome.kind] += 1
+        return self.memory.store(origin, outcome)
+
+    async def _obtained(self, origin: str, outcome: Outcome, request: Request) -> Entry:
+        entry = self._remember(origin, outcome)
+        self.stats.inc_value(f"robots/outcome/{outcome.kind}")
         if outcome.kind != PARSED:
             self._log_outcome(origin, outcome)
         self.crawler.signals.send_catch_log(

@@ -493,6 +493,41 @@ async def test_summary_counts_each_origin_under_its_last_outcome(
     )
 
 
+@coroutine_test
+async def test_summary_counts_an_origin_judged_after_an_internal_error_once(
+    server: Server, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first fetch of an origin fails inside the package (judged
+    unreachable, "internal error"); two days later its robots.txt is
+    parsed: one origin, parsed. The failure's outcome was not counted, so
+    the summary said "0 origins (parsed 1, unreachable -1; ...)"."""
+    clock = FakeClock()
+    monkeypatch.setattr(RobotsMiddleware, "clock", clock)
+    server.route("/robots.txt", "User-agent: *\nDisallow: /private\n")
+    fetch = fetch_module.RobotsFetcher.fetch
+    calls = 0
+
+    async def failing_once(self: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("a bug")
+        return await fetch(self, *args, **kwargs)
+
+    monkeypatch.setattr(fetch_module.RobotsFetcher, "fetch", failing_once)
+
+    def before(index: int) -> None:
+        if index == 1:
+            clock.now += 2 * 86_400
+
+    with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
+        await crawl(
+            [server.url("/a"), server.url("/b")], spidercls=Steps, before=before
+        )
+    (summary,) = _summaries(caplog)
+    assert summary.getMessage().startswith("robots.txt: 1 origin (parsed 1),")
+
+
 # -- a robots.txt request refused by another component --------------------------
 
 
