@@ -357,10 +357,11 @@ class RobotsFetcher:
         meta = {**route, **(meta or {})}
         response, decoded = await self.download(url, origin, meta=meta, headers=headers)
         if "cached" not in response.flags:
-            if "dataloss" in response.flags:
-                # HttpCacheMiddleware stored it without its flag (before
-                # Scrapy 2.19): stored again, marked.
-                self._recache(response)
+            if ("dataloss" in response.flags) != (TRUNCATED_HEADER in response.headers):
+                # What HttpCacheMiddleware stored tells it wrong (no flags
+                # before Scrapy 2.19; a server may send the header): stored
+                # again, marked as it is.
+                self._recache(response, again=True)
             return response, decoded, None
         if TRUNCATED_HEADER in response.headers and "dataloss" not in response.flags:
             response.flags.append("dataloss")
@@ -412,28 +413,34 @@ class RobotsFetcher:
             return outcome
         return None
 
-    def _recache(self, response: Response) -> None:
+    def _recache(self, response: Response, *, again: bool = False) -> None:
         """Store ``response``, downloaded past Scrapy's HTTP cache, in the
         cache in place of the answer not used, as HttpCacheMiddleware stores
         an answer (its policy's ``should_cache_response``, a ``Date`` added,
         ``httpcache/store``); ``dont_cache`` kept it from doing so.  Else the
         stale entry would be replayed and bypassed in every later crawl, and
         an offline replay would never have the new answer.  A truncated
-        answer is stored again with :data:`TRUNCATED_HEADER`."""
+        answer is stored with :data:`TRUNCATED_HEADER`, any other without;
+        ``again``: HttpCacheMiddleware stored (and counted) it already."""
         cache = self.crawler.get_downloader_middleware(HttpCacheMiddleware)
         request = response.request
         if cache is None or request is None:
             return
         if b"Date" not in response.headers:
             response.headers[b"Date"] = formatdate(usegmt=True)
-        if "dataloss" in response.flags:
+        truncated = "dataloss" in response.flags
+        if truncated != (TRUNCATED_HEADER in response.headers):
             headers = response.headers.copy()
-            headers[TRUNCATED_HEADER] = b"1"
+            if truncated:
+                headers[TRUNCATED_HEADER] = b"1"
+            else:
+                del headers[TRUNCATED_HEADER]
             response = response.replace(headers=headers)
         try:
             if cache.policy.should_cache_response(response, request):
                 cache.storage.store_response(self.crawler.spider, request, response)
-                self.stats.inc_value("httpcache/store")
+                if not again:
+                    self.stats.inc_value("httpcache/store")
         except Exception as exc:
             # The answer came all the same: it is used, only not kept.
             logger.warning(

@@ -556,6 +556,8 @@ async def test_a_truncated_robots_txt_is_never_replayed_as_whole(
         crawler = await crawl([server.url("/a")], settings)
         assert crawler.spider.dropped[server.url("/a")].cause == "unreachable"
         assert server.count("/robots.txt") == run
+        # Stored (again, marked), counted once.
+        assert stats(crawler, "httpcache/")["httpcache/store"] == 1
     assert stats(crawler)["robots/httpcache/bypassed"] == 1
     assert [hit.path for hit in server.hits] == ["/robots.txt"] * 2
     # Whole again: its replay, and then the cache, answer.
@@ -565,6 +567,22 @@ async def test_a_truncated_robots_txt_is_never_replayed_as_whole(
     replay = await crawl([server.url("/a")], settings)
     assert replay.spider.dropped[server.url("/a")].cause == "rule"
     assert server.count("/robots.txt") == 3
+
+
+@coroutine_test
+async def test_a_whole_robots_txt_with_the_truncated_marker_is_replayed(
+    server: Server, tmp_path: Any
+) -> None:
+    # A server sending the header the package marks truncated answers with:
+    # stored without it, the next run is answered by the cache (it was read
+    # as truncated, downloaded again in every run, and unreachable offline).
+    server.route("/robots.txt", RULES_A, headers={fetch.TRUNCATED_HEADER.decode(): "1"})
+    urls = [server.url("/a"), server.url("/b")]
+    for _ in range(2):
+        crawler = await crawl(urls, _http_cache(tmp_path))
+        assert crawler.spider.crawled == [server.url("/b")]
+    assert server.count("/robots.txt") == 1
+    assert "robots/httpcache/bypassed" not in stats(crawler)
 
 
 @coroutine_test
