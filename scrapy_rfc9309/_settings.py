@@ -224,29 +224,6 @@ def robots_user_agent(settings: BaseSettings, spider: Spider | None = None) -> s
     return "*"
 
 
-def log_agent_not_sent(crawler: Crawler, agent: str) -> None:
-    """One INFO line when the product token of ``agent``, whose rules apply,
-    is not in the User-Agent header the crawl sends (the spider's
-    ``user_agent``, else ``USER_AGENT``, as UserAgentMiddleware sends it).
-    RFC 9309 2.2.1 says it SHOULD be, so that a site can tell which of its
-    groups the crawler obeys; Google's crawlers break it on purpose
-    (Googlebot-News obeys its own group, sending Googlebot's string), so it
-    is said, not warned of."""
-    token = product_token(agent)
-    sent = getattr(crawler.spider, "user_agent", None) or crawler.settings.get(
-        "USER_AGENT"
-    )
-    if not token or not isinstance(sent, str) or token in sent.lower():
-        return
-    logger.info(
-        "Obeying the robots.txt rules of %(token)r while the User-Agent header"
-        " sent is %(sent)r, which does not name it (RFC 9309 2.2.1: the"
-        " product token should be part of the User-Agent)",
-        {"token": token, "sent": sent},
-        extra={"crawler": crawler},
-    )
-
-
 #: Where the crawl's agent comes from when no spider attribute names it.
 _AGENT_SETTINGS = ("ROBOTS_USER_AGENT", "ROBOTSTXT_USER_AGENT", "USER_AGENT")
 _AGENT_ACCEPTED = (

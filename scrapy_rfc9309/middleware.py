@@ -20,6 +20,8 @@ import time
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, get_args, overload
 
 from scrapy import Request, signals
+from scrapy.downloadermiddlewares.defaultheaders import DefaultHeadersMiddleware
+from scrapy.downloadermiddlewares.useragent import UserAgentMiddleware
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.httpobj import urlparse_cached
@@ -29,9 +31,9 @@ from ._closing import RobotsCancelled, closing
 from ._compat import spider_argument
 from ._config import RobotsConfig
 from ._coordination import GuardedStore, Outcomes
-from ._settings import ensure_enabled, log_agent_not_sent, refusals_logged
+from ._settings import ensure_enabled, refusals_logged
 from .fetch import META_KEY, RobotsFetcher
-from .match import Cause, Decision, Matcher
+from .match import Cause, Decision, Matcher, product_token
 from .outcome import (
     PARSED,
     UNAVAILABLE,
@@ -161,7 +163,7 @@ class RobotsMiddleware:
         # The crawl's settings (RobotsConfig), shared with its other components.
         self.config = config = RobotsConfig.for_crawler(crawler)
         _warn_missing_components(crawler, config)
-        log_agent_not_sent(crawler, config.user_agent)
+        _log_agent_not_sent(crawler, config.user_agent)
         self.fetcher = RobotsFetcher(
             crawler, lifetimes=config.lifetimes, clock=self._now
         )
@@ -534,6 +536,36 @@ def _warn_missing_components(crawler: Crawler, config: RobotsConfig) -> None:
             },
             extra={"crawler": crawler},
         )
+
+
+def _log_agent_not_sent(crawler: Crawler, agent: str) -> None:
+    """One INFO line when the product token of ``agent``, whose rules apply,
+    is not in the User-Agent header the crawl sends: the one in
+    ``DEFAULT_REQUEST_HEADERS`` (DefaultHeadersMiddleware sets it first),
+    else the spider's ``user_agent`` or ``USER_AGENT`` (UserAgentMiddleware);
+    nothing is said when neither component is enabled (another one picks
+    it).  RFC 9309 2.2.1 says the token SHOULD be in it, so that a site can
+    tell which of its groups the crawler obeys; Googlebot-News breaks that
+    on purpose (its own group, Googlebot's string), so it is said, not
+    warned of."""
+    token = product_token(agent)
+    enabled = _enabled(crawler, "DOWNLOADER_MIDDLEWARES") or []
+    sent = None
+    if any(issubclass(cls, DefaultHeadersMiddleware) for cls in enabled):
+        headers = crawler.settings.getdict("DEFAULT_REQUEST_HEADERS")
+        sent = next((v for k, v in headers.items() if k.lower() == "user-agent"), None)
+    if sent is None and any(issubclass(cls, UserAgentMiddleware) for cls in enabled):
+        spider_agent = getattr(crawler.spider, "user_agent", None)
+        sent = spider_agent or crawler.settings.get("USER_AGENT")
+    if not token or not isinstance(sent, str) or token in sent.lower():
+        return
+    logger.info(
+        "Obeying the robots.txt rules of %(token)r while the User-Agent header"
+        " sent is %(sent)r, which does not name it (RFC 9309 2.2.1: the"
+        " product token should be part of the User-Agent)",
+        {"token": token, "sent": sent},
+        extra={"crawler": crawler},
+    )
 
 
 def _enabled(crawler: Crawler, chain: str) -> list[type] | None:

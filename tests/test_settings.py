@@ -401,6 +401,26 @@ class SendsGoodBot(RecordingSpider):
             False,
         ),
         ({"ROBOTS_USER_AGENT": "GoodBot/1.0"}, SendsGoodBot, False),
+        # DefaultHeadersMiddleware sets the header first.
+        (
+            {
+                "ROBOTS_USER_AGENT": "GoodBot",
+                "DEFAULT_REQUEST_HEADERS": {"user-agent": "GoodBot/1.0"},
+            },
+            RecordingSpider,
+            False,
+        ),
+        # Another component picks the header: nothing is known of it.
+        (
+            {
+                "ROBOTS_USER_AGENT": "GoodBot",
+                "DOWNLOADER_MIDDLEWARES": {
+                    "scrapy.downloadermiddlewares.useragent.UserAgentMiddleware": None
+                },
+            },
+            RecordingSpider,
+            False,
+        ),
     ],
 )
 @coroutine_test
