@@ -21,7 +21,12 @@ if TYPE_CHECKING:
     from scrapy.core.downloader import Downloader, Slot
     from scrapy.crawler import Crawler
 
-__all__ = ["Slots"]
+__all__ = ["QUEUE_META", "Slots"]
+
+#: Request meta key: the slot the scheduler's queue filed a request under
+#: (:meth:`Slots.note_queue`), for one that may wait in PacingMiddleware (a
+#: Crawl-delay turn, a Retry-After pause) after a component moved it.
+QUEUE_META = "_robots_queue_slot"
 
 
 class Slots:
@@ -35,25 +40,24 @@ class Slots:
         # Slot key -> how many of its requests wait (:meth:`waiting`).
         self._waiting: dict[str, int] = {}
 
-    def queued(self, request: Request) -> str | None:
-        """The slot the scheduler's queue filed ``request`` under, as the
-        downloader picks it so far, made if need be: a later component
-        (proxy rotation, scrapy-zyte-api) may move the request, and
-        :meth:`waiting` then counts it in both.  ``None`` when not
-        crawling."""
-        if crawl_engine(self._crawler) is None:
-            return None
-        return downloader_slot(self._crawler, request)[0]
+    def note_queue(self, request: Request) -> None:
+        """Note in ``request`` (:data:`QUEUE_META`) the slot the scheduler's
+        queue filed it under, as the downloader picks it so far, made if
+        need be: a later component (proxy rotation, scrapy-zyte-api) may
+        move the request, and :meth:`waiting` then counts it in both.
+        Only while crawling."""
+        if crawl_engine(self._crawler) is not None:
+            request.meta[QUEUE_META] = downloader_slot(self._crawler, request)[0]
 
     @contextmanager
-    def waiting(self, request: Request, queued: str | None = None) -> Iterator[None]:
+    def waiting(self, request: Request) -> Iterator[None]:
         """Count ``request``, held before its slot (its turn, a pause, its
         robots.txt), among its slot's active requests while it waits, as
         Scrapy counts the requests waiting in a slot for its
         ``DOWNLOAD_DELAY``: ``DownloaderAwarePriorityQueue`` then hands
-        out the requests of less busy slots first.  Counted in the slot
-        ``queued`` too (:meth:`queued`), the one that queue reads, when a
-        later component moved the request out of it.  Removed on every
+        out the requests of less busy slots first.  Counted in the slot it
+        was queued under too (:meth:`note_queue`), the one that queue reads,
+        when a later component moved the request out of it.  Removed on every
         exit, before the downloader adds it again (a request already in a
         slot is left alone there).
 
@@ -70,6 +74,7 @@ class Slots:
             return
         key, slot = downloader_slot(self._crawler, request)
         counted = [(key, slot)]
+        queued = request.meta.get(QUEUE_META)
         if queued is not None and queued != key:
             other = self.downloader.slots.get(queued)
             if other is not None:

@@ -32,6 +32,7 @@ from ._compat import spider_argument
 from ._config import RobotsConfig
 from ._coordination import GuardedStore, Outcomes
 from ._settings import ensure_enabled, refusals_logged
+from ._slots import QUEUE_META
 from .fetch import META_KEY, RobotsFetcher
 from .match import Cause, Decision, Matcher, product_token
 from .outcome import (
@@ -182,6 +183,14 @@ class RobotsMiddleware:
         self.politeness = Politeness(
             crawler, self.stores if self.stores.fleet else None
         )
+        # What a page's meta carries on to its links or a redirect (spiders
+        # pass meta on) is not theirs: its marks, licences, preferences,
+        # evidence; dropped from every request before it is judged.
+        self._carried = (PACE_META, QUEUE_META, LICENSES_META_KEY) + (
+            (USAGE_META_KEY,) if config.usage_purposes else ()
+        )
+        if self.ledger is not None:
+            self._carried += (EVIDENCE_KEY,)
         #: The outcome of each origin, its robots.txt fetched once.
         self.outcomes = Outcomes(
             crawler,
@@ -217,16 +226,8 @@ class RobotsMiddleware:
         # The per-request path, written for speed: with the origin's outcome
         # in memory and fresh, this is a dict lookup and a matcher call.
         meta, config = request.meta, self.config
-        if config.usage_purposes:
-            # Spiders pass meta on: a page's preferences are not its links'.
-            meta.pop(USAGE_META_KEY, None)
-        # Nor its licences.
-        meta.pop(LICENSES_META_KEY, None)
-        # A mark carried over (meta passed on to a link, a redirect to
-        # another origin) is not this request's.
-        meta.pop(PACE_META, None)
-        if self.ledger is not None:
-            meta.pop(EVIDENCE_KEY, None)
+        for key in self._carried:
+            meta.pop(key, None)
         if meta.get("dont_obey_robotstxt"):
             if META_KEY in meta and closing(self.crawler):
                 self._closed(request)
@@ -263,6 +264,10 @@ class RobotsMiddleware:
                 "unreachable" if decision.reason == UNREACHABLE else "rule",
                 outcome,
             )
+        politeness = self.politeness
+        if politeness.paused and origin in politeness.paused and politeness.paced_later:
+            # It waits for the pause in PacingMiddleware.
+            politeness.slots.note_queue(request)
         if self.ledger is not None:
             self.ledger.decided(request, origin, outcome, entry.matcher, decision, now)
         matcher = entry.matcher
@@ -286,7 +291,6 @@ class RobotsMiddleware:
                     f" {config.crawl_delay_max:g}",
                 )
             if kept > 0:
-                politeness = self.politeness
                 politeness.mark(request, origin, kept)
                 if not politeness.paced_later:
                     # No PacingMiddleware in the chain: the turn is taken

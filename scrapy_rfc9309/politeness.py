@@ -82,7 +82,7 @@ from ._config import SCOPES, RobotsConfig
 from ._gates import Gate, Moments
 from ._retryafter import RETRY_AFTER_STATUSES, retry_after
 from ._settings import ensure_enabled, refusals_logged
-from ._slots import Slots
+from ._slots import QUEUE_META, Slots
 from ._store import keeps_extends, keeps_pauses, keeps_turns, reserve_turn
 from .fetch import META_KEY as FETCH_META
 from .stores.base import OutcomeStore
@@ -138,9 +138,8 @@ _LAGS = 8
 #: How often a request waiting for a turn looks whether the spider closes
 #: (once it does, the requests waiting behind it leave without sleeping).
 _CLOSE_POLL = 0.25
-#: Request meta key: ``(origin, Crawl-delay, queue slot)`` of a request
-#: RobotsMiddleware marked for :class:`PacingMiddleware` to space; the slot
-#: it was queued under (:meth:`~scrapy_rfc9309._slots.Slots.queued`).
+#: Request meta key: ``(origin, Crawl-delay)`` of a request RobotsMiddleware
+#: marked for :class:`PacingMiddleware` to space.
 PACE_META = "_robots_crawl_delay"
 #: Request meta key: until when (seconds since the epoch) the Retry-After of
 #: its answer paused its origin, carried by its retry to whichever worker
@@ -256,8 +255,9 @@ class Politeness:
     def mark(self, request: Request, origin: str, delay: float) -> None:
         """Mark ``request`` as one to space ``delay`` after the previous
         request to ``origin``."""
-        queued = self.slots.queued(request) if self.paced_later else None
-        request.meta[PACE_META] = (origin, delay, queued)
+        request.meta[PACE_META] = (origin, delay)
+        if self.paced_later:
+            self.slots.note_queue(request)
         free_at = self._free_at
         if origin in free_at:
             free_at.move_to_end(origin)
@@ -478,7 +478,7 @@ class Politeness:
         mark = request.meta.get(PACE_META)
         if request.meta.pop(TURN_META, None) is None or mark is None:
             return
-        origin, delay, _ = mark
+        origin, delay = mark
         self._left(origin, delay, monotonic())
         if self._extends is not None and self._turns is not None:
             await self._extends.extend(origin, delay, self.turn_limit)
@@ -503,17 +503,14 @@ class Politeness:
                 " (its Crawl-delay or a Retry-After pause)"
             )
 
-    async def wait(
-        self, request: Request, waiting: Awaitable[_T], queued: str | None = None
-    ) -> _T:
+    async def wait(self, request: Request, waiting: Awaitable[_T]) -> _T:
         """Await ``waiting``: ``request``'s turn, the end of its origin's
-        pause, or its origin's robots.txt; counted in its slot and in the
-        one it was ``queued`` under (:meth:`Slots.waiting`).  A request
-        dropped meanwhile, the spider closing, is counted, logged, and put
-        back in the queue first when the queue outlives the crawl
-        (:meth:`keep`)."""
+        pause, or its origin's robots.txt; counted in its slots meanwhile
+        (:meth:`Slots.waiting`).  A request dropped meanwhile, the spider
+        closing, is counted, logged, and put back in the queue first when
+        the queue outlives the crawl (:meth:`keep`)."""
         try:
-            with self.slots.waiting(request, queued):
+            with self.slots.waiting(request):
                 return await waiting
         except RobotsCancelled as cancelled:
             self.dropped(request, cancelled)
@@ -542,7 +539,7 @@ class Politeness:
         meta = {
             key: value
             for key, value in request.meta.items()
-            if key not in (PACE_META, TURN_META)
+            if key not in (PACE_META, TURN_META, QUEUE_META)
         }
         try:
             engine.crawl(request.replace(meta=meta, dont_filter=True))
@@ -599,11 +596,10 @@ class Politeness:
             mark = self.own_mark(request)
         if mark is None:
             return False
-        origin, delay, queued = mark
-        await self.wait(request, self.take_turn(request, origin, delay), queued)
+        await self.wait(request, self.take_turn(request, *mark))
         return True
 
-    def own_mark(self, request: Request) -> tuple[str, float, str | None] | None:
+    def own_mark(self, request: Request) -> tuple[str, float] | None:
         """Mark the package's own request (robots.txt, a TDMRep file: its
         meta has :data:`~scrapy_rfc9309.fetch.META_KEY`) to an origin this
         process knows under a Crawl-delay, to take its turn like a page;
@@ -612,7 +608,7 @@ class Politeness:
         delay = None if origin is None else self._free_at.delays.get(origin)
         if origin is None or not delay:
             return None
-        mark = request.meta[PACE_META] = (origin, delay, None)
+        mark = request.meta[PACE_META] = (origin, delay)
         return mark
 
     async def _turn(self, origin: str, delay: float) -> float:

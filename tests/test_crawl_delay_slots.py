@@ -13,7 +13,7 @@ server in another process than the workers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from itertools import count, pairwise
 from pathlib import Path
 from time import monotonic
@@ -28,6 +28,7 @@ from scrapy_rfc9309.politeness import Politeness
 from tests.support.crawl_helpers import (
     TIMER_GRANULARITY,
     Burst,
+    RecordingSpider,
     crawl,
     crawl_delay_robots,
     stats,
@@ -304,6 +305,51 @@ async def test_waiting_requests_count_in_the_slot_they_were_queued_under(
     assert crawler.engine is not None
     slots = crawler.engine.downloader.slots
     assert not any(slot.active for slot in slots.values())
+
+
+class AfterTheFirst(RecordingSpider):
+    """Requests its first URL; once it is answered (a 429 with Retry-After,
+    to its errback), all the others at once."""
+
+    async def start(self) -> AsyncIterator[Any]:
+        yield Request(self.urls[0], callback=self.parse, errback=self.then)
+
+    def then(self, failure: Any) -> Iterator[Request]:
+        self.failed(failure)
+        for url in self.urls[1:]:
+            yield Request(url, callback=self.parse, errback=self.failed)
+
+
+@coroutine_test
+async def test_requests_waiting_for_a_pause_count_in_their_queue_slot(
+    make_server: Callable[..., Server],
+) -> None:
+    """A site pauses the crawl (429, Retry-After: 2) and a component after
+    RobotsMiddleware moves each request to a proxy's slot (RotatingSlots):
+    its requests waiting for the pause in PacingMiddleware count in the
+    slot the queue filed them under too, and the queue hands out the other
+    site's pages, which all arrive during the pause. They counted only in
+    the proxies' slots: the paused site's pages took the 4 places, and the
+    other site's waited for the pause's end."""
+    paused, free = make_server(), make_server()
+    for server in (paused, free):
+        server.route("/robots.txt", "User-agent: *\nDisallow:\n")
+    paused.route("/first", "slow down", status=429, headers={"Retry-After": "2"})
+    urls = [paused.url("/first")] + [paused.url(f"/a{i}") for i in range(8)]
+    urls += [free.url(f"/b{i}") for i in range(8)]
+    await crawl(
+        urls,
+        {
+            "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
+            "CONCURRENT_REQUESTS": 4,
+            "DOWNLOADER_MIDDLEWARES": {f"{HERE}.RotatingSlots": 610},
+            "CLOSESPIDER_TIMEOUT": 6,
+        },
+        spidercls=AfterTheFirst,
+    )
+    assert len(free.times("/b")) == 8, (free.times(), paused.times())
+    after_the_pause = min(paused.times("/a"))
+    assert max(free.times("/b")) < after_the_pause, (free.times(), paused.times())
 
 
 @pytest.mark.parametrize("pacing", [True, False])
