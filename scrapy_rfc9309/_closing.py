@@ -26,11 +26,12 @@ __all__ = ["RobotsCancelled", "closing"]
 
 
 class RobotsCancelled(IgnoreRequest):
-    """A request dropped while it waited inside the package (its turn, a
-    pause, its origin's robots.txt or TDMRep file), the spider closing:
-    what the request's errback gets (``scrapy_rfc9309.RobotsCancelled``).
-    Its message says what it waited for.  Counted in
-    ``robots/cancelled``; put back in the queue when the queue
+    """A request dropped because the spider closes: one that waited inside
+    the package (its turn, a pause, its origin's robots.txt or TDMRep
+    file), or the package's own request (robots.txt, a TDMRep file, a
+    retry of one) sent no more.  What the request's errback gets
+    (``scrapy_rfc9309.RobotsCancelled``); its message says why.  Counted
+    in ``robots/cancelled``; a page is put back in the queue when the queue
     outlives the crawl (``JOBDIR``)."""
 
 

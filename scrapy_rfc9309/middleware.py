@@ -299,9 +299,10 @@ class RobotsMiddleware:
 
     def _closed(self, request: Request) -> NoReturn:
         """Drop ``request``, the package's own (robots.txt, a TDMRep file),
-        sent or retried (RetryMiddleware) once the crawl closes, as Scrapy
-        sends no page's retry then: the close waited for each retry, and
-        the origin was judged from a failure at close."""
+        reaching the chain once the crawl closes: a retry (RetryMiddleware),
+        a redirect hop, or a first request started just before.  Scrapy
+        sends no page's retry then; the close waited for each, and the
+        origin was judged from a failure at close."""
         cancelled = RobotsCancelled(
             "the spider closed: the package's own requests are not sent again"
         )
@@ -405,6 +406,9 @@ class RobotsMiddleware:
         outcome is the one kept in memory: what answers for the crawl's
         agent.  ``request`` is the request it is needed for (passed on to
         the ``robots_outcome`` signal), by default a GET of ``url``.
+
+        Raises :class:`~scrapy_rfc9309.RobotsCancelled` when the spider
+        closes before the outcome is known.
         """
         origin = robots_url(url)
         if origin is None:

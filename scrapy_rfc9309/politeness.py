@@ -517,8 +517,9 @@ class Politeness:
             raise
 
     def dropped(self, request: Request, cancelled: RobotsCancelled) -> None:
-        """Count and log ``request``, dropped at close while it waited
-        inside the package (``cancelled`` says for what); :meth:`keep` it."""
+        """Count and log ``request``, dropped at close (``cancelled`` says
+        why: what it waited for inside the package, or that it is the
+        package's own, sent no more); :meth:`keep` it."""
         self.stats.inc_value("robots/cancelled")
         logger.debug(
             "Dropped %(request)s: %(why)s",
