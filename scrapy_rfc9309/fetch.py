@@ -39,7 +39,7 @@ from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http.request import NO_CALLBACK
 
 from ._closing import RobotsCancelled
-from ._compat import DownloadTimeoutError, download, run_in_thread
+from ._compat import DownloadTimeoutError, crawl_engine, download, run_in_thread
 from ._config import RobotsConfig
 from ._decode import ACCEPT_ENCODING, BoundedDecoder, codings, decode
 from ._retryafter import http_date
@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ENCODING_HEADER",
     "META_KEY",
+    "REFUSED_HEADER",
     "ROUTING_META",
     "TRUNCATED_HEADER",
     "BodyTimeout",
@@ -94,6 +95,10 @@ ROUTING_META = ("proxy", "download_slot", "bindaddress")
 #: HTTP cache, which keeps no flags before Scrapy 2.19: its replay is
 #: flagged again, never read as the whole file.
 TRUNCATED_HEADER = b"X-Robots-Dataloss"
+#: Added to an answer stored in Scrapy's HTTP cache that ``ROBOTS_SSRF_GUARD``
+#: refused by the address it came from (the value: why): its replay, which
+#: tells no address, is refused again rather than used.
+REFUSED_HEADER = b"X-Robots-Refused-Address"
 
 
 def _resolve(host: str) -> list[str]:
@@ -413,7 +418,14 @@ class RobotsFetcher:
             return outcome
         return None
 
-    def _recache(self, response: Response, *, again: bool = False) -> None:
+    def _recache(
+        self,
+        response: Response,
+        request: Request | None = None,
+        *,
+        again: bool = False,
+        refusal: str | None = None,
+    ) -> None:
         """Store ``response``, downloaded past Scrapy's HTTP cache, in the
         cache in place of the answer not used, as HttpCacheMiddleware stores
         an answer (its policy's ``should_cache_response``, a ``Date`` added,
@@ -421,20 +433,32 @@ class RobotsFetcher:
         stale entry would be replayed and bypassed in every later crawl, and
         an offline replay would never have the new answer.  A truncated
         answer is stored with :data:`TRUNCATED_HEADER`, any other without;
-        ``again``: HttpCacheMiddleware stored (and counted) it already."""
+        one the SSRF guard refused (``refusal``: why) with
+        :data:`REFUSED_HEADER`, any other without.  ``again``:
+        HttpCacheMiddleware stored (and counted) it already.  ``request``:
+        the one ``response`` answers, if not yet its ``request`` (as in a
+        downloader middleware's ``process_response``)."""
+        if crawl_engine(self.crawler) is None:
+            return  # no crawl, so no cache
         cache = self.crawler.get_downloader_middleware(HttpCacheMiddleware)
-        request = response.request
+        request = request or response.request
         if cache is None or request is None:
             return
         if b"Date" not in response.headers:
             response.headers[b"Date"] = formatdate(usegmt=True)
         truncated = "dataloss" in response.flags
-        if truncated != (TRUNCATED_HEADER in response.headers):
+        if (
+            truncated != (TRUNCATED_HEADER in response.headers)
+            or refusal is not None
+            or REFUSED_HEADER in response.headers
+        ):
             headers = response.headers.copy()
+            for name in (TRUNCATED_HEADER, REFUSED_HEADER):
+                headers.pop(name, None)
             if truncated:
                 headers[TRUNCATED_HEADER] = b"1"
-            else:
-                del headers[TRUNCATED_HEADER]
+            if refusal is not None:
+                headers[REFUSED_HEADER] = refusal
             response = response.replace(headers=headers)
         try:
             if cache.policy.should_cache_response(response, request):
@@ -584,19 +608,33 @@ class RobotsFetcher:
         """Why ``ROBOTS_SSRF_GUARD`` refuses the address ``response`` (to
         ``request``) came from: a name found public when checked, then
         reached at another address by the download (DNS rebinding); its
-        answer is not used.  ``None`` when the guard is off, through a proxy
-        (the address is the proxy's) or when the download handler tells no
-        address."""
-        address = response.ip_address
-        if (
-            not self.ssrf_guard
-            or address is None
-            or (request is not None and request.meta.get("proxy"))
-            or _is_public(str(address))
-        ):
+        answer is not used, and is kept in Scrapy's HTTP cache marked with
+        :data:`REFUSED_HEADER`, so that its replay is refused again.
+        ``None`` when the guard is off, through a proxy (the address is the
+        proxy's) or when the download handler tells no address."""
+        if not self.ssrf_guard:
             return None
-        host = urlsplit(response.url).hostname
-        return f"ROBOTS_SSRF_GUARD refused {host} ({address}, reached after the check)"
+        if "cached" in response.flags:
+            marked = response.headers.get(REFUSED_HEADER)
+            if marked is None:
+                return None
+            return f"{marked.decode('utf-8', 'replace')}, replayed from the HTTP cache"
+        address = response.ip_address
+        refusal = None
+        if (
+            address is not None
+            and not (request is not None and request.meta.get("proxy"))
+            and not _is_public(str(address))
+        ):
+            host = urlsplit(response.url).hostname
+            refusal = (
+                f"ROBOTS_SSRF_GUARD refused {host} ({address}, reached after the check)"
+            )
+        if refusal is not None or REFUSED_HEADER in response.headers:
+            # What HttpCacheMiddleware stored is replaced: marked refused, or
+            # without a mark the server sent itself.
+            self._recache(response, request, again=True, refusal=refusal)
+        return refusal
 
     async def _ssrf_refusal(self, url: str) -> str | None:
         host = urlsplit(url).hostname

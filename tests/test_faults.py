@@ -916,6 +916,101 @@ async def test_ssrf_guard_drops_a_page_answered_from_a_refused_address(
 
 
 @coroutine_test
+async def test_ssrf_guard_refuses_a_replay_of_a_refused_robots_txt(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, localhost: FaultServer
+) -> None:
+    """The robots.txt the guard refused by its address is in Scrapy's HTTP
+    cache all the same (HttpCacheMiddleware stored it first).  Its replay
+    tells no address: it is refused by the mark it was stored with, so the
+    next run neither uses its rules nor downloads a page."""
+    _lookups_find_public(monkeypatch)
+    server = localhost
+    server.routes["/robots.txt"] = respond(200, "User-agent: *\nAllow: /\n")
+    origin = f"http://localhost:{server.port}"
+    cached = {
+        "ROBOTS_SSRF_GUARD": True,
+        "HTTPCACHE_ENABLED": True,
+        "HTTPCACHE_DIR": str(tmp_path / "cache"),
+    }
+    first = await _crawl([origin + "/p/public"], cached)
+    again = await _crawl([origin + "/p/public"], cached)
+
+    for result in (first, again):
+        [(_, outcome)] = result.outcomes
+        assert (outcome.kind, outcome.guard_refused) == ("unreachable", True)
+        assert "ROBOTS_SSRF_GUARD refused localhost (127.0.0.1" in outcome.detail
+        spider: Any = result.crawler.spider
+        assert spider.crawled == []
+        assert {e.cause for e in spider.dropped.values()} == {"unreachable"}
+    assert "replayed from the HTTP cache" in again.outcomes[0][1].detail
+    assert stats(again.crawler, "httpcache/")["httpcache/hit"] == 1
+    # Only the first run's robots.txt reached the server.
+    assert server.hits() == 1
+
+
+@coroutine_test
+async def test_ssrf_guard_refuses_a_replay_of_a_refused_page(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, localhost: FaultServer
+) -> None:
+    """A page dropped for the address it came from is kept in Scrapy's HTTP
+    cache marked refused: a later run replaying it drops it again, rather
+    than give the spider what a private address sent."""
+    server = localhost
+    server.routes["/robots.txt"] = respond(200, "User-agent: *\nAllow: /\n")
+    origin = f"http://localhost:{server.port}"
+    cache = {"HTTPCACHE_ENABLED": True, "HTTPCACHE_DIR": str(tmp_path / "cache")}
+    # A run without the guard puts robots.txt in the cache; the next ones,
+    # with the guard, replay it (it tells no address) and find the name
+    # public by its lookup, but the page comes from loopback.
+    await _crawl([origin + "/p/first"], cache)
+    _lookups_find_public(monkeypatch)
+    guarded = {**cache, "ROBOTS_SSRF_GUARD": True}
+    first = await _crawl([origin + "/p/public"], guarded)
+    again = await _crawl([origin + "/p/public"], guarded)
+
+    for result in (first, again):
+        spider: Any = result.crawler.spider
+        assert spider.crawled == []
+        [(url, refusal)] = spider.dropped.items()
+        assert (url, refusal.cause) == (origin + "/p/public", "unreachable")
+        assert "ROBOTS_SSRF_GUARD refused localhost (127.0.0.1" in refusal.why
+    assert "replayed from the HTTP cache" in again.crawler.spider.dropped[url].why
+    # The page was downloaded once, by the first guarded run.
+    assert (server.hits("/robots.txt"), server.hits("/p/public")) == (1, 1)
+
+
+@coroutine_test
+async def test_ssrf_guard_stores_a_servers_own_refusal_mark_without_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, hosts: Callable[[], FaultServer]
+) -> None:
+    """An answer that comes with the refusal mark from the server itself,
+    from an address the guard lets through, is kept in the cache without
+    it: its replay is used, not refused."""
+    server = hosts()
+    _guard_trusts(monkeypatch, server.host)
+    mark = {"X-Robots-Refused-Address": "a server's own"}
+    server.routes["/robots.txt"] = respond(
+        200, "User-agent: *\nDisallow: /p/private\n", headers=mark
+    )
+    server.routes["/p/public"] = respond(200, "page", headers=mark)
+    cached = {
+        "ROBOTS_SSRF_GUARD": True,
+        "HTTPCACHE_ENABLED": True,
+        "HTTPCACHE_DIR": str(tmp_path / "cache"),
+    }
+    urls = [server.url("/p/private"), server.url("/p/public")]
+    first = await _crawl(urls, cached)
+    again = await _crawl(urls, cached)
+
+    for result in (first, again):
+        assert [o.kind for _, o in result.outcomes] == ["parsed"]
+        spider: Any = result.crawler.spider
+        assert spider.crawled == [server.url("/p/public")]
+    assert stats(again.crawler, "httpcache/")["httpcache/hit"] == 2
+    assert (server.hits("/robots.txt"), server.hits("/p/public")) == (1, 1)
+
+
+@coroutine_test
 async def test_ssrf_guard_takes_a_proxy_address_for_no_refusal(
     monkeypatch: pytest.MonkeyPatch, hosts: Callable[[], FaultServer]
 ) -> None:

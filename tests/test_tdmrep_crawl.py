@@ -10,6 +10,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from email.utils import formatdate
 from pathlib import Path
 from typing import Any
 
@@ -585,6 +586,32 @@ async def test_a_file_reached_at_a_private_address_is_refused(
     refusal = await tdm._get(url, None)
     assert isinstance(refusal, str)
     assert "refused example.com (10.0.0.1" in refusal
+
+
+@coroutine_test
+async def test_a_replay_of_a_file_refused_by_its_address_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The file the guard refused is kept in Scrapy's HTTP cache marked
+    (fetch.REFUSED_HEADER): its replay, which tells no address, is refused
+    by the mark."""
+    crawler = get_crawler(Spider, {**TRAIN, "ROBOTS_SSRF_GUARD": True})
+    tdm = TdmMiddleware(crawler)
+    url = "http://example.com/.well-known/tdmrep.json"
+    why = "ROBOTS_SSRF_GUARD refused example.com (10.0.0.1, reached after the check)"
+
+    async def looked_up(url: str) -> None:
+        return None
+
+    async def download(url: str, origin: str, **kwargs: Any) -> tuple[Response, None]:
+        headers = {"Date": formatdate(usegmt=True), "X-Robots-Refused-Address": why}
+        replay = Response(url, request=Request(url), headers=headers, flags=["cached"])
+        return replay, None
+
+    monkeypatch.setattr(tdm.fetcher, "guard_refusal", looked_up)
+    monkeypatch.setattr(tdm.fetcher, "download", download)
+    refusal = await tdm._get(url, None)
+    assert refusal == f"{why}, replayed from the HTTP cache"
 
 
 #: A file whose JSON escapes lone surrogates (valid JSON, but no text UTF-8
