@@ -43,6 +43,7 @@ from ._compat import DownloadTimeoutError, crawl_engine, download, run_in_thread
 from ._config import RobotsConfig
 from ._decode import ACCEPT_ENCODING, BoundedDecoder, codings, decode
 from ._retryafter import http_date
+from ._routing import ROUTING_META, routing
 from ._ssrf import is_public as _is_public
 from .outcome import (
     UNREACHABLE,
@@ -84,13 +85,6 @@ _BODY_KEY = "_robots_txt_body"
 #: The ``Content-Encoding`` of a robots.txt response, renamed so that no
 #: downloader middleware decodes the body (this module does, bounded).
 ENCODING_HEADER = b"X-Robots-Content-Encoding"
-#: The request meta keys that route a robots.txt request, every hop of it,
-#: as the page request that needed it: the same proxy (with the page's
-#: ``Proxy-Authorization`` header), the same downloader slot, the same local
-#: address.  Never the site's credentials (``http_user``, ``http_pass``,
-#: ``Authorization``) nor cookies: a robots.txt may redirect to another
-#: origin, and one page's are not every page's.
-ROUTING_META = ("proxy", "download_slot", "bindaddress")
 #: Added to a truncated answer (its ``dataloss`` flag) stored in Scrapy's
 #: HTTP cache, which keeps no flags before Scrapy 2.19: its replay is
 #: flagged again, never read as the whole file.
@@ -174,26 +168,32 @@ class Refused(Exception):
         self.reason = reason
 
 
+# The most of an exception's text a reason (logged with each request it
+# drops) keeps.
+_REASON_CHARS = 300
+
+
 def _reason(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}".rstrip(": ")
-
-
-def _routing(request: Request | None) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """The meta and headers routing a robots.txt request as ``request``
-    (see :data:`ROUTING_META`)."""
-    if request is None:
-        return {}, {}
-    meta = request.meta
-    routing = {key: meta[key] for key in ROUTING_META if key in meta}
-    if meta.get("_scheme_proxy"):
-        # HttpProxyMiddleware's pick from the environment for the page's
-        # scheme (a retry's): it picks for each robots.txt hop alike.
-        routing.pop("proxy", None)
-    headers = {}
-    authorization = request.headers.get(b"Proxy-Authorization")
-    if routing.get("proxy") and authorization:
-        headers["Proxy-Authorization"] = authorization
-    return routing, headers
+    """``exc`` in one bounded line: its type and text; for an HTTP error of
+    an API between the crawl and the site (aiohttp's ``ClientResponseError``,
+    as scrapy-zyte-api raises Zyte API's), its status and error type rather
+    than the headers and body its text holds."""
+    name = type(exc).__name__
+    status = getattr(exc, "status", None)
+    if isinstance(status, int) and hasattr(exc, "request_info"):
+        try:
+            kind = getattr(getattr(exc, "parsed", None), "type", None)
+        except Exception:  # a body that does not parse
+            kind = None
+        text = f"HTTP {status} {kind or getattr(exc, 'message', '') or ''}"
+    else:
+        text = str(exc)
+        if text.startswith(f"{name}: "):
+            text = text[len(name) + 2 :]
+    reason = f"{name}: {text.strip()}".rstrip(": ")
+    if len(reason) > _REASON_CHARS:
+        reason = reason[: _REASON_CHARS - 1] + "\u2026"
+    return reason
 
 
 def _stored_at(response: Response) -> float | None:
@@ -358,7 +358,7 @@ class RobotsFetcher:
         (``dont_cache``), counted in ``robots/httpcache/bypassed``, and the
         new answer stored in the cache in its place (:meth:`_recache`).
         """
-        route, headers = _routing(via)
+        route, headers = routing(via)
         meta = {**route, **(meta or {})}
         response, decoded = await self.download(url, origin, meta=meta, headers=headers)
         if "cached" not in response.flags:
@@ -581,10 +581,12 @@ class RobotsFetcher:
         ):
             raise StopDownload(fail=False)
 
-    def _response_downloaded(self, response: Response, request: Request) -> None:
+    def _response_downloaded(self, response: Response | None, request: Request) -> None:
         # Sent before any downloader middleware's process_response: with the
         # header renamed, HttpCompressionMiddleware leaves the body alone.
-        if isinstance(request.meta.get(_BODY_KEY), _Body):
+        # (scrapy-zyte-api's handler gives None for a body over
+        # DOWNLOAD_MAXSIZE: the download then fails.)
+        if response is not None and isinstance(request.meta.get(_BODY_KEY), _Body):
             encodings = response.headers.pop(b"Content-Encoding", None)
             if encodings is not None:
                 response.headers.setlist(ENCODING_HEADER, encodings)

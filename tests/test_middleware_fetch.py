@@ -426,6 +426,63 @@ def test_a_body_still_dripping_after_the_download_timeout_fails_as_one(
     assert str(raised.value) == "robots.txt body not received within 5 s"
 
 
+def test_a_download_handler_giving_no_response_is_no_signal_error() -> None:
+    # scrapy-zyte-api's handler gives None for a body over DOWNLOAD_MAXSIZE;
+    # Scrapy sends response_downloaded with it, then fails the download.
+    fetcher = RobotsFetcher(make_crawler(), lifetimes=Lifetimes(), clock=time.time)
+    meta = {fetch._BODY_KEY: fetch._Body(500_000)}
+    fetcher._response_downloaded(
+        None, Request("http://127.0.0.1/robots.txt", meta=meta)
+    )
+
+
+class ApiError(Exception):
+    """As Zyte API's ``RequestError`` (an aiohttp ``ClientResponseError``):
+    a status, an error type in its body, and a text holding the answer's
+    headers and body."""
+
+    request_info = None
+    message = ""
+
+    def __init__(self, status: int, kind: str | None) -> None:
+        super().__init__()
+        self.status, self.kind = status, kind
+
+    @property
+    def parsed(self) -> SimpleNamespace:
+        if self.kind is None:
+            raise ValueError("no JSON")
+        return SimpleNamespace(type=self.kind)
+
+    def __str__(self) -> str:
+        return f"ApiError: {self.status}, headers=<...>, body=b'{{...}}'"
+
+
+class Named(Exception):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("exc", "reason"),
+    [
+        (
+            ApiError(520, "/download/temporary-error"),
+            "ApiError: HTTP 520 /download/temporary-error",
+        ),
+        (ApiError(521, None), "ApiError: HTTP 521"),
+        (Named("Named: boom"), "Named: boom"),
+        (Named(), "Named"),
+        (ValueError("x" * 1000), "ValueError: " + "x" * 287 + "\u2026"),
+    ],
+)
+def test_a_failed_downloads_reason_is_one_bounded_line(
+    exc: Exception, reason: str
+) -> None:
+    # Given with each request it drops, and logged: never an API answer's
+    # headers and body, nor the exception's name twice.
+    assert fetch._reason(exc) == reason
+
+
 class ForeignBodyKey(RecordingSpider):
     """Requests carrying the fetcher's meta key with a value of their own,
     after a first request to the ``slow`` origin; keeps each body."""

@@ -176,6 +176,79 @@ async def test_robots_txt_takes_the_pages_slot_and_local_address(
     ]
 
 
+@spider_argument
+class ZyteApiManual:
+    """As scrapy-zyte-api without its transparent mode (its downloader
+    middleware at 633): a request whose ``zyte_api`` or ``zyte_api_automap``
+    meta asks for it goes through Zyte API (here the proxy ``api``), any
+    other straight to the site (the proxy ``direct``: the site as it
+    answers the crawler's own address).  Records the Zyte API meta of each
+    robots.txt request."""
+
+    api = direct = ""
+    seen: ClassVar[list[Any]] = []
+
+    def process_request(self, request: Request) -> None:
+        zyte = request.meta.get("zyte_api") or request.meta.get("zyte_api_automap")
+        request.meta["proxy"] = self.api if zyte else self.direct
+        if request.url.endswith("/robots.txt"):
+            self.seen.append(request.meta.get("zyte_api_automap", "unset"))
+
+
+@pytest.mark.parametrize(
+    ("meta", "sent"),
+    [
+        ({"zyte_api_automap": True}, True),
+        # Where from, not what: never a browser's rendering of robots.txt.
+        (
+            {"zyte_api": {"browserHtml": True, "geolocation": "FR"}},
+            {"geolocation": "FR"},
+        ),
+        (
+            {"zyte_api_automap": {"screenshot": True, "ipType": "residential"}},
+            {"ipType": "residential"},
+        ),
+        ({"zyte_api_automap": {"browserHtml": True}}, True),
+        # A page kept out of Zyte API (in its transparent mode): robots.txt too.
+        ({"zyte_api_automap": False}, False),
+    ],
+)
+@coroutine_test
+async def test_robots_txt_goes_through_zyte_api_as_the_page(
+    make_server: MakeServer, meta: dict[str, Any], sent: Any
+) -> None:
+    """scrapy-zyte-api's meta keys route robots.txt as the page: through
+    Zyte API, for its raw body, from the page's place and kind of address."""
+    api, direct = make_server(), make_server()
+    api.route(f"{SITE}/robots.txt", RULES)
+    # The site refuses the crawler's own address everything.
+    direct.route(f"{SITE}/robots.txt", "User-agent: *\nDisallow: /\n")
+    ZyteApiManual.api = f"http://{api.host}:{api.port}"
+    ZyteApiManual.direct = f"http://{direct.host}:{direct.port}"
+    ZyteApiManual.seen = []
+
+    class Zyte(Routed):
+        name = "zyte"
+
+    Zyte.meta = meta
+    crawler = await crawl(
+        [f"{SITE}/a", f"{SITE}/private/1"],
+        {"DOWNLOADER_MIDDLEWARES": {f"{__name__}.ZyteApiManual": 633}},
+        spidercls=Zyte,
+    )
+    assert ZyteApiManual.seen == [sent]
+    through, around = (api, direct) if sent else (direct, api)
+    assert [hit.path for hit in through.hits][:1] == [f"{SITE}/robots.txt"]
+    assert around.hits == []
+    dropped = {url: e.cause for url, e in crawler.spider.dropped.items()}
+    if sent:
+        assert crawler.spider.crawled == [f"{SITE}/a"]
+        assert dropped == {f"{SITE}/private/1": "rule"}
+    else:
+        assert crawler.spider.crawled == []
+        assert dropped == {f"{SITE}/a": "rule", f"{SITE}/private/1": "rule"}
+
+
 def test_the_commands_take_the_proxy_of_the_environment(
     make_server: MakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
