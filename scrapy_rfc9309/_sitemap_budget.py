@@ -133,6 +133,16 @@ class Budget:
             self.requested.add(url)
         return full
 
+    def give_back(self, url: str, robots_txt: str) -> bool:
+        """Undo :meth:`take` of sitemap ``url``, dropped before it was
+        requested; whether it had been taken."""
+        if url not in self.requested:
+            return False
+        self.requested.discard(url)
+        self.left += 1
+        self.sitemaps[robots_txt] = max(0, self.sitemaps.get(robots_txt, 0) - 1)
+        return True
+
     def new_lines(self, robots_txt: str, values: Iterable[str]) -> list[str]:
         """The ``Sitemap:`` ``values`` of ``robots_txt`` not requested
         from it already."""

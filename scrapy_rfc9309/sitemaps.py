@@ -55,6 +55,7 @@ from ._settings import ensure_enabled, refusals_logged
 from ._sitemap_budget import (
     CUT,
     DISCOVERED,
+    FOLLOWED,
     SKIPPED,
     Follow,
     PageCap,
@@ -67,7 +68,7 @@ from .outcome import PARSED
 from .urls import http_url, robots_url
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
+    from collections.abc import AsyncIterator, Iterable, Iterator
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -202,15 +203,31 @@ class SitemapsMiddleware:
         """Answer a ``SitemapSpider``'s robots.txt start requests from the
         outcome ``RobotsMiddleware`` fetches anyway."""
         async for request in start:
-            robots = self._robots_middleware()
-            if robots is not None and self._is_robots_step(request):
-                # Each in its own task: the start requests go on meanwhile,
-                # and many robots.txt files are fetched at once, as the
-                # spider's own requests for them would have been.
-                self._robots_steps += 1
-                deferred_from_coro(self._robots_step(robots, request))
-            else:
+            if not self._answered(request):
                 yield request
+
+    def process_start_requests(
+        self, start_requests: Iterable[Any], spider: Spider
+    ) -> Iterator[Any]:
+        """:meth:`process_start`, as Scrapy 2.13 to 2.15 call it when a
+        middleware of the project has only this older method (they refuse to
+        start a crawl mixing such a middleware with one that has only
+        ``process_start``)."""
+        for request in start_requests:
+            if not self._answered(request):
+                yield request
+
+    def _answered(self, request: Any) -> bool:
+        """Whether ``request`` is a robots.txt start request answered here."""
+        robots = self._robots_middleware()
+        if robots is None or not self._is_robots_step(request):
+            return False
+        # Each in its own task: the start requests go on meanwhile, and many
+        # robots.txt files are fetched at once, as the spider's own requests
+        # for them would have been.
+        self._robots_steps += 1
+        deferred_from_coro(self._robots_step(robots, request))
+        return True
 
     def _robots_middleware(self) -> RobotsMiddleware | None:
         if not self.sitemap_spider:
@@ -241,7 +258,9 @@ class SitemapsMiddleware:
         try:
             outcome = await robots.outcome_for(request.url, request)
             origin = robots_url(request.url)
-            if outcome is not None and origin is not None:
+            # With ROBOTS_SITEMAPS on, the robots_outcome signal of every
+            # outcome obtained has had its sitemaps requested already.
+            if outcome is not None and origin is not None and not self.feed:
                 # As SitemapSpider does at this step: every sitemap that
                 # robots.txt names, sitemap_follow applying only to indexes.
                 self._schedule(self._new_sitemaps(origin, outcome))
@@ -402,7 +421,9 @@ def _failure_cause(exc: BaseException) -> str | None:
     if isinstance(exc, IgnoreRequest):
         # HttpCompressionMiddleware, past download_maxsize once decoded; the
         # other drops are counted by whoever made them.
-        decoded = type(exc.__cause__).__name__ == "_DecompressionMaxSizeExceeded"
+        # (Raised "from" it from Scrapy 2.13.4 on, within handling it before.)
+        origin = exc.__cause__ or exc.__context__
+        decoded = type(origin).__name__ == "_DecompressionMaxSizeExceeded"
         return "too_large" if decoded else None
     if isinstance(exc, HttpError):
         return None
@@ -413,6 +434,18 @@ def _failure_cause(exc: BaseException) -> str | None:
         # (Content-Length) or received.
         return "too_large"
     return "download_error"
+
+
+def give_back(spider: Spider, request: Request) -> None:
+    """Give back the allowance a sitemap request of the package's (an
+    index's) took, when a component drops it before it is scheduled
+    (DirectivesMiddleware, below an index that says ``nofollow``): another
+    index naming that sitemap may request it, and it is not counted in
+    ``robots/sitemaps/followed``."""
+    if DEPTH_KEY not in request.meta:
+        return
+    if crawl_budget(spider).give_back(request.url, _robots_txt_of(request)):
+        spider.crawler.stats.inc_value(FOLLOWED, -1)
 
 
 def _robots_txt_of(message: Request | Response) -> str:
@@ -427,9 +460,14 @@ def _robots_txt_of(message: Request | Response) -> str:
     return robots_url(first) or first
 
 
-def _page_callback(spider: Spider) -> CallbackT:
-    """The spider method that gets the page URLs of robots.txt sitemaps."""
-    name = getattr(spider, "robots_sitemap_callback", None) or "parse"
+def _page_callback(spider: Spider) -> CallbackT | None:
+    """The spider method that gets the page URLs of robots.txt sitemaps: the
+    one ``robots_sitemap_callback`` names, else ``None``, Scrapy's default
+    (the spider's ``parse``; a ``CrawlSpider``'s rules, then
+    ``parse_start_url``)."""
+    name = getattr(spider, "robots_sitemap_callback", None)
+    if not name:
+        return None
     callback = getattr(spider, str(name), None)
     if not callable(callback):
         raise ValueError(

@@ -18,6 +18,7 @@ from ._settings import ensure_enabled, refusals_logged
 from .directives import DirectiveSet, directives_for
 from .provenance import ledger_for
 from .rights import AI_TOKENS, IMAGE_FIELDS, ai_refusal, ai_tokens, is_training
+from .sitemaps import give_back
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -136,6 +137,8 @@ class DirectivesMiddleware:
             if isinstance(output, Request):
                 if directives.nofollow and not output.meta.get("dont_obey_robotstxt"):
                     self._dropped("requests", output, response, "nofollow")
+                    if self.crawler.spider is not None:
+                        give_back(self.crawler.spider, output)
                     continue
             elif ItemAdapter.is_item(output):
                 reason = self._item_refusal(directives, ai, output, response)
