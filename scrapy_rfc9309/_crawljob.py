@@ -10,6 +10,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from scrapy import Request, Spider
+from scrapy.core.scheduler import BaseScheduler
 from twisted.internet.defer import Deferred
 
 from ._settings import SettingError, refusals_reported
@@ -20,7 +21,14 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler, CrawlerProcessBase
     from twisted.python.failure import Failure
 
-__all__ = ["CommandFailure", "JobSpider", "describe", "job_spider", "run_in_crawl"]
+__all__ = [
+    "CommandFailure",
+    "JobSpider",
+    "NoQueue",
+    "describe",
+    "job_spider",
+    "run_in_crawl",
+]
 
 # The command's logger: its -L DEBUG lines read the same as before the split.
 logger = logging.getLogger("scrapy_rfc9309.commands")
@@ -74,6 +82,23 @@ class _Job(Generic[_T]):
 
 
 _NO_REQUESTS: tuple[Request, ...] = ()
+
+
+class NoQueue(BaseScheduler):
+    """The scheduler of the command's crawl: it takes no request and gives
+    none.  The job downloads through the engine itself; the project's
+    scheduler would open the project's queue (a paused ``JOBDIR``'s, a
+    scrapy-redis one shared by a fleet) and hand its requests to the
+    command's crawl."""
+
+    def has_pending_requests(self) -> bool:
+        return False
+
+    def enqueue_request(self, request: Request) -> bool:
+        return False
+
+    def next_request(self) -> Request | None:
+        return None
 
 
 class _JobMixin:

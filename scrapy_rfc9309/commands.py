@@ -31,7 +31,14 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.project import inside_project
 from twisted.internet.defer import DeferredList
 
-from ._crawljob import CommandFailure, JobSpider, describe, job_spider, run_in_crawl
+from ._crawljob import (
+    CommandFailure,
+    JobSpider,
+    NoQueue,
+    describe,
+    job_spider,
+    run_in_crawl,
+)
 from ._settings import (
     positive_int,
     robots_profile,
@@ -328,6 +335,10 @@ async def _download(crawler: Crawler, url: str) -> tuple[bytes, str | None]:
         )
     if decoded.error is not None:
         raise CommandFailure(f"cannot decode {url}: {decoded.error}")
+    if "dataloss" in response.flags:
+        # DOWNLOAD_FAIL_ON_DATALOSS off: a crawl finds such a file
+        # unreachable, its rules cut short.
+        raise CommandFailure(f"{url} was cut short (truncated body): not linted")
     return decoded.body, decoded.overrun
 
 
@@ -416,9 +427,10 @@ class RobotsCommand(ScrapyCommand):
             )
         subcommand, operands = args[0], args[1:]
         # The command's crawl downloads what the answer needs and nothing
-        # more: no robots.txt sitemap and its pages are requested, and the
-        # project's feeds (the spider's own name with --spider) are not
-        # written over.
+        # more: no robots.txt sitemap and its pages are requested, the
+        # project's queue is left alone, and the project's feeds (the
+        # spider's own name with --spider) are not written over.
+        self._settings.set("SCHEDULER", NoQueue, "cmdline")
         self._settings.set("FEEDS", {}, "cmdline")
         self._settings.set("ROBOTS_SITEMAPS", False, "cmdline")
         if subcommand == "check":

@@ -17,7 +17,7 @@ from urllib.parse import urljoin, urlsplit
 if TYPE_CHECKING:
     from .parse import Document, Group, Record
 
-__all__ = ["license_records", "link_licenses", "robots_licenses"]
+__all__ = ["is_license_url", "license_records", "link_licenses", "robots_licenses"]
 
 #: RSL's media type: a ``rel="license"`` link of another type is an
 #: ordinary licence link (Creative Commons, ...), recorded all the same.
@@ -33,8 +33,9 @@ _PARAM = re.compile(
 )
 
 
-def _is_absolute(url: str) -> bool:
-    """Whether ``url`` is an absolute URL with a host (what RSL requires)."""
+def is_license_url(url: str) -> bool:
+    """Whether ``url`` is an absolute URL with a host (what RSL requires of
+    a ``License:`` line, which is left out otherwise)."""
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -57,7 +58,7 @@ def license_records(
     found = [
         record
         for record in records
-        if record.name == _LICENSE and _is_absolute(record.value.strip())
+        if record.name == _LICENSE and is_license_url(record.value.strip())
     ]
     if not found:
         return ()
@@ -86,7 +87,7 @@ def robots_licenses(document: Document, user_agent: str) -> tuple[str, ...]:
         # for "*" when it keeps whole outcomes): no group is its.
         return ()
     urls = (record.value.strip() for record in records if record.name == _LICENSE)
-    return tuple(dict.fromkeys(url for url in urls if _is_absolute(url)))
+    return tuple(dict.fromkeys(url for url in urls if is_license_url(url)))
 
 
 def link_licenses(
@@ -106,7 +107,7 @@ def link_licenses(
                 continue
             target = match[1].strip()
             url = urljoin(base, target) if base and target else target
-            if not _is_absolute(url):
+            if not is_license_url(url):
                 continue
             found.append(
                 {

@@ -16,6 +16,7 @@ from ._bytes import MAX_LINE_BYTES, UTF8_BOM, body_text, encode, oversize_allows
 from ._checks import SOURCE, expect
 from ._model import check_profile, parse_content_signal, usage_rule
 from ._read import Handler, key_kind, read_document
+from .licenses import is_license_url
 from .parse import RFC9309, Profile, Rule
 from .profiles import GOOGLE, MAX_BYTES, RULES, effective_max_bytes
 from .usage import preference_problems
@@ -56,6 +57,7 @@ CODES: dict[str, Severity] = {
     "invalid-content-signal": "warning",
     "invalid-content-usage": "warning",
     "invalid-utf8": "warning",
+    "license-not-absolute": "warning",
     "line-too-long": "warning",
     "missing-colon": "warning",
     "nul-byte": "warning",
@@ -226,7 +228,7 @@ class _Linter(Handler):
                 f"{value!r} is not a product token ([A-Za-z_-]+) and {meaning}",
             )
 
-    def record(self, line: int, name: str) -> None:
+    def record(self, line: int, name: str, value: str) -> None:
         if self.strict_keys and (
             key_kind(name, RFC9309) is not None or key_kind(name, GOOGLE) is not None
         ):
@@ -239,6 +241,14 @@ class _Linter(Handler):
             )
         elif name in _UNSUPPORTED:
             self.add(line, "unsupported-directive", f"{name!r} has no effect here")
+        elif name == "license":
+            # RSL 1.0: read (docs/rights.md), if an absolute URL.
+            if not is_license_url(value):
+                self.add(
+                    line,
+                    "license-not-absolute",
+                    f"License {value!r} is not an absolute URL; the line is left out",
+                )
         else:
             self.add(line, "unknown-directive", f"unknown directive {name!r}, ignored")
 

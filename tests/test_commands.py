@@ -18,7 +18,7 @@ from typing import IO, Any
 
 import pytest
 
-from tests.support.server import Server
+from tests.support.server import Server, truncated
 
 ROBOTS = """\
 User-agent: *
@@ -350,6 +350,46 @@ def _project_with_spiders(tmp_path: Path) -> Path:
     )
     (package / "spiders" / "__init__.py").write_text(SPIDERS)
     return tmp_path
+
+
+QUEUE = """\
+from pathlib import Path
+
+from scrapy.core.scheduler import Scheduler
+
+
+class Queue(Scheduler):
+    \"\"\"The project's scheduler, as one with a JOBDIR or scrapy-redis's:
+    notes that a crawl opened it.\"\"\"
+
+    def open(self, spider):
+        Path("queue-opened").write_text(spider.name)
+        return super().open(spider)
+"""
+
+
+@pytest.mark.parametrize("spider", [[], ["--spider", "attribute"]])
+def test_the_commands_leave_the_projects_queue_alone(
+    site: dict[str, Server], tmp_path: Path, spider: list[str]
+) -> None:
+    """The commands' crawl requests nothing: it must not open the project's
+    queue, which would hand it a paused JOBDIR's requests (or a fleet's
+    scrapy-redis queue), downloading or losing them."""
+    project = _project_with_spiders(tmp_path)
+    package = project / "spiderproject"
+    (package / "queue.py").write_text(QUEUE)
+    with (package / "settings.py").open("a") as settings:
+        settings.write('SCHEDULER = "spiderproject.queue.Queue"\n')
+    rules = site["rules"]
+    checked = scrapy(project, "check", rules.url("/private/x"), *spider)
+    assert checked.returncode == 1, checked.stderr
+    linted = scrapy(project, "lint", rules.url("/robots.txt"))
+    assert linted.returncode == 0, linted.stderr
+    assert not (project / "queue-opened").exists()
+    # The project's own crawls do open it.
+    crawled = run(project, [sys.executable, "-m", "scrapy", "crawl", "attribute"])
+    assert crawled.returncode == 0, crawled.stderr
+    assert (project / "queue-opened").read_text() == "attribute"
 
 
 def test_check_spider_attribute(site: dict[str, Server], tmp_path: Path) -> None:
@@ -701,6 +741,19 @@ def test_lint_unreachable_url(tmp_path: Path) -> None:
     url = f"{REFUSED}/robots.txt"
     done = scrapy(tmp_path, "lint", url, "-s", "RETRY_ENABLED=False")
     assert f"cannot fetch {url}: " in one_line_error(done)
+
+
+def test_lint_url_cut_short_is_not_linted(
+    site: dict[str, Server], tmp_path: Path
+) -> None:
+    # With DOWNLOAD_FAIL_ON_DATALOSS off the download gives what came: the
+    # lines lost would be missing from the lint, as they are from a crawl's
+    # rules (check says unreachable).
+    rules = site["rules"]
+    rules.route("/robots.txt", handler=truncated(ROBOTS.encode()))
+    url = rules.url("/robots.txt")
+    done = scrapy(tmp_path, "lint", url, "-s", "DOWNLOAD_FAIL_ON_DATALOSS=False")
+    assert f"{url} was cut short (truncated body)" in one_line_error(done)
 
 
 def _multi_member_bomb() -> bytes:

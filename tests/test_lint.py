@@ -117,6 +117,11 @@ def test_diagnostic_shape() -> None:
             "User-agent: *\nAllow: /\nSitemap: https://a/s\nSitemap: https://a/s\n",
             [(4, "duplicate-sitemap")],
         ),
+        # RSL's License: read, not unknown; left out unless absolute.
+        (
+            "User-agent: *\nLicense: https://a/l.xml\nLicense: /l.xml\nAllow: /\n",
+            [(3, "license-not-absolute")],
+        ),
         ("User-agent: *\nDisallow: /x\nDisallow: /x\n", [(3, "duplicate-rule")]),
         ("User-agent: *\nDisallow: /x\nAllow: /x\n", [(3, "conflicting-rules")]),
         ("User-agent: a\nDisallow: /\nUser-agent: b\n", [(3, "group-without-rules")]),
