@@ -45,6 +45,7 @@ from .fetch import Refused
 from .outcome import PARSED, UNAVAILABLE, Outcome, unavailable, unreachable
 from .parser import RobotParser
 from .politeness import crawl_delay_scope
+from .profiles import RFC9309
 from .stores.base import OutcomeStore, StoreError
 from .stores.memory import MemoryStore
 
@@ -363,8 +364,12 @@ class Leases:
     ) -> _V | bool:
         """Poll the shared store while another process fetches ``key``: the
         fresh value it put, or whether the lease was taken over (its holder
-        gave up or died), or ``False`` when the wait ran out."""
-        deadline = time.monotonic() + self.wait
+        gave up or died), or ``False`` when the wait ran out.
+
+        The lease seen first ends within ``wait`` (its ``ttl``): one still
+        held then is another waiter's, who took it over from a holder that
+        died, and whose fetch is waited for too, as long again."""
+        deadline = time.monotonic() + 2 * self.wait
         interval = 0.05
         while time.monotonic() < deadline and self.stores.store is not None:
             await sleep(interval)
@@ -388,7 +393,7 @@ class Leases:
             logger.warning(
                 "Waited %(wait)g s for another process's fetch of %(key)s, whose"
                 " lease is still held: fetching it here",
-                {"wait": self.wait, "key": key},
+                {"wait": 2 * self.wait, "key": key},
                 extra={"spider": stores.crawler.spider},
             )
         return False
@@ -429,6 +434,13 @@ class Outcomes:
         self.lifetimes = lifetimes
         self.refused_allows = refused_allows
         self.leases = Leases(stores, lease_ttl, lease_wait)
+        # An origin's key in the store (its outcome, its lease): the
+        # robots.txt URL, with "#<profile>" unless rfc9309.  Crawls of other
+        # profiles may share the store, and each reads robots.txt and its
+        # HTTP status as its own profile says; no robots.txt URL has a
+        # fragment.
+        profile = fetcher.profile
+        self._suffix = "" if profile == RFC9309 else f"#{profile}"
         self.flight: SingleFlight[Entry] = SingleFlight()
         self.clock = clock
         self.on_fetch = on_fetch
@@ -453,7 +465,7 @@ class Outcomes:
         previous = None if known is None else known.restored()
         outcome = self.fetcher.guard_refused(previous, refusal)
         await self._obtained(origin, outcome, request)
-        await self.stores.put(origin, outcome)
+        await self.stores.put(origin + self._suffix, outcome)
         return outcome
 
     async def _refresh(self, origin: str, request: Request) -> Entry:
@@ -477,17 +489,22 @@ class Outcomes:
         now = self.clock()
         known = self.memory.entry(origin)
         previous = None if known is None else known.restored()
+        # Rebuilt from what memory keeps, this crawl's agent's rules: a
+        # 30-day fallback made of it is not the fleet's (another agent has
+        # other groups), so it is kept in this process only.
+        slim = known is not None and previous is not known.outcome
         leased: Outcome | bool = False
+        key = origin + self._suffix
         if self.stores.store is not None:
-            stored = await self.stores.get(origin)
+            stored = await self.stores.get(key)
             if stored is not None:
                 if stored.expires_at > now:
                     return await self._from_store(origin, stored, request)
                 # The stored outcome holds whole documents, the memory one
                 # only this crawl's agent: the 30-day rule keeps the former.
                 if previous is None or stored.fetched_at >= previous.fetched_at:
-                    previous = stored
-            leased = await self.leases.take(origin, lambda: self._stored(origin))
+                    previous, slim = stored, False
+            leased = await self.leases.take(key, lambda: self._stored(key))
             if isinstance(leased, Outcome):
                 return await self._from_store(origin, leased, request)
         try:
@@ -503,15 +520,16 @@ class Outcomes:
             entry = await self._obtained(origin, outcome, request)
             if self.on_fetch is not None:
                 await self.on_fetch(origin, entry)
-            await self.stores.put(origin, outcome)
+            if not (slim and outcome.fallback is not None):
+                await self.stores.put(key, outcome)
         finally:
             if leased:
-                await self.leases.release(origin)
+                await self.leases.release(key)
         return entry
 
-    async def _stored(self, origin: str) -> Outcome | None:
-        """The outcome of ``origin`` in the store, if fresh."""
-        stored = await self.stores.get(origin)
+    async def _stored(self, key: str) -> Outcome | None:
+        """The outcome of ``key`` (an origin's) in the store, if fresh."""
+        stored = await self.stores.get(key)
         if stored is not None and stored.expires_at > self.clock():
             return stored
         return None

@@ -382,6 +382,27 @@ async def test_a_lease_held_past_the_wait_is_said(
     assert crawler.stats.get_value("robots/store/lease_waits_expired") == 1  # type: ignore[union-attr]
 
 
+@coroutine_test
+async def test_a_waiter_waits_for_the_worker_that_took_a_dead_holders_lease(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The holder died: once its lease ends (within the wait, which is its
+    # ttl), another waiter takes it over and fetches.  This one, looking
+    # after 0.05, 0.15, 0.35, 0.75 and 1.55 s, still finds the lease held at
+    # the end of its wait (0.5 s): it waits for that fetch (put before its
+    # fifth look) rather than fetch too.
+    store = LeaseStore(acquired=[False] * 1_000, put_after=5)
+    crawler = make_crawler()
+    guarded = GuardedStore(crawler, store, FakeClock())
+    leases = Leases(guarded, ttl=0.5, wait=0.5)
+    with caplog.at_level(logging.WARNING):
+        took = await leases.take(STORE_ORIGIN, lambda: guarded.get(STORE_ORIGIN))
+    assert took == store.outcome
+    assert store.gets == 5
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert "robots/store/lease_waits_expired" not in stats(crawler)
+
+
 @pytest.mark.parametrize(("took", "said"), [(9.0, False), (11.0, True)])
 @coroutine_test
 async def test_a_fetch_that_outlived_its_lease_is_said(

@@ -3,19 +3,25 @@ and degrading to memory when the store fails."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, ClassVar
 
 import pytest
+from scrapy import Request
+from scrapy.http import Response
 
 from scrapy_rfc9309 import signals as robots_signals
+from scrapy_rfc9309.middleware import RobotsMiddleware
 from scrapy_rfc9309.outcome import Lifetimes, Outcome, parsed, unreachable
 from scrapy_rfc9309.parse import parse
 from scrapy_rfc9309.stores.base import OutcomeStore, StoreError
-from tests.support.crawl_helpers import crawl, make_crawler, stats
+from scrapy_rfc9309.stores.sqlite import SQLiteStore
+from tests.support.crawl_helpers import RecordingSpider, crawl, make_crawler, stats
 from tests.support.server import Server
-from tests.support.utils import coroutine_test
+from tests.support.utils import FakeClock, coroutine_test
 
 HERE = __name__
 ROBOTS = (
@@ -240,3 +246,93 @@ async def test_failing_store_degrades_to_memory(
     assert stats(crawler)["robots/store/errors"] == 1
     assert FailingStore.failures == (1 if store == "FailingStore" else 0)
     assert stats(crawler)["robots/fetch_count"] == 2
+
+
+YANDEX = {"ROBOTS_PROFILE": "yandex", "ROBOTS_USER_AGENT": "Yandex"}
+
+
+@coroutine_test
+async def test_crawls_of_two_profiles_sharing_a_store_each_read_their_own(
+    server: Server, tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One project's spiders share the SQLite file, each with its profile:
+    an outcome read under one profile (its document, its status policy) is
+    not another's.  Yandex reads an empty Disallow as ``Allow: /``, which
+    beats ``Disallow: /``; RFC 9309 reads it as no rule."""
+    server.route("/robots.txt", "User-agent: *\nDisallow:\nDisallow: /\n")
+    store = {"ROBOTS_STORE": "sqlite", "ROBOTS_STORE_URL": str(tmp_path / "r.db")}
+    with caplog.at_level(logging.ERROR):
+        yandex = await crawl([server.url("/x")], {**store, **YANDEX})
+        default = await crawl([server.url("/y")], store)
+        again = await crawl([server.url("/z")], {**store, **YANDEX})
+    assert [r.getMessage() for r in caplog.records] == []
+    assert yandex.spider.crawled == [server.url("/x")]
+    assert [e.cause for e in default.spider.dropped.values()] == ["rule"]
+    assert again.spider.crawled == [server.url("/z")]
+    # Once per profile; the last crawl read the first one's.
+    assert server.count("/robots.txt") == 2
+    assert stats(again)["robots/outcome/parsed"] == 1
+    assert "robots/fetch_count" not in stats(again)
+
+
+DAY = 86_400
+OTHER_GROUPS = "".join(
+    f"User-agent: other{i}\nDisallow: /{hashlib.sha256(b'%d' % i).hexdigest()}\n\n"
+    for i in range(300)
+)
+
+
+class TwoSteps(RecordingSpider):
+    """Asks its first URL, then (the clock 2 days on, robots.txt now
+    answering 503) its second."""
+
+    clock: FakeClock
+    server: Server
+
+    async def start(self) -> AsyncIterator[Request]:
+        yield Request(self.urls[0], callback=self.parse, dont_filter=True)
+
+    def parse(self, response: Response) -> Iterator[Request]:  # type: ignore[override]
+        super().parse(response)
+        if response.url == self.urls[0]:
+            self.clock.now += 2 * DAY
+            self.server.route("/robots.txt", "", status=503)
+            yield Request(
+                self.urls[1], callback=self.parse, errback=self.failed, dont_filter=True
+            )
+
+
+@coroutine_test
+async def test_a_fallback_of_one_agents_rules_is_not_shared(
+    server: Server, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An outcome too large for the store is kept in memory for the crawl's
+    agent only.  When robots.txt then fails, the 30-day fallback made of
+    that agent's rules stays in this process: shared, it would judge
+    another agent's worker by them once the 30 days are over (BotB was
+    allowed /a and refused /b, BotA's rules)."""
+    clock = FakeClock(1_700_000_000.0)
+    monkeypatch.setattr(RobotsMiddleware, "clock", staticmethod(clock))
+    monkeypatch.setattr(SQLiteStore, "clock", staticmethod(clock))
+    rules = "User-agent: BotA\nDisallow: /a\n\nUser-agent: *\nDisallow: /b\n\n"
+    server.route("/robots.txt", rules + OTHER_GROUPS)
+    store = {
+        "ROBOTS_STORE": "sqlite",
+        "ROBOTS_STORE_URL": str(tmp_path / "r.db"),
+        "ROBOTS_STORE_MAX_ENTRY_BYTES": 4000,
+    }
+    TwoSteps.clock, TwoSteps.server = clock, server
+    first = await crawl(
+        [server.url("/p1"), server.url("/a")],
+        {**store, "ROBOTS_USER_AGENT": "BotA"},
+        TwoSteps,
+    )
+    assert stats(first)["robots/store/oversized"] == 1
+    clock.now += 30 * DAY + 60
+    other = await crawl(
+        [server.url("/a"), server.url("/b")], {**store, "ROBOTS_USER_AGENT": "BotB"}
+    )
+    # BotB's group is '*' (/b), which nobody kept: its worker has no copy
+    # to fall back on, rather than BotA's rules (/a) read as everyone's.
+    assert other.spider.crawled == []
+    assert {e.cause for e in other.spider.dropped.values()} == {"unreachable"}

@@ -88,8 +88,9 @@ def legacy_encode(outcome: Outcome) -> str:
 
 
 def _kept(outcome: Outcome) -> Outcome:
-    """``outcome`` with only what decides kept in its documents: groups,
-    sitemaps and profile, not the other records."""
+    """``outcome`` with only what the crawl reads kept in its documents:
+    groups, sitemaps, profile and RSL ``License`` lines (with their line
+    numbers, which tell the groups they apply to), not the other records."""
     return replace(
         outcome,
         document=_without_records(outcome.document),
@@ -100,7 +101,10 @@ def _kept(outcome: Outcome) -> Outcome:
 def _without_records(document: Document | None) -> Document | None:
     if document is None or not document.records:
         return document
-    return Document(document.groups, document.sitemaps, (), document.profile)
+    kept = tuple(record for record in document.records if record.name == "license")
+    if len(kept) == len(document.records):
+        return document
+    return Document(document.groups, document.sitemaps, kept, document.profile)
 
 
 def unpack(data: str | bytes) -> Any:

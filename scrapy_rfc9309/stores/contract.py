@@ -53,7 +53,8 @@ def _origins(check: str) -> tuple[str, str]:
 def sample_outcome(retain: float = 3600.0, now: float | None = None) -> Outcome:
     """A parsed outcome, fresh for a minute at most and kept ``retain``
     seconds from ``now`` (default: the real time), with every kind of line a
-    store must keep (Content-Usage rules, a sitemap) and a body hash."""
+    store must keep (Content-Usage rules, a sitemap, an RSL licence) and a
+    body hash."""
     if now is None:
         now = time.time()
     return Outcome(
@@ -65,6 +66,7 @@ def sample_outcome(retain: float = 3600.0, now: float | None = None) -> Outcome:
         document=parse(
             "User-agent: *\nDisallow: /private\nContent-Usage: train-ai=n\n"
             "Content-Usage: /open/ train-ai=y, search=y\nSitemap: /s.xml\n"
+            "License: https://example.com/license.xml\n"
         ),
         detail="HTTP 200",
         body_sha256=SAMPLE_SHA256,
