@@ -16,11 +16,15 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from weakref import WeakSet
 
+import scrapy
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import SETTINGS_PRIORITIES
+from scrapy.utils.conf import build_component_list
+from scrapy.utils.misc import load_object
 
 from ._defaults import DEFAULTS
 from .parse import PROFILES, product_token
@@ -34,6 +38,9 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 logger = logging.getLogger(__name__)
+# Where Scrapy's modules are: a task running one of its coroutines is one
+# Scrapy made.
+_SCRAPY = str(Path(scrapy.__file__).parent)
 
 # The crawls whose "ROBOTSTXT_OBEY = False" was logged (INFO when it turns
 # the package off, WARNING when it does not): one line per crawl, whichever
@@ -86,7 +93,10 @@ def _number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an int past any float
+            return None
     if isinstance(value, str):
         try:
             return float(value.strip())
@@ -210,7 +220,7 @@ def robots_user_agent(settings: BaseSettings, spider: Spider | None = None) -> s
         *((setting, settings.get(setting)) for setting in _AGENT_SETTINGS),
     ]
     for source, value in sources:
-        if not value:
+        if value is None or value == "":
             continue
         if isinstance(value, str) and product_token(value):
             return value
@@ -358,12 +368,20 @@ def _log_refusal(crawler: Crawler, exc: SettingError) -> None:
         task = asyncio.current_task()
     except RuntimeError:  # no event loop running: another Twisted reactor
         return
-    if task is not None:
+    if task is not None and _made_by_scrapy(task):
         # Scrapy runs each crawl in a task of its own and leaves a crawl
         # that fails to start to asyncio, which prints the exception under
         # every frame of Scrapy's ("Task exception was never retrieved")
-        # once the task is gone: the line above says all of it.
+        # once the task is gone: the line above says all of it.  A task of
+        # a script's own (awaiting crawl_async()) gets the exception back.
         task.add_done_callback(partial(_retrieve, exc))
+
+
+def _made_by_scrapy(task: asyncio.Task[Any]) -> bool:
+    """Whether ``task`` runs a coroutine of Scrapy's."""
+    code = getattr(task.get_coro(), "cr_code", None)
+    module = getattr(code, "co_filename", "")
+    return module.startswith(_SCRAPY)
 
 
 def _retrieve(exc: SettingError, task: asyncio.Task[Any]) -> None:
@@ -377,3 +395,16 @@ def _retrieve(exc: SettingError, task: asyncio.Task[Any]) -> None:
                 "future": task,
             }
         )
+
+
+def enabled_components(crawler: Crawler, chain: str) -> list[type] | None:
+    """The classes ``chain`` (``SPIDER_MIDDLEWARES``, ...) enables; ``None``
+    when Scrapy will refuse it itself (a duplicate, a path that does not
+    import): it says so better."""
+    try:
+        return [
+            load_object(key) if isinstance(key, str) else key
+            for key in build_component_list(crawler.settings.getwithbase(chain))
+        ]
+    except Exception:  # Scrapy reports the same error when it builds them
+        return None

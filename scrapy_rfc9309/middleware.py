@@ -23,15 +23,13 @@ from scrapy import Request, signals
 from scrapy.downloadermiddlewares.defaultheaders import DefaultHeadersMiddleware
 from scrapy.downloadermiddlewares.useragent import UserAgentMiddleware
 from scrapy.exceptions import IgnoreRequest
-from scrapy.utils.conf import build_component_list
 from scrapy.utils.httpobj import urlparse_cached
-from scrapy.utils.misc import load_object
 
 from ._closing import RobotsCancelled, closing
 from ._compat import spider_argument
 from ._config import RobotsConfig
 from ._coordination import GuardedStore, Outcomes
-from ._settings import ensure_enabled, refusals_logged
+from ._settings import enabled_components, ensure_enabled, refusals_logged
 from ._slots import QUEUE_META
 from .fetch import META_KEY, RobotsFetcher
 from .match import Cause, Decision, Matcher, product_token
@@ -508,6 +506,7 @@ def _warn_missing_components(crawler: Crawler, config: RobotsConfig) -> None:
     not enable (middlewares enabled by hand, one left out or set to
     ``None``): without it, the setting would do nothing, silently."""
     # Imported here: each of these modules imports this one.
+    from .provenancemiddleware import ProvenanceMiddleware
     from .sitemaps import SitemapsMiddleware
     from .tdmmiddleware import TdmItemsMiddleware, TdmMiddleware, is_tdm
     from .usagemiddleware import UsageMiddleware
@@ -526,10 +525,14 @@ def _warn_missing_components(crawler: Crawler, config: RobotsConfig) -> None:
         needed.append((purposes, downloader, TdmMiddleware, files))
         reservation = "items are not judged by their tdm-reservation header or meta"
         needed.append((purposes, spider, TdmItemsMiddleware, reservation))
+    if config.provenance or config.report:
+        evidence = "items get no robots_provenance record, and none is counted kept"
+        setting = "ROBOTS_PROVENANCE or ROBOTS_REPORT is on"
+        needed.append((setting, spider, ProvenanceMiddleware, evidence))
     chains: dict[str, list[type] | None] = {}
     for setting, chain, component, effect in needed:
         if chain not in chains:
-            chains[chain] = _enabled(crawler, chain)
+            chains[chain] = enabled_components(crawler, chain)
         enabled = chains[chain]
         if enabled is None or any(issubclass(cls, component) for cls in enabled):
             continue
@@ -557,7 +560,7 @@ def _log_agent_not_sent(crawler: Crawler, agent: str) -> None:
     on purpose (its own group, Googlebot's string), so it is said, not
     warned of."""
     token = product_token(agent)
-    enabled = _enabled(crawler, "DOWNLOADER_MIDDLEWARES") or []
+    enabled = enabled_components(crawler, "DOWNLOADER_MIDDLEWARES") or []
     sent = None
     if any(issubclass(cls, DefaultHeadersMiddleware) for cls in enabled):
         headers = crawler.settings.getdict("DEFAULT_REQUEST_HEADERS")
@@ -574,16 +577,3 @@ def _log_agent_not_sent(crawler: Crawler, agent: str) -> None:
         {"token": token, "sent": sent},
         extra={"crawler": crawler},
     )
-
-
-def _enabled(crawler: Crawler, chain: str) -> list[type] | None:
-    """The classes ``chain`` (``SPIDER_MIDDLEWARES``, ...) enables; ``None``
-    when Scrapy will refuse it itself (a duplicate, a path that does not
-    import): it says so better."""
-    try:
-        return [
-            load_object(key) if isinstance(key, str) else key
-            for key in build_component_list(crawler.settings.getwithbase(chain))
-        ]
-    except Exception:  # Scrapy reports the same error when it builds them
-        return None

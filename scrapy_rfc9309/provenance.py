@@ -57,9 +57,12 @@ FIELD = "robots_provenance"
 #: Request meta key of what RobotsMiddleware decided for the request: the
 #: robots.txt part of its record, plain data (requests are pickled to disk).
 EVIDENCE_KEY = "_robots_evidence"
-#: Why an item's request was not judged by a robots.txt.
+#: Why an item's request was not judged by a robots.txt: its meta said
+#: so; its URL has none; it never went through RobotsMiddleware (left out
+#: of the chain, or answered before it).
 NOT_CHECKED = "dont_obey_robotstxt"
 NO_ROBOTS_TXT = "no_robots_txt"
+UNJUDGED = "not_judged"
 
 
 def iso_time(seconds: float | None) -> str | None:

@@ -14,6 +14,7 @@ kept.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
@@ -23,13 +24,14 @@ from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
 from ._compat import spider_argument
-from ._settings import ensure_enabled, refusals_logged
+from ._settings import enabled_components, ensure_enabled, refusals_logged
 from .directives import directives_for, stringify_directives
 from .provenance import (
     EVIDENCE_KEY,
     FIELD,
     NO_ROBOTS_TXT,
     NOT_CHECKED,
+    UNJUDGED,
     ledger_for,
     plain,
     unchecked_facts,
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = ["ProvenanceMiddleware"]
+
+logger = logging.getLogger(__name__)
 
 #: Meta keys other components fill, recorded as found: the record's key ->
 #: the meta key.  ``tdm``: W3C TDMRep (``robots_tdm``); ``licenses``: RSL
@@ -64,6 +68,7 @@ class ProvenanceMiddleware:
             raise NotConfigured
         self.ledger = ledger
         self._records: WeakKeyDictionary[Response, dict[str, Any]] = WeakKeyDictionary()
+        _warn_unjudged(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -80,9 +85,13 @@ class ProvenanceMiddleware:
         robots = meta.get(EVIDENCE_KEY)
         if not isinstance(robots, dict):
             origin = robots_url(response.url)
-            robots = unchecked_facts(
-                origin, NOT_CHECKED if origin is not None else NO_ROBOTS_TXT
-            )
+            if origin is None:
+                reason = NO_ROBOTS_TXT
+            elif meta.get("dont_obey_robotstxt"):
+                reason = NOT_CHECKED
+            else:
+                reason = UNJUDGED
+            robots = unchecked_facts(origin, reason)
         header = response.headers.getlist("Content-Usage")
         usage = robots["content_usage_robots_txt"]
         record: dict[str, Any] = {
@@ -124,3 +133,23 @@ class ProvenanceMiddleware:
                     # leaves the others alone.
                     annotate(output, FIELD, copy.deepcopy(record))
             yield output
+
+
+def _warn_unjudged(crawler: Crawler) -> None:
+    """One WARNING when RobotsMiddleware, which judges the requests whose
+    items are recorded, is not in the crawl's downloader chain (taken out
+    by hand): every record would say ``not_judged``."""
+    # Imported here: the middleware imports this module's neighbours.
+    from .middleware import RobotsMiddleware
+
+    enabled = enabled_components(crawler, "DOWNLOADER_MIDDLEWARES")
+    if enabled is None or any(issubclass(cls, RobotsMiddleware) for cls in enabled):
+        return
+    logger.warning(
+        "ROBOTS_PROVENANCE or ROBOTS_REPORT is on, but"
+        " scrapy_rfc9309.middleware.RobotsMiddleware is not enabled in"
+        " DOWNLOADER_MIDDLEWARES: no request is judged by robots.txt, and the"
+        " records say not_judged (the add-on enables it; see"
+        " docs/getting-started.md)",
+        extra={"crawler": crawler},
+    )

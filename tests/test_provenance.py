@@ -31,6 +31,7 @@ from scrapy.http import Response
 from scrapy_rfc9309 import ProvenanceMiddleware
 from scrapy_rfc9309.provenance import Ledger, iso_time
 from tests.support.crawl_helpers import (
+    ItemSpider,
     RecordingSpider,
     crawl,
     crawl_items,
@@ -650,3 +651,47 @@ async def test_the_documented_examples_are_what_a_crawl_gives(
     assert got == line
     # What the page says of the hash.
     assert record["sha256"] == sha256(robots)
+
+
+@coroutine_test
+async def test_a_report_without_provenance_middleware_is_warned_of(
+    server: Server, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The report is written by RobotsMiddleware's ledger, the items kept
+    counted by ProvenanceMiddleware: without it the report says none were
+    kept, which is said at start-up."""
+    server.route("/robots.txt", "User-agent: *\nDisallow: /private\n")
+    report = tmp_path / "report.jsonl"
+    settings = {
+        "ROBOTS_REPORT": str(report),
+        "SPIDER_MIDDLEWARES": {"scrapy_rfc9309.ProvenanceMiddleware": None},
+    }
+    with caplog.at_level(logging.WARNING, logger="scrapy_rfc9309"):
+        crawler = make_crawler(settings, ItemSpider)
+        items = await crawl_items(crawler, urls=[server.url("/a"), server.url("/b")])
+    assert len(items) == 2
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert "ProvenanceMiddleware is not enabled in SPIDER_MIDDLEWARES" in warnings[0]
+
+
+@coroutine_test
+async def test_a_record_without_robots_middleware_says_not_judged(
+    server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    """RobotsMiddleware taken out of the chain by hand: no request is judged,
+    and the records say so, rather than claim a dont_obey_robotstxt meta the
+    request did not carry."""
+    server.route("/robots.txt", "User-agent: *\nDisallow: /private\n")
+    settings = {
+        "ROBOTS_PROVENANCE": True,
+        "DOWNLOADER_MIDDLEWARES": {"scrapy_rfc9309.RobotsMiddleware": None},
+    }
+    with caplog.at_level(logging.WARNING, logger="scrapy_rfc9309"):
+        crawler = make_crawler(settings, ItemSpider)
+        items = await crawl_items(crawler, urls=[server.url("/private/x")])
+    (item,) = items
+    assert item["robots_provenance"]["reason"] == "not_judged"
+    said = "RobotsMiddleware is not enabled in DOWNLOADER_MIDDLEWARES"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len([warning for warning in warnings if said in warning]) == 1

@@ -35,6 +35,7 @@ from scrapy_rfc9309 import (
     RobotsMiddleware,
     UsageMiddleware,
 )
+from scrapy_rfc9309 import _settings as settings_module
 from scrapy_rfc9309._config import RobotsConfig
 from scrapy_rfc9309._defaults import DEFAULTS
 from scrapy_rfc9309._settings import (
@@ -351,6 +352,14 @@ AGENT = (
             f"the robots_user_agent attribute of spider 'attributed'{AGENT}'42'",
         ),
         ({"ROBOTS_USER_AGENT": 42}, RecordingSpider, f"ROBOTS_USER_AGENT{AGENT}42"),
+        # Not a way to leave it unset (None, or ""): it was passed over.
+        ({"ROBOTS_USER_AGENT": 0}, RecordingSpider, f"ROBOTS_USER_AGENT{AGENT}0"),
+        (
+            {"ROBOTS_USER_AGENT": False},
+            RecordingSpider,
+            f"ROBOTS_USER_AGENT{AGENT}False",
+        ),
+        ({"ROBOTS_USER_AGENT": []}, RecordingSpider, f"ROBOTS_USER_AGENT{AGENT}[]"),
     ],
 )
 @coroutine_test
@@ -533,9 +542,13 @@ def test_scrapy_crawl_says_a_refused_setting_in_one_line(
     assert f"[scrapy_rfc9309._settings] ERROR: The crawl cannot start: {line}" in error
 
 
-def test_a_crawl_task_failing_otherwise_is_still_reported() -> None:
+def test_a_crawl_task_failing_otherwise_is_still_reported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Only the refusal logged is kept from asyncio's report: a task that
     went on and failed on something else is reported as asyncio would."""
+    # The test's tasks stand for those Scrapy makes.
+    monkeypatch.setattr(settings_module, "_made_by_scrapy", lambda task: True)
     crawler = get_crawler(RecordingSpider, BASE_SETTINGS)
     reported: list[BaseException] = []
 
@@ -570,6 +583,39 @@ def test_a_crawl_task_failing_otherwise_is_still_reported() -> None:
     thread.join(timeout=30)
     assert not thread.is_alive()
     assert [type(error) for error in reported] == [KeyError]
+
+
+def test_a_scripts_own_task_is_left_to_the_script() -> None:
+    """A script awaiting crawl_async() in its own task gets the refusal
+    back: it may catch it and end on another exception, which asyncio.run
+    hands it; asyncio is not told that one was never retrieved."""
+    crawler = get_crawler(RecordingSpider, BASE_SETTINGS)
+    reported: list[BaseException] = []
+
+    async def main() -> None:
+        try:
+            with refusals_logged(crawler):
+                raise SettingError("ROBOTS_X must be good, not 'bad'")
+        except SettingError:
+            raise RuntimeError("giving up") from None
+
+    def run() -> None:
+        loop = asyncio.new_event_loop()
+        loop.set_exception_handler(
+            lambda _, context: reported.append(context["exception"])
+        )
+        try:
+            with contextlib.suppress(RuntimeError):
+                loop.run_until_complete(main())
+            gc.collect()
+        finally:
+            loop.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert reported == []
 
 
 @pytest.mark.parametrize(
@@ -645,7 +691,10 @@ def test_seconds(value: Any, expected: float) -> None:
     assert seconds(settings, "ROBOTS_CACHE_LIFETIME") == expected
 
 
-@pytest.mark.parametrize("value", [-1, "-0.5", math.inf, "inf", "", "1 day", []])
+@pytest.mark.parametrize(
+    "value",
+    [-1, "-0.5", math.inf, "inf", "", "1 day", [], pytest.param(10**400, id="10**400")],
+)
 def test_seconds_refuses(value: Any) -> None:
     with pytest.raises(
         ValueError, match="must be a number of seconds from 0 to 1,000,000,000"
@@ -673,7 +722,9 @@ def test_positive_int(value: Any, expected: int) -> None:
     assert positive_int(settings, "ROBOTS_MAX_REDIRECTS", minimum=0) == expected
 
 
-@pytest.mark.parametrize("value", [-1, 1.5, "two", False, math.nan])
+@pytest.mark.parametrize(
+    "value", [-1, 1.5, "two", False, math.nan, pytest.param(10**400, id="10**400")]
+)
 def test_positive_int_refuses(value: Any) -> None:
     with pytest.raises(ValueError, match="must be a whole number, 0 or more"):
         positive_int(
