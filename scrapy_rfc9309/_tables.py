@@ -12,7 +12,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from itertools import compress, repeat
-from operator import and_
+from operator import and_, is_not
 from typing import NamedTuple
 
 from .profiles import Percent, ProfileRules
@@ -97,7 +97,7 @@ def _indices(values: list[int]) -> array[int]:
 
 def _uints(values: list[int]) -> array[int]:
     # Two octets an entry (lines up to 32,767), unless a line number needs more.
-    largest = max(values, default=0)
+    largest = max(values) if values else 0
     typecode = "H" if largest < 1 << 16 else "I" if largest < 1 << 32 else "Q"
     return array(typecode, values)
 
@@ -106,9 +106,9 @@ def _parents(prefixes: tuple[bytes, ...]) -> array[int] | None:
     """For each of the sorted ``prefixes``, the index of the longest other
     one that it starts with (-1: none); ``None`` if none has one."""
     # In sorted order a string's prefixes come before it, and every string
-    # between one of them and it starts with that prefix too.  So a prefix
-    # has a parent but "" or "/" (which start every path) only if one of the
-    # others starts with the one before it: in few tables.
+    # between one of them and it starts with that prefix too.  So only in a
+    # run of prefixes starting with the one before (in few tables) has one a
+    # parent but "" or "/": walked, the one before's prefixes on a stack.
     size = len(prefixes)
     if size < 2:
         return None
@@ -116,28 +116,32 @@ def _parents(prefixes: tuple[bytes, ...]) -> array[int] | None:
     slash = bisect_left(prefixes, b"/")
     if slash == size or prefixes[slash] != b"/":
         slash = size
-    others = prefixes[empty + 1 : slash] + prefixes[slash + 1 :]
-    if True in map(bytes.startswith, others[1:], others[:-1]):
-        return _walk(prefixes)
     parents = [empty] * size
     # Every string from "/" to "0" (the octet after "/") starts with "/".
     end = bisect_left(prefixes, b"0", slash)
     parents[slash + 1 : end] = [slash] * (end - slash - 1)
     parents[0] = -1
+    # Those starting with the one before ("/" aside), at C speed.
+    tails = prefixes[1:]
+    nested = list(map(is_not, map(bytes.removeprefix, tails, prefixes[:-1]), tails))
+    if slash < size - 1:
+        nested[slash] = False
+    walked = 0
+    for index in compress(range(1, size), nested):
+        if index < walked:
+            continue
+        stack = [index - 1]
+        while index < size:
+            prefix = prefixes[index]
+            while stack and not prefix.startswith(prefixes[stack[-1]]):
+                stack.pop()
+            if not stack:
+                break
+            parents[index] = stack[-1]
+            stack.append(index)
+            index += 1
+        walked = index
     return _indices(parents) if max(parents) >= 0 else None
-
-
-def _walk(prefixes: Sequence[bytes]) -> array[int]:
-    """:func:`_parents`, one prefix after another: the prefixes of the one
-    before each, kept as a stack, hold all of its own."""
-    parents: list[int] = []
-    stack: list[int] = []
-    for index, prefix in enumerate(prefixes):
-        while stack and not prefix.startswith(prefixes[stack[-1]]):
-            stack.pop()
-        parents.append(stack[-1] if stack else -1)
-        stack.append(index)
-    return _indices(parents)
 
 
 def _specials(patterns: Iterable[str], found: set[str], ascii_only: bool) -> list[str]:
@@ -271,14 +275,16 @@ def build(rules: ProfileRules, patterns: Sequence[str], metas: list[int]) -> Tab
     normals = _normalized(specials, rules.percent, found, ascii_only)
     if index_html:
         normals = _index_html(prefixes, specials, special_metas, list(normals))
-    # Prefixes only once normalised: normalised -> pattern as written.
+    # Prefixes only once normalised: normalised -> as written ("" if alike).
     written: dict[str, str] = {}
     filed = _filed(
         specials, special_metas, normals, rules.rank == "length", prefixes, written
     )
     plain = sorted(prefixes)
     metas = list(map(prefixes.__getitem__, plain))
-    originals = {bisect_left(plain, prefix): spelt for prefix, spelt in written.items()}
+    originals = {
+        bisect_left(plain, prefix): spelt for prefix, spelt in written.items() if spelt
+    }
     encoded = _encoded(plain)
     special = _special(filed, metas, originals) if filed else None
     return _uints(metas), encoded, _parents(encoded), originals or None, special
@@ -313,49 +319,42 @@ def _filed(
     written: dict[str, str],
 ) -> list[_Filed]:
     """The ``specials`` (with their ``metas`` and ``normals``) as entries;
-    those that are plain prefixes once normalised go into
-    ``prefixes`` (and their spelling into ``written``).  ``by_length``:
-    ranked by normalised length, else as Yandex ranks them (without "*"
-    and a final "$")."""
+    those that are plain prefixes once normalised go into ``prefixes``
+    (their spelling, "" if alike, into ``written``).  ``by_length``: ranked
+    by normalised length, else as Yandex ranks them (without "*" and a
+    final "$")."""
     filed: list[_Filed] = []
     heads: dict[str, str] = {}
     tail: str | tuple[str, ...] | None
-    for pattern, meta, normal in zip(specials, metas, normals):  # noqa: B905
-        size = len(normal) if by_length else _specificity(normal)
-        rank = -rank_of(size, meta)
-        anchored = normal.endswith("$")
-        body = normal[:-1] if anchored else normal
-        star = body.find("*")
-        exact = normal == pattern
-        if star >= 0:
-            head, rest = body[:star], body[star + 1 :]
-            if not anchored and rest.endswith("*"):
+    sizes = map(len if by_length else _specificity, normals)
+    for pattern, meta, normal, size in zip(specials, metas, normals, sizes):  # noqa: B905
+        anchored = normal[-1:] == "$"
+        head, star, rest = (normal[:-1] if anchored else normal).partition("*")
+        spelt = "" if normal == pattern else pattern
+        if star:
+            if not anchored and rest[-1:] == "*":
                 # A trailing "*" matches anything, even nothing: "/a*b*" is
                 # "/a*b" (the entry answers with the pattern as written).
-                rest, exact = rest.rstrip("*"), False
-            if "*" not in rest:
-                tail = needed = rest
-            else:
-                parts = tuple(rest.split("*"))
-                tail, needed = parts, max(parts, key=len)
+                rest, spelt = rest.rstrip("*"), pattern
+            tail = needed = rest
+            if "*" in rest:
+                tail = tuple(rest.split("*"))
+                needed = max(tail, key=len)
         elif anchored:
-            head, tail, needed = body, None, body
+            tail, needed = None, head
         else:
             # A plain prefix once normalised.
             known = prefixes.get(normal)
             if known is None or rank_of(0, meta) > rank_of(0, known):
                 prefixes[normal] = meta
-                if normal == pattern:
-                    written.pop(normal, None)
-                else:
-                    written[normal] = pattern
+                written[normal] = spelt
             continue
         # Entries of one head share its string (each is cut out on its own).
         head = heads.setdefault(head, head)
         if len(head) > len(needed):
             # The longest text, which rules out the most paths.
             needed = head
-        spelt = "" if exact else pattern
+        rank = (meta >> 1) - ((size << 1 | meta & 1) << LINE_BITS)  # -rank_of()
         filed.append((rank, len(filed), head, needed, tail, anchored, meta, spelt))
     return filed
 
@@ -372,9 +371,7 @@ def _special(
     base = len(metas)
     metas.extend(filed_metas)
     if any(spelt):
-        originals.update(
-            {entry: pattern for entry, pattern in enumerate(spelt, base) if pattern}
-        )
+        originals.update(compress(enumerate(spelt, base), spelt))
     # Only their verdicts: those of the plain prefixes were filed first.
     allows = sum(map(and_, filed_metas, repeat(1)))
     verdict = 1 if allows == len(filed) else 0 if not allows else -1

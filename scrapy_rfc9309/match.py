@@ -541,13 +541,15 @@ def explain(document: Document, user_agent: str, url: str) -> Decision:
 
 def is_allowed(document: Document, user_agent: str, url: str) -> bool:
     """Whether ``user_agent`` may crawl ``url`` (absolute, or ``/``-rooted)."""
-    # Called in loops: the document's matcher is looked up here first.
+    # Called in loops: the document's matcher is looked up, and asked, here.
     try:
         matcher = document._matchers.get(user_agent) or compile(document, user_agent)
-    except AttributeError:
+        entry = matcher._find(url, True)
+    except (AttributeError, TypeError):
         expect(document, Document, "document", DOCUMENT)
+        expect(url, str, "url", "a str")
         raise
-    return matcher.is_allowed(url)
+    return entry < 0 or matcher._meta[entry] & 1 == 1
 
 
 def crawl_delay(document: Document, user_agent: str) -> float | None:
