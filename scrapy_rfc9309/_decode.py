@@ -109,6 +109,11 @@ class _Stage(Protocol):
     #: The encoded stream has ended; whatever follows it is ignored.
     finished: bool
 
+    @property
+    def whole(self) -> bool:
+        """Whether the input so far ends where a stream may: finished, or
+        between two gzip members or zstd frames."""
+
     def push(self, data: bytes) -> None:
         """More encoded input; only given once :meth:`pull` returned ``b""``."""
 
@@ -124,10 +129,16 @@ class _Zlib:
         self._members = 0
         self._pending = b""
         self._more = False  # the last call filled its output: ask again
+        self._started = False  # the member being read has had input
         self.finished = False
         # 32 + MAX_WBITS reads a gzip or a zlib header; deflate waits for
         # two bytes to tell a zlib header from raw deflate.
         self._inflater: Any = zlib.decompressobj(32 + zlib.MAX_WBITS) if gzip else None
+
+    @property
+    def whole(self) -> bool:
+        fresh = self._inflater is None or not self._started
+        return self.finished or (self._members > 0 and fresh and not self._pending)
 
     def push(self, data: bytes) -> None:
         self._pending += data
@@ -148,6 +159,7 @@ class _Zlib:
             if not self._pending and not self._more:
                 return b""
             inflater = self._inflater
+            self._started = True
             try:
                 out: bytes = inflater.decompress(self._pending, size)
             except zlib.error as exc:
@@ -164,6 +176,7 @@ class _Zlib:
                 if self._gzip:
                     self._members += 1
                     self._inflater = zlib.decompressobj(32 + zlib.MAX_WBITS)
+                    self._started = False
                 else:
                     self.finished = True
             else:
@@ -177,7 +190,15 @@ class _Brotli:
     def __init__(self) -> None:
         self._decoder = _BROTLI.Decompressor()
         self._pending = b""
+        # The last call gave output: more may wait inside the decoder, which
+        # may give more than output_buffer_limit and still say it can take
+        # input (brotli 1.2).
+        self._more = False
         self.finished = False
+
+    @property
+    def whole(self) -> bool:
+        return self.finished
 
     def push(self, data: bytes) -> None:
         self._pending += data
@@ -185,20 +206,21 @@ class _Brotli:
     def pull(self, size: int) -> bytes:
         decoder = self._decoder
         while not self.finished:
-            if decoder.can_accept_more_data():
-                if not self._pending:
-                    return b""
+            if self._more or not decoder.can_accept_more_data():
+                data = b""  # output of input already given may be waiting
+            elif self._pending:
                 data, self._pending = self._pending, b""
             else:
-                data = b""  # output of input already given is waiting
+                return b""
             try:
                 out: bytes = decoder.process(data, output_buffer_limit=size)
             except Exception as exc:  # brotli.error / brotlicffi.error
                 raise _Undecodable(f"{exc}") from None
             self.finished = decoder.is_finished()
+            self._more = bool(out)
             if out:
                 return out
-            if not data:
+            if not data and not decoder.can_accept_more_data():
                 return b""  # nothing came of pending output: never spin
         return b""
 
@@ -210,6 +232,7 @@ class _Zstd:
         self._frames = 0
         self._decoder = self._new()
         self._pending = b""
+        self._started = False  # the frame being read has had input
         self.finished = False
 
     @staticmethod
@@ -220,6 +243,11 @@ class _Zstd:
         return _ZSTD.ZstdDecompressor(
             options={parameter.window_log_max: ZSTD_WINDOW_LOG_MAX}
         )
+
+    @property
+    def whole(self) -> bool:
+        fresh = not self._started
+        return self.finished or (self._frames > 0 and fresh and not self._pending)
 
     def push(self, data: bytes) -> None:
         self._pending += data
@@ -237,6 +265,7 @@ class _Zstd:
                 data, self._pending = self._pending, b""
             else:
                 data = b""
+            self._started = True
             try:
                 out: bytes = decoder.decompress(data, size)
             except Exception as exc:  # zstd.ZstdError
@@ -248,6 +277,7 @@ class _Zstd:
                 self._frames += 1
                 self._pending = decoder.unused_data + self._pending
                 self._decoder = self._new()
+                self._started = False
             elif not out and not data:
                 return b""  # nothing came of pending output: never spin
             if out:
@@ -395,6 +425,16 @@ class BoundedDecoder:
             self.cut = True
         return self.done
 
+    def end(self) -> None:
+        """The encoded body is all in: one that stops part-way through a
+        stream (a gzip member, a zstd frame, a deflate or br stream) is
+        :attr:`error`, the rules after the cut unknown.  An empty body is
+        an empty file."""
+        if self.done or not self.encoded:
+            return
+        if not all(stage.whole for stage in self._stages):
+            self.error = f"truncated {self._names()} stream"
+
     def _names(self) -> str:
         names = {type(stage) for stage in self._stages}
         return "/".join(
@@ -448,4 +488,5 @@ def decode(body: bytes, encodings: Iterable[str | bytes], limit: int) -> Bounded
     for start in range(0, len(body), _CHUNK):
         if decoder.feed(bytes(view[start : start + _CHUNK])):
             break
+    decoder.end()
     return decoder

@@ -51,6 +51,7 @@ from .outcome import (
     Lifetimes,
     Outcome,
     classify,
+    one_value,
     unavailable,
     unreachable,
 )
@@ -152,7 +153,8 @@ class _Body:
             or decoder.encoded != len(response.body)
             or decoder.codings != codings(encodings)
         ):
-            decoder = decode(response.body, encodings, self.limit)
+            return decode(response.body, encodings, self.limit)
+        decoder.end()
         return decoder
 
 
@@ -481,13 +483,10 @@ class RobotsFetcher:
         fetched_at: float | None = None,
     ) -> Outcome:
         """The outcome of ``response``, dated ``fetched_at`` (default now)."""
-        cache_control = response.headers.get(b"Cache-Control")
         answer = Answer(
             response.status,
             decoded.body,
-            cache_control=None
-            if cache_control is None
-            else cache_control.decode("latin-1"),
+            cache_control=one_value(response.headers.getlist(b"Cache-Control")),
             truncated="dataloss" in response.flags,
             cut=decoded.cut,
             overrun=decoded.overrun,

@@ -31,6 +31,8 @@ from .profiles import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from .match import Matcher
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "kind_of_status",
     "lifetime",
     "max_age",
+    "one_value",
     "parsed",
     "unavailable",
     "unreachable",
@@ -272,6 +275,14 @@ def kind_of_status(status: int, profile: str = RFC9309) -> OutcomeKind:
 #: The largest ``max-age`` taken as given: RFC 9111 (1.2.2) reads any larger
 #: delta-seconds, however many digits it has, as 2**31.
 _MAX_DELTA_SECONDS = 2**31
+
+
+def one_value(lines: Iterable[bytes]) -> str | None:
+    """A header's field lines as one value (``Cache-Control: max-age=900``
+    then ``Cache-Control: public`` say ``max-age=900, public``, RFC 9110
+    5.3); ``None`` without any."""
+    joined = b", ".join(lines)
+    return joined.decode("latin-1") if joined else None
 
 
 def max_age(cache_control: str | None) -> float | None:

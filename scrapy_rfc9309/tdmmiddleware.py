@@ -36,7 +36,7 @@ from .directives import is_html
 from .fetch import RobotsFetcher
 from .match import Decision
 from .middleware import SITEMAP_DEPTH_KEY, RobotsDisallowed
-from .outcome import lifetime, max_age
+from .outcome import lifetime, max_age, one_value
 from .politeness import politeness_of
 from .provenance import ledger_for
 from .spidermiddleware import annotate
@@ -405,11 +405,8 @@ class TdmMiddleware:
         return stored
 
     def _expires(self, response: Response, fetched_at: float) -> float:
-        cache_control = response.headers.get(b"Cache-Control")
-        return fetched_at + lifetime(
-            self.lifetimes,
-            max_age(None if cache_control is None else cache_control.decode("latin-1")),
-        )
+        cache_control = one_value(response.headers.getlist(b"Cache-Control"))
+        return fetched_at + lifetime(self.lifetimes, max_age(cache_control))
 
     async def _download(
         self, tdm_url: str, previous: TdmEntry | None, via: Request | None

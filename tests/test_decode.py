@@ -233,6 +233,7 @@ def test_valid_streams_decode_exactly_in_any_chunking(data: bytes, chunk: int) -
         decoder = BoundedDecoder(encodings, 1_000_000)
         for start in range(0, len(body), chunk):
             decoder.feed(body[start : start + chunk])
+        decoder.end()
         assert (decoder.body, decoder.error) == (data, None)
 
 
@@ -384,3 +385,88 @@ def test_a_zstd_window_over_8_mib_is_refused() -> None:
     )
     body = fits.compress(RULES) + fits.flush()
     assert decode(body, ["zstd"], LIMIT).body == RULES
+
+
+def _large_robots_txt() -> bytes:
+    """About 220 KB of rule lines, no two alike: a large real file."""
+    return (
+        b"".join(
+            b"Disallow: /%x/%x\n" % ((n * 2654435761) % 2**64, n) for n in range(6_000)
+        )
+        + b"Disallow: /private\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("coding", "compress"),
+    [
+        ("br", brotli.compress),
+        ("zstd", zstd.compress),
+        ("gzip", gzip.compress),
+        ("deflate", zlib.compress),
+    ],
+)
+def test_a_large_body_decodes_whole_in_any_piece_size(
+    coding: str, compress: Any
+) -> None:
+    # brotli 1.2 may give more than its output bound in one call and still
+    # say it takes input: the rest waited inside it, and the body came out
+    # short (131,024 of 221,195 bytes through decode(), 98,272 in one feed),
+    # without a cut or an error, its last rules never obeyed.
+    data = _large_robots_txt()
+    body = compress(data)
+    whole = decode(body, [coding], LIMIT)
+    assert (whole.body, whole.error, whole.cut) == (data, None, False)
+    for piece in (len(body), 1_000, 65_536 + 7):
+        decoder = BoundedDecoder([coding], LIMIT)
+        for start in range(0, len(body), piece):
+            decoder.feed(body[start : start + piece])
+        decoder.end()
+        assert (decoder.body, decoder.error) == (data, None)
+
+
+STREAMS = {
+    "gzip": (gzip.compress, ["gzip"]),
+    "zlib deflate": (zlib.compress, ["deflate"]),
+    "raw deflate": (raw_deflate, ["deflate"]),
+    "br": (brotli.compress, ["br"]),
+    "zstd": (zstd.compress, ["zstd"]),
+    "gzip, zstd": (lambda data: zstd.compress(gzip.compress(data)), ["gzip, zstd"]),
+}
+
+
+@pytest.mark.parametrize("case", STREAMS)
+def test_a_stream_cut_short_is_an_error_not_the_whole_file(case: str) -> None:
+    # A body whose length says it is whole (a Content-Length that matches,
+    # or one ended by the connection closing) but whose stream stops
+    # part-way: what came is the start of the file, and the rules after
+    # the cut are unknown, as for a truncated transfer.
+    compress, encodings = STREAMS[case]
+    body = compress(_large_robots_txt())
+    decoder = decode(body[: len(body) // 2], encodings, LIMIT)
+    assert decoder.error is not None
+    assert decoder.error.startswith("truncated ")
+
+
+def test_a_stream_ending_between_gzip_members_or_zstd_frames_is_whole() -> None:
+    members = gzip.compress(RULES) + gzip.compress(b"Allow: /\n")
+    assert decode(members, ["gzip"], LIMIT).error is None
+    frames = zstd.compress(RULES) + zstd.compress(b"Allow: /\n")
+    assert decode(frames, ["zstd"], LIMIT).error is None
+    # A second member begun, not ended.
+    assert (
+        decode(members[:-5], ["gzip"], LIMIT).error
+        == "truncated gzip or deflate stream"
+    )
+    # An empty body: an empty file, whatever its encoding says.
+    assert decode(b"", ["gzip"], LIMIT).error is None
+
+
+@given(data=st.binary(min_size=1, max_size=2048), cut=st.floats(0.0, 0.999))
+@settings(max_examples=200, deadline=None)
+def test_every_stream_cut_anywhere_is_told(data: bytes, cut: float) -> None:
+    for compress, encodings in STREAMS.values():
+        body = compress(data)
+        size = max(1, int(len(body) * cut))
+        decoder = decode(body[:size], encodings, 1_000_000)
+        assert decoder.error is not None, (encodings, size, len(body))

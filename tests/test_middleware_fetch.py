@@ -22,6 +22,7 @@ from scrapy_rfc9309.fetch import RobotsFetcher
 from scrapy_rfc9309.middleware import RobotsMiddleware
 from scrapy_rfc9309.outcome import Lifetimes
 from scrapy_rfc9309.parse import Rule
+from scrapy_rfc9309.signals import robots_outcome
 from tests.support.crawl_helpers import (
     Burst,
     RecordingSpider,
@@ -802,3 +803,88 @@ async def test_a_redirect_in_the_http_cache_is_followed_for_a_day_only(
     assert later.spider.crawled == [server.url("/a")]
     hits = ["/robots.txt", "/moved.txt", "/b", "/robots.txt", "/a"]
     assert [hit.path for hit in server.hits] == hits
+
+
+# A large robots.txt whose last rule matters: /private.
+LARGE = (
+    b"User-agent: *\n"
+    + b"".join(b"Disallow: /p%d/%x\n" % (n, n * 2654435761) for n in range(6_000))
+    + b"Disallow: /private\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("coding", "compress"),
+    [("br", brotli.compress), ("gzip", gzip.compress), ("deflate", zlib.compress)],
+)
+@coroutine_test
+async def test_a_large_encoded_robots_txt_is_read_to_its_last_rule(
+    server: Server, coding: str, compress: Callable[[bytes], bytes]
+) -> None:
+    # brotli 1.2 kept part of its output: a 221 KB file served as br was
+    # read to about 100 KB, its last rules never obeyed.
+    server.route("/robots.txt", compress(LARGE), headers={"Content-Encoding": coding})
+    crawler = await crawl([server.url("/private/x"), server.url("/free")])
+    assert crawler.spider.crawled == [server.url("/free")]
+    assert crawler.spider.dropped[server.url("/private/x")].cause == "rule"
+
+
+def _close_delimited(body: bytes) -> Callable[[BaseHTTPRequestHandler], None]:
+    """Answers gzip-encoded ``body`` without a Content-Length: it ends when
+    the connection closes."""
+
+    def handler(request: BaseHTTPRequestHandler) -> None:
+        request.send_response(200)
+        request.send_header("Content-Encoding", "gzip")
+        request.end_headers()
+        request.wfile.write(body)
+        request.wfile.flush()
+        request.close_connection = True
+
+    return handler
+
+
+@pytest.mark.parametrize("delimited", ["content-length", "connection close"])
+@coroutine_test
+async def test_a_compressed_robots_txt_cut_short_is_unreachable(
+    server: Server, delimited: str
+) -> None:
+    # Half a gzip stream, with a length that says it is whole (a proxy's
+    # cut copy) or ended by the connection (Scrapy flags it "partial", not
+    # "dataloss"): its start was obeyed as the whole file.
+    encoded = gzip.compress(LARGE)
+    half = encoded[: len(encoded) // 2]
+    if delimited == "content-length":
+        server.route("/robots.txt", half, headers={"Content-Encoding": "gzip"})
+    else:
+        server.route("/robots.txt", handler=_close_delimited(half))
+    crawler = await crawl([server.url("/private/x")])
+    dropped = crawler.spider.dropped[server.url("/private/x")]
+    assert dropped.cause == "unreachable"
+    assert "truncated gzip or deflate stream" in dropped.why
+
+
+def _two_cache_control_lines(request: BaseHTTPRequestHandler) -> None:
+    body = b"User-agent: *\nDisallow: /private\n"
+    request.send_response(200)
+    request.send_header("Content-Length", str(len(body)))
+    request.send_header("Cache-Control", "max-age=900")
+    request.send_header("Cache-Control", "public")
+    request.end_headers()
+    request.wfile.write(body)
+
+
+@coroutine_test
+async def test_cache_control_on_several_lines_is_one_value(server: Server) -> None:
+    # RFC 9110 5.3: the lines say "max-age=900, public"; the last alone
+    # gave the 24 h default.
+    server.route("/robots.txt", handler=_two_cache_control_lines)
+    crawler = make_crawler()
+    lifetimes: list[float] = []
+
+    def seen(origin: str, outcome: Any, request: Request) -> None:
+        lifetimes.append(outcome.expires_at - outcome.fetched_at)
+
+    crawler.signals.connect(seen, signal=robots_outcome)
+    await crawler.crawl_async(urls=[server.url("/a")])
+    assert lifetimes == [900.0]
