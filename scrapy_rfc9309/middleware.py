@@ -44,6 +44,7 @@ from .outcome import (
 from .politeness import (
     PACE_META,
     TURN_META,
+    PacingMiddleware,
     Politeness,
 )
 from .provenance import EVIDENCE_KEY, ledger_for
@@ -525,6 +526,11 @@ def _warn_missing_components(crawler: Crawler, config: RobotsConfig) -> None:
         needed.append((purposes, downloader, TdmMiddleware, files))
         reservation = "items are not judged by their tdm-reservation header or meta"
         needed.append((purposes, spider, TdmItemsMiddleware, reservation))
+    if config.retry_after:
+        pauses = "a 429 or 503's Retry-After pauses nothing"
+        needed.append(
+            ("ROBOTS_RETRY_AFTER is on", downloader, PacingMiddleware, pauses)
+        )
     if config.provenance or config.report:
         evidence = "items get no robots_provenance record, and none is counted kept"
         setting = "ROBOTS_PROVENANCE or ROBOTS_REPORT is on"

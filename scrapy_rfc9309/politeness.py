@@ -141,9 +141,9 @@ _CLOSE_POLL = 0.25
 #: Request meta key: ``(origin, Crawl-delay)`` of a request RobotsMiddleware
 #: marked for :class:`PacingMiddleware` to space.
 PACE_META = "_robots_crawl_delay"
-#: Request meta key: until when (seconds since the epoch) the Retry-After of
-#: its answer paused its origin, carried by its retry to whichever worker
-#: sends it.
+#: Request meta key: ``(origin, until when)`` (seconds since the epoch) the
+#: Retry-After of its answer paused its origin, carried by its retry to
+#: whichever worker sends it.
 PAUSE_META = "_robots_retry_after"
 
 #: Request meta key: set when the request took its Crawl-delay turn, until
@@ -292,10 +292,10 @@ class Politeness:
             missed = 0
             while True:
                 due = max(due, await self._own_turn(origin, delay))
-                due = max(
-                    due,
-                    await slots.ready(key, delay, lambda s: self._sleep(s, origin)),
-                )
+                waited = await slots.ready(key, delay, lambda s: self._sleep(s, origin))
+                if waited:  # an answer or a pause meanwhile may move the turn
+                    due = max(due, waited)
+                    continue
                 held = delay + await self._lag()
                 asked = monotonic()
                 wait = await self._turn(origin, held)
@@ -388,13 +388,15 @@ class Politeness:
         if wait is None:
             self.stats.inc_value("robots/retry_after/invalid")
             return
+        if wait <= 0:
+            return  # "0", or a date past: no pause
         capped = wait > self.retry_after_max
         if capped:
             self.stats.inc_value("robots/retry_after/capped")
             wait = self.retry_after_max
         until = monotonic() + wait
         # Its retry carries the pause to whichever worker sends it.
-        request.meta[PAUSE_META] = time.time() + wait
+        request.meta[PAUSE_META] = (origin, time.time() + wait)
         if self.paused.get(origin, 0.0) >= until:
             return  # already paused as long: one pause, one log line
         if self._paused_until(origin, until):
@@ -418,16 +420,26 @@ class Politeness:
         if self._pauses is not None:
             await self._pauses.hold(origin, wait, self.turn_limit)
 
-    def carried(self, request: Request, until: object) -> None:
+    def carried(self, request: Request, pause: object) -> None:
         """Pause the origin of ``request``, the retry of an answer with
-        Retry-After, until ``until`` (its :data:`PAUSE_META`), unless that
-        is past."""
-        if not isinstance(until, float):
-            return
-        left = min(until - time.time(), self.retry_after_max)
+        Retry-After, as its :data:`PAUSE_META` says, unless that is past or
+        another origin's (the answer's meta passed on to a link)."""
         origin = origin_of(request)
-        if left > 0 and origin and self._paused_until(origin, monotonic() + left):
+        if origin and isinstance(pause, tuple) and pause[:1] == (origin,):
+            left = pause[-1] - time.time() if isinstance(pause[-1], float) else 0
+            if left > 0:
+                self._learned(origin, min(left, self.retry_after_max))
+
+    def _learned(self, origin: str, left: float) -> None:
+        """Pause ``origin`` ``left`` more seconds, as the fleet says (the
+        store, or a retry carrying it): counted and logged once."""
+        if self._paused_until(origin, monotonic() + left):
             self.stats.inc_value("robots/retry_after/fleet")
+            logger.info(
+                "%(origin)s is paused by the fleet (Retry-After) for %(left).1f s more",
+                {"origin": origin, "left": left},
+                extra={"spider": self.crawler.spider},
+            )
 
     def _paused_until(self, origin: str, until: float) -> bool:
         """Pause ``origin`` until ``until`` (monotonic), unless it is paused
@@ -455,16 +467,8 @@ class Politeness:
                 self._pauses, self.pauses_due = None, math.inf
                 return
             self.pauses_due = asked + PAUSES_EVERY
-            answered = monotonic()
             for origin, left in held.items():
-                if self._paused_until(origin, answered + left):
-                    self.stats.inc_value("robots/retry_after/fleet")
-                    logger.info(
-                        "%(origin)s is paused by the fleet (Retry-After) for"
-                        " %(left).1f s more",
-                        {"origin": origin, "left": left},
-                        extra={"spider": self.crawler.spider},
-                    )
+                self._learned(origin, left)
         finally:
             gate.leave()
 

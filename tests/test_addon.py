@@ -99,7 +99,10 @@ async def test_enabled_by_hand(
             [server.url("/a"), server.url("/private")],
             {
                 "ADDONS": {},
-                "DOWNLOADER_MIDDLEWARES": {"scrapy_rfc9309.RobotsMiddleware": 100},
+                "DOWNLOADER_MIDDLEWARES": {
+                    "scrapy_rfc9309.RobotsMiddleware": 100,
+                    "scrapy_rfc9309.politeness.PacingMiddleware": 1_000_000,
+                },
                 # As getting-started enables it by hand: for the built-in,
                 # which this replaces, so nothing to warn about.
                 "ROBOTSTXT_OBEY": False,
@@ -141,6 +144,8 @@ async def test_spider_custom_settings_win(server: Server) -> None:
 ROBOTS_ALONE = {
     "ADDONS": {},
     "DOWNLOADER_MIDDLEWARES": {"scrapy_rfc9309.RobotsMiddleware": 100},
+    # What PacingMiddleware (not enabled) would do, off.
+    "ROBOTS_RETRY_AFTER": False,
 }
 MISSING = "is not enabled in"
 
@@ -184,6 +189,20 @@ async def test_a_setting_whose_component_is_not_enabled_is_warned_of(
         f"{purposes} scrapy_rfc9309.tdmmiddleware.TdmItemsMiddleware is not enabled"
         " in SPIDER_MIDDLEWARES: items are not judged by their tdm-reservation"
         " header or meta" + see,
+    ]
+
+
+@coroutine_test
+async def test_retry_after_without_pacing_middleware_is_warned_of(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Only PacingMiddleware (last in the chain) hears the 429s and 503s that
+    # RetryMiddleware turns into retries: without it nothing is paused.
+    await _start({**ROBOTS_ALONE, "ROBOTS_RETRY_AFTER": True}, caplog)
+    assert _missing(caplog) == [
+        "ROBOTS_RETRY_AFTER is on, but scrapy_rfc9309.politeness.PacingMiddleware"
+        " is not enabled in DOWNLOADER_MIDDLEWARES: a 429 or 503's Retry-After"
+        " pauses nothing (the add-on enables it; see docs/getting-started.md)"
     ]
 
 

@@ -4,21 +4,29 @@ time the answer gave, counted from when the server sent it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
-from scrapy import Request, Spider
+from scrapy import Request, Spider, signals
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
 from scrapy_rfc9309._retryafter import http_date
 from scrapy_rfc9309.fetch import _stored_at as stored_at
 from scrapy_rfc9309.politeness import Politeness, retry_after
-from tests.support.crawl_helpers import RecordingSpider, crawl, stats
+from tests.support.crawl_helpers import (
+    Departures,
+    RecordingSpider,
+    crawl,
+    make_crawler,
+    stats,
+)
 from tests.support.server import Route, Server
 from tests.support.utils import coroutine_test
 
@@ -247,3 +255,67 @@ async def test_the_log_line_escapes_the_header(
     assert "\x1b" not in logged[0]
     assert "\x07" not in logged[0]
     assert r"'Fri, 31 Dec 2100 23:59:59 GMT \x1b]0;pwned\x07 \x1b[2J'" in logged[0]
+
+
+def _slow_503(
+    seconds: float, retry_after: str
+) -> Callable[[BaseHTTPRequestHandler], None]:
+    def handler(request: BaseHTTPRequestHandler) -> None:
+        time.sleep(seconds)  # a slow site
+        request.send_response(503)
+        request.send_header("Retry-After", retry_after)
+        request.send_header("Content-Length", "0")
+        request.end_headers()
+
+    return handler
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        # The slot takes one request at a time: /b waits for a place.
+        {"CONCURRENT_REQUESTS_PER_DOMAIN": 1},
+        # The slot's own delay is longer than the Crawl-delay: /b waits for it.
+        {"DOWNLOAD_DELAY": 1.0},
+    ],
+)
+@coroutine_test
+async def test_a_pause_coming_while_a_request_waits_for_its_slot_holds_it(
+    server: Server, departures: Departures, settings: dict[str, Any]
+) -> None:
+    # /b has its Crawl-delay turn, then waits for its slot; meanwhile /a's
+    # 503 pauses the origin. /b left as soon as the slot let it, during the
+    # pause.
+    server.route("/robots.txt", "User-agent: *\nCrawl-delay: 0.2\n")
+    server.routes["/a"] = Route(handler=_slow_503(0.5, "2"))
+    crawler = make_crawler(
+        {**settings, "HTTPERROR_ALLOW_ALL": True, "RETRY_ENABLED": False}
+    )
+    answered: list[float] = []
+
+    def received(response: Response, request: Request) -> None:
+        if response.url.endswith("/a"):
+            answered.append(time.monotonic())
+
+    crawler.signals.connect(received, signal=signals.response_received)
+    await crawler.crawl_async(urls=[server.url("/a"), server.url("/b")])
+    assert sorted(crawler.spider.crawled) == [server.url("/a"), server.url("/b")]  # type: ignore[union-attr]
+    (slot,) = [
+        s for s in departures.by_slot if s in crawler.engine.downloader.slots.values()
+    ]
+    left_b = departures.by_slot[slot][-1]
+    # The pause began before the engine heard the answer.
+    assert left_b - answered[0] >= 2 - TOLERANCE
+
+
+@pytest.mark.parametrize("value", ["0", "Sun, 06 Nov 1994 08:49:37 GMT"])
+@coroutine_test
+async def test_a_retry_after_of_no_time_is_no_pause(
+    server: Server, caplog: pytest.LogCaptureFixture, value: str
+) -> None:
+    server.route("/robots.txt", "User-agent: *\n")
+    server.route("/busy", "", status=503, headers={"Retry-After": value})
+    with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
+        crawler = await crawl([server.url("/busy")], {"RETRY_ENABLED": False})
+    assert stats(crawler, "robots/retry_after/") == {}
+    assert [r for r in caplog.records if "Retry-After" in r.getMessage()] == []

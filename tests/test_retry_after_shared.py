@@ -10,20 +10,22 @@ calls are counted by :mod:`tests.support.redis_fleet`'s counting stores.
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from scrapy import Request
+from scrapy.http import Response
 
 from scrapy_rfc9309.politeness import PAUSE_META, PAUSES_EVERY
 from scrapy_rfc9309.stores import StoreError
 from scrapy_rfc9309.stores.redis import RedisStore
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
 from scrapy_rfc9309.urls import robots_url
-from tests.support.crawl_helpers import RecordingSpider, crawl, stats
+from tests.support.crawl_helpers import RecordingSpider, crawl, middleware, stats
 from tests.support.redis_fleet import CountingSQLiteStore
 from tests.support.server import Server
 from tests.support.utils import coroutine_test, store_settings
@@ -129,30 +131,78 @@ class Retried(RecordingSpider):
     says until when (:data:`PAUSE` from ``since``) the origin is paused."""
 
     since = 0.0
+    #: Whose pause the meta carries: the request's origin, unless set.
+    paused = ""
 
     async def start(self) -> AsyncIterator[Any]:
         self.since = time.monotonic()
         self.until = time.time() + PAUSE
         for url in self.urls:
+            origin = self.paused or robots_url(url)
             yield Request(
                 url,
                 callback=self.parse,
                 dont_filter=True,
-                meta={PAUSE_META: self.until},
+                meta={PAUSE_META: (origin, self.until)},
             )
 
 
 @coroutine_test
 async def test_a_retry_carries_its_pause_to_the_worker_that_sends_it(
-    server: Server, shared: dict[str, Any]
+    server: Server, shared: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     server.route("/robots.txt", "User-agent: *\n")
-    crawler = await crawl([server.url("/retried")], shared, spidercls=Retried)
+    with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
+        crawler = await crawl([server.url("/retried")], shared, spidercls=Retried)
     spider: Retried = crawler.spider  # type: ignore[assignment]
     assert spider.crawled == [server.url("/retried")]
     (arrived,) = arrivals(server, spider.since)[1:]  # after robots.txt
     assert arrived >= PAUSE - TOLERANCE
     assert stats(crawler, "robots/retry_after/") == {"robots/retry_after/fleet": 1}
+    said = [
+        r.getMessage()
+        for r in caplog.records
+        if "paused by the fleet" in r.getMessage()
+    ]
+    assert len(said) == 1
+
+
+class PassesMeta(RecordingSpider):
+    """Follows the answer of its first URL to ``other`` with
+    ``meta=response.meta``, as spiders pass a cookiejar or an item on."""
+
+    other = ""
+
+    async def start(self) -> AsyncIterator[Any]:
+        yield Request(self.urls[0], callback=self.follow, dont_filter=True)
+
+    def follow(self, response: Response) -> Iterator[Request]:
+        yield Request(
+            self.other, callback=self.parse, meta=response.meta, dont_filter=True
+        )
+
+
+@coroutine_test
+async def test_a_pause_passed_on_to_another_sites_link_is_not_its_pause(
+    make_server: Callable[..., Server],
+) -> None:
+    # The answer's meta carries its origin's pause (for its retry): a link to
+    # another site taking that meta paused that site too, for the whole
+    # Retry-After (up to ROBOTS_RETRY_AFTER_MAX), counted as the fleet's.
+    busy, other = make_server(), make_server()
+    busy.route("/robots.txt", "User-agent: *\n")
+    other.route("/robots.txt", "User-agent: *\n")
+    busy.route("/busy", "", status=503, headers={"Retry-After": "3"})
+    PassesMeta.other = other.url("/page")
+    crawler = await crawl(
+        [busy.url("/busy")], {"HTTPERROR_ALLOW_ALL": True}, spidercls=PassesMeta
+    )
+    assert crawler.spider.crawled == [other.url("/page")]  # type: ignore[union-attr]
+    assert stats(crawler, "robots/retry_after/") == {
+        "robots/retry_after/paused": 1,
+        "robots/retry_after/max_seconds": 3.0,
+    }
+    assert list(middleware(crawler).politeness.paused) == [busy.url("/robots.txt")]
 
 
 class FailingHeld(CountingSQLiteStore):
