@@ -670,7 +670,11 @@ async def test_a_report_without_provenance_middleware_is_warned_of(
         crawler = make_crawler(settings, ItemSpider)
         items = await crawl_items(crawler, urls=[server.url("/a"), server.url("/b")])
     assert len(items) == 2
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    warnings = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and r.name.startswith("scrapy_rfc9309")
+    ]
     assert len(warnings) == 1
     assert "ProvenanceMiddleware is not enabled in SPIDER_MIDDLEWARES" in warnings[0]
 
