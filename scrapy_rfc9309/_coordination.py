@@ -35,6 +35,7 @@ from . import signals as robots_signals
 from ._closing import RobotsCancelled, closing
 from ._config import RobotsConfig
 from ._store import (
+    crawl_delay_scope,
     crawl_store,
     keeps_extends,
     keeps_pauses,
@@ -44,7 +45,6 @@ from ._store import (
 from .fetch import Refused
 from .outcome import PARSED, UNAVAILABLE, Outcome, unavailable, unreachable
 from .parser import RobotParser
-from .politeness import crawl_delay_scope
 from .profiles import RFC9309
 from .stores.base import OutcomeStore, StoreError
 from .stores.memory import MemoryStore

@@ -129,7 +129,10 @@ class _Zlib:
         self._members = 0
         self._pending = b""
         self._more = False  # the last call filled its output: ask again
-        self._started = False  # the member being read has had input
+        # The first bytes of the member being read (None before any), and
+        # whether it gave output.
+        self._magic: bytes | None = None
+        self._gave = False
         self.finished = False
         # 32 + MAX_WBITS reads a gzip or a zlib header; deflate waits for
         # two bytes to tell a zlib header from raw deflate.
@@ -137,8 +140,11 @@ class _Zlib:
 
     @property
     def whole(self) -> bool:
-        fresh = self._inflater is None or not self._started
-        return self.finished or (self._members > 0 and fresh and not self._pending)
+        if self.finished or not self._members or self._pending:
+            return self.finished
+        # Between members, or after bytes no gzip member starts with that gave
+        # nothing (a stray newline: junk, as gzip readers ignore it).
+        return self._magic is None or (not self._gave and self._magic != b"\x1f\x8b")
 
     def push(self, data: bytes) -> None:
         self._pending += data
@@ -159,7 +165,8 @@ class _Zlib:
             if not self._pending and not self._more:
                 return b""
             inflater = self._inflater
-            self._started = True
+            if self._magic is None:
+                self._magic = self._pending[:2]
             try:
                 out: bytes = inflater.decompress(self._pending, size)
             except zlib.error as exc:
@@ -170,13 +177,14 @@ class _Zlib:
                     return b""
                 raise _Undecodable(f"{exc}") from None
             self._more = len(out) >= size
+            self._gave = self._gave or bool(out)
             if inflater.eof:
                 self._pending = inflater.unused_data
                 self._more = False
                 if self._gzip:
                     self._members += 1
                     self._inflater = zlib.decompressobj(32 + zlib.MAX_WBITS)
-                    self._started = False
+                    self._magic, self._gave = None, False
                 else:
                     self.finished = True
             else:

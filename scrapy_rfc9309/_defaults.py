@@ -20,7 +20,7 @@ DEFAULTS: dict[str, Any] = {
     "ROBOTS_CRAWL_DELAY_MAX": 30,
     "ROBOTS_CRAWL_DELAY_OVER_MAX": "clamp",
     # None: "fleet" with a store shared by processes (redis, sqlite), else
-    # "process" (see politeness.crawl_delay_scope).
+    # "process" (see _store.crawl_delay_scope).
     "ROBOTS_CRAWL_DELAY_SCOPE": None,
     "ROBOTS_DIRECTIVES": "drop",
     "ROBOTS_ENABLED": True,

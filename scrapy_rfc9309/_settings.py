@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 # Where Scrapy's modules are: a task running one of its coroutines is one
 # Scrapy made.
-_SCRAPY = str(Path(scrapy.__file__).parent)
+_SCRAPY = str(Path(scrapy.__file__).parent) + os.sep
 
 # The crawls whose "ROBOTSTXT_OBEY = False" was logged (INFO when it turns
 # the package off, WARNING when it does not): one line per crawl, whichever

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "build_store",
+    "crawl_delay_scope",
     "crawl_store",
     "keeps_extends",
     "keeps_pauses",
@@ -170,3 +171,25 @@ def _takes_limit(store_type: type[OutcomeStore]) -> bool:
     return "limit" in parameters or any(
         p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
     )
+
+
+def crawl_delay_scope(config: RobotsConfig, store: OutcomeStore | None) -> str:
+    """``ROBOTS_CRAWL_DELAY_SCOPE``: ``fleet`` or ``process``.
+
+    Unset, it is ``fleet`` with a store that keeps turns (``redis``,
+    ``sqlite``), else ``process``.  ``fleet`` with a store that does not
+    (``memory``) is kept per process, with a warning.
+    """
+    scope = config.crawl_delay_scope
+    shared = keeps_turns(store)
+    if scope is None:
+        return "fleet" if shared else "process"
+    if scope == "fleet" and not shared:
+        logger.warning(
+            "ROBOTS_CRAWL_DELAY_SCOPE = 'fleet' needs a shared ROBOTS_STORE"
+            " ('redis' or 'sqlite'); with %(store)s each process keeps"
+            " Crawl-delays on its own",
+            {"store": type(store).__name__ if store is not None else "MemoryStore"},
+        )
+        return "process"
+    return scope

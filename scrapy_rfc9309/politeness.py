@@ -83,9 +83,8 @@ from ._gates import Gate, Moments
 from ._retryafter import RETRY_AFTER_STATUSES, retry_after
 from ._settings import ensure_enabled, refusals_logged
 from ._slots import QUEUE_META, Slots
-from ._store import keeps_extends, keeps_pauses, keeps_turns, reserve_turn
+from ._store import keeps_extends, keeps_pauses, reserve_turn
 from .fetch import META_KEY as FETCH_META
-from .stores.base import OutcomeStore
 from .urls import origin_robots_url
 
 if TYPE_CHECKING:
@@ -106,7 +105,6 @@ __all__ = [
     "TURN_META",
     "PacingMiddleware",
     "Politeness",
-    "crawl_delay_scope",
     "keeps_extends",
     "keeps_pauses",
     "politeness_of",
@@ -166,28 +164,6 @@ def origin_of(request: Request) -> str | None:
 def politeness_of(crawler: Crawler) -> Politeness | None:
     """The crawl's :class:`Politeness` (its RobotsMiddleware's), if any."""
     return getattr(crawler, _ATTRIBUTE, None)
-
-
-def crawl_delay_scope(config: RobotsConfig, store: OutcomeStore | None) -> str:
-    """``ROBOTS_CRAWL_DELAY_SCOPE``: ``fleet`` or ``process``.
-
-    Unset, it is ``fleet`` with a store that keeps turns (``redis``,
-    ``sqlite``), else ``process``.  ``fleet`` with a store that does not
-    (``memory``) is kept per process, with a warning.
-    """
-    scope = config.crawl_delay_scope
-    shared = keeps_turns(store)
-    if scope is None:
-        return "fleet" if shared else "process"
-    if scope == "fleet" and not shared:
-        logger.warning(
-            "ROBOTS_CRAWL_DELAY_SCOPE = 'fleet' needs a shared ROBOTS_STORE"
-            " ('redis' or 'sqlite'); with %(store)s each process keeps"
-            " Crawl-delays on its own",
-            {"store": type(store).__name__ if store is not None else "MemoryStore"},
-        )
-        return "process"
-    return scope
 
 
 class Politeness:
@@ -425,7 +401,9 @@ class Politeness:
         Retry-After, as its :data:`PAUSE_META` says, unless that is past or
         another origin's (the answer's meta passed on to a link)."""
         origin = origin_of(request)
-        if origin and isinstance(pause, tuple) and pause[:1] == (origin,):
+        if isinstance(pause, float):  # an earlier version's: its own origin's
+            pause = (origin, pause)
+        if origin and isinstance(pause, (tuple, list)) and list(pause[:1]) == [origin]:
             left = pause[-1] - time.time() if isinstance(pause[-1], float) else 0
             if left > 0:
                 self._learned(origin, min(left, self.retry_after_max))

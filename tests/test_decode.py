@@ -470,3 +470,21 @@ def test_every_stream_cut_anywhere_is_told(data: bytes, cut: float) -> None:
         size = max(1, int(len(body) * cut))
         decoder = decode(body[:size], encodings, 1_000_000)
         assert decoder.error is not None, (encodings, size, len(body))
+
+
+@pytest.mark.parametrize("junk", [b"\n", b" ", b"\x00", b"\x1f", b"\r\n", b"\x00" * 8])
+def test_a_stray_byte_after_a_whole_gzip_member_is_ignored(junk: bytes) -> None:
+    # A server's (PHP's) stray newline after its gzip output: gzip readers
+    # ignore it, and so does Scrapy; one byte leaves zlib waiting for a
+    # member's header, which is no truncated member.
+    decoder = decode(gzip.compress(RULES) + junk, ["gzip"], LIMIT)
+    assert (decoder.body, decoder.error) == (RULES, None)
+
+
+def test_a_second_gzip_member_begun_and_cut_is_truncated() -> None:
+    # Its header only: nothing decoded yet, but a member it is.
+    second = gzip.compress(b"Disallow: /b\n")
+    for size in (2, 10, len(second) - 1):
+        body = gzip.compress(RULES) + second[:size]
+        error = decode(body, ["gzip"], LIMIT).error
+        assert error == "truncated gzip or deflate stream", size

@@ -131,26 +131,34 @@ class Retried(RecordingSpider):
     says until when (:data:`PAUSE` from ``since``) the origin is paused."""
 
     since = 0.0
-    #: Whose pause the meta carries: the request's origin, unless set.
-    paused = ""
+    #: How the meta says it: as this version writes it, as a queue that
+    #: stores JSON gives it back, as the version before wrote it.
+    form = "tuple"
 
     async def start(self) -> AsyncIterator[Any]:
         self.since = time.monotonic()
         self.until = time.time() + PAUSE
         for url in self.urls:
-            origin = self.paused or robots_url(url)
+            pause: Any = (robots_url(url), self.until)
+            if self.form != "tuple":
+                pause = list(pause) if self.form == "list" else self.until
             yield Request(
-                url,
-                callback=self.parse,
-                dont_filter=True,
-                meta={PAUSE_META: (origin, self.until)},
+                url, callback=self.parse, dont_filter=True, meta={PAUSE_META: pause}
             )
 
 
+@pytest.mark.parametrize("form", ["tuple", "list", "float"])
 @coroutine_test
 async def test_a_retry_carries_its_pause_to_the_worker_that_sends_it(
-    server: Server, shared: dict[str, Any], caplog: pytest.LogCaptureFixture
+    server: Server,
+    shared: dict[str, Any],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    form: str,
 ) -> None:
+    # "float": a retry queued (JOBDIR, scrapy-redis) by the version before,
+    # or by a worker not yet upgraded.
+    monkeypatch.setattr(Retried, "form", form)
     server.route("/robots.txt", "User-agent: *\n")
     with caplog.at_level(logging.INFO, logger="scrapy_rfc9309"):
         crawler = await crawl([server.url("/retried")], shared, spidercls=Retried)

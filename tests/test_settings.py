@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import pytest
@@ -616,6 +617,28 @@ def test_a_scripts_own_task_is_left_to_the_script() -> None:
     thread.join(timeout=30)
     assert not thread.is_alive()
     assert reported == []
+
+
+@pytest.mark.parametrize(
+    ("where", "scrapys"),
+    [
+        ("core/engine.py", True),
+        # Packages named after it are not it.
+        ("_redis/spiders.py", False),
+    ],
+)
+def test_a_task_is_scrapys_by_its_coroutines_module(where: str, scrapys: bool) -> None:
+    home = settings_module._SCRAPY.rstrip(os.sep)
+    filename = home + (os.sep if where[0] != "_" else "") + where
+    namespace: dict[str, Any] = {}
+    exec(compile("async def crawl():\n    pass\n", filename, "exec"), namespace)
+    coroutine = namespace["crawl"]()
+    # What the check asks of a task.
+    task: Any = SimpleNamespace(get_coro=lambda: coroutine)
+    try:
+        assert settings_module._made_by_scrapy(task) is scrapys
+    finally:
+        coroutine.close()
 
 
 @pytest.mark.parametrize(
