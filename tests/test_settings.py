@@ -20,6 +20,7 @@ import re
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, ClassVar
@@ -551,7 +552,6 @@ def test_a_crawl_task_failing_otherwise_is_still_reported(
     # The test's tasks stand for those Scrapy makes.
     monkeypatch.setattr(settings_module, "_made_by_scrapy", lambda task: True)
     crawler = get_crawler(RecordingSpider, BASE_SETTINGS)
-    reported: list[BaseException] = []
 
     async def refused() -> None:
         with refusals_logged(crawler):
@@ -562,28 +562,40 @@ def test_a_crawl_task_failing_otherwise_is_still_reported(
             await refused()
         raise KeyError("something else")
 
-    def run() -> None:
+    def run(loop: asyncio.AbstractEventLoop) -> None:
+        for work in (refused, refused_then_broken):
+            task = loop.create_task(work())
+            loop.run_until_complete(asyncio.wait([task]))
+            # asyncio reports an exception never retrieved when the task is
+            # collected.
+            del task
+            gc.collect()
+
+    assert [type(error) for error in _reported(run)] == [KeyError]
+
+
+def _reported(
+    run: Callable[[asyncio.AbstractEventLoop], None],
+) -> list[BaseException]:
+    """What asyncio reports (never retrieved) while ``run`` runs on a loop
+    of its own, in a thread of its own: the test's reactor runs one."""
+    reported: list[BaseException] = []
+
+    def target() -> None:
         loop = asyncio.new_event_loop()
         loop.set_exception_handler(
             lambda _, context: reported.append(context["exception"])
         )
         try:
-            for work in (refused, refused_then_broken):
-                task = loop.create_task(work())
-                loop.run_until_complete(asyncio.wait([task]))
-                # asyncio reports an exception never retrieved when the
-                # task is collected.
-                del task
-                gc.collect()
+            run(loop)
         finally:
             loop.close()
 
-    # A loop of its own, in a thread of its own: the test's reactor runs one.
-    thread = threading.Thread(target=run)
+    thread = threading.Thread(target=target)
     thread.start()
     thread.join(timeout=30)
     assert not thread.is_alive()
-    assert [type(error) for error in reported] == [KeyError]
+    return reported
 
 
 def test_a_scripts_own_task_is_left_to_the_script() -> None:
@@ -591,7 +603,6 @@ def test_a_scripts_own_task_is_left_to_the_script() -> None:
     back: it may catch it and end on another exception, which asyncio.run
     hands it; asyncio is not told that one was never retrieved."""
     crawler = get_crawler(RecordingSpider, BASE_SETTINGS)
-    reported: list[BaseException] = []
 
     async def main() -> None:
         try:
@@ -600,23 +611,12 @@ def test_a_scripts_own_task_is_left_to_the_script() -> None:
         except SettingError:
             raise RuntimeError("giving up") from None
 
-    def run() -> None:
-        loop = asyncio.new_event_loop()
-        loop.set_exception_handler(
-            lambda _, context: reported.append(context["exception"])
-        )
-        try:
-            with contextlib.suppress(RuntimeError):
-                loop.run_until_complete(main())
-            gc.collect()
-        finally:
-            loop.close()
+    def run(loop: asyncio.AbstractEventLoop) -> None:
+        with contextlib.suppress(RuntimeError):
+            loop.run_until_complete(main())
+        gc.collect()
 
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(timeout=30)
-    assert not thread.is_alive()
-    assert reported == []
+    assert _reported(run) == []
 
 
 @pytest.mark.parametrize(
