@@ -17,7 +17,7 @@ from ._checks import SOURCE, expect
 from ._model import check_profile, parse_content_signal, usage_rule
 from ._read import Handler, key_kind, read_document
 from .licenses import is_license_url
-from .parse import RFC9309, Profile, Rule
+from .parse import RFC9309, Group, Profile, Rule
 from .profiles import GOOGLE, MAX_BYTES, RULES, effective_max_bytes
 from .usage import preference_problems
 
@@ -398,7 +398,7 @@ def lint(
         linter.add(
             0, "no-groups", "no User-agent group: every crawler may fetch everything"
         )
-    elif not groups[-1].rules:
+    elif not groups[-1].rules and not _ruled_elsewhere(groups):
         group = groups[-1]
         linter.add(
             group.line,
@@ -415,3 +415,13 @@ def lint(
                     f"{linter.rules_of.vendor} ignores Crawl-delay and Content-Signal",
                 )
     return sorted(linter.diagnostics, key=lambda diagnostic: diagnostic.line)
+
+
+def _ruled_elsewhere(groups: tuple[Group, ...]) -> bool:
+    """Whether an agent of the last group has rules in another group (the
+    groups naming it are merged, RFC 9309 2.2.1)."""
+    tokens = {product_token(agent) for agent in groups[-1].user_agents}
+    return any(
+        group.rules and tokens & {product_token(agent) for agent in group.user_agents}
+        for group in groups[:-1]
+    )

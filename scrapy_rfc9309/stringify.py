@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from itertools import zip_longest
 from reprlib import Repr
 
 from ._bytes import MAX_LINE_BYTES, encode
 from ._checks import DOCUMENT, expect
 from .parse import Document, Group, Rule, UsageRule, parse
+from .profiles import MAX_BYTES, effective_max_bytes
 
 __all__ = ["readable", "rule_line", "signal_text", "stringify", "usage_line"]
 
@@ -35,11 +37,12 @@ def readable(text: str) -> str:
     return _SURROGATE.sub(_octets, text)
 
 
-def _line(key: str, value: str) -> str:
+def _line(key: str, value: str, space: str = " ") -> str:
     """``key: value``; ``key:value`` where the space would take the line
-    past the length a reader keeps (a value read up to that length)."""
-    line = f"{key}: {value}"
-    if len(line) * 4 > MAX_LINE_BYTES and len(encode(line)) > MAX_LINE_BYTES:
+    past the length a reader keeps (a value read up to that length), or
+    with ``space`` empty (a file written as short as it can be)."""
+    line = f"{key}:{space}{value}"
+    if space and len(line) * 4 > MAX_LINE_BYTES and len(encode(line)) > MAX_LINE_BYTES:
         return f"{key}:{value}"
     return line
 
@@ -65,24 +68,60 @@ def signal_text(value: bool | str) -> str:
     return value
 
 
-def _group_lines(group: Group) -> list[str]:
-    lines = [_line("User-agent", agent) for agent in group.user_agents]
+def _group_lines(group: Group, space: str) -> list[str]:
+    lines = [_line("User-agent", agent, space) for agent in group.user_agents]
     if group.crawl_delay is not None:
-        lines.append(f"Crawl-delay: {group.crawl_delay!r}")
-    if group.content_signals:
-        signals = ", ".join(
-            f"{key}={signal_text(value)}"
-            for key, value in group.content_signals.items()
-        )
-        lines.append(_line("Content-Signal", signals))
-    lines.extend(map(rule_line, group.rules))
+        lines.append(_line("Crawl-delay", repr(group.crawl_delay), space))
+    lines.extend(_signal_lines(group.content_signals, space))
+    lines.extend(
+        _line("Allow" if rule.allow else "Disallow", rule.pattern, space)
+        for rule in group.rules
+    )
     lines.extend(map(usage_line, group.content_usage))
     return lines
 
 
+def _signal_lines(signals: dict[str, bool | str], space: str) -> list[str]:
+    """Content-Signal lines saying ``signals``: one, or as many as keep each
+    within the length a reader keeps (the values of a group's lines merge,
+    each key said once)."""
+    lines: list[str] = []
+    parts: list[str] = []
+    for key, value in signals.items():
+        part = f"{key}={signal_text(value)}"
+        line = _line("Content-Signal", ", ".join([*parts, part]), space)
+        if parts and len(encode(line)) > MAX_LINE_BYTES:
+            lines.append(_line("Content-Signal", ", ".join(parts), space))
+            parts = []
+        parts.append(part)
+    if parts:
+        lines.append(_line("Content-Signal", ", ".join(parts), space))
+    return lines
+
+
+def _text(document: Document, space: str, gap: str) -> str:
+    """The lines of ``document``: each record where its line number puts it
+    (before the groups, or in the group whose first line is the last before
+    it: an RSL ``License`` line applies to that group's agents only), the
+    sitemaps last; blocks apart by ``gap``."""
+    starts = [group.line for group in document.groups]
+    blocks: list[list[str]] = [[] for _ in range(len(starts) + 1)]
+    for record in document.records:
+        index = bisect_right(starts, record.line) if record.line else 0
+        blocks[index].append(_line(record.name, record.value, space))
+    for index, group in enumerate(document.groups, 1):
+        blocks[index][:0] = _group_lines(group, space)
+    blocks.append([_line("Sitemap", url, space) for url in document.sitemaps])
+    text = gap.join("\n".join(block) for block in blocks if block)
+    return text + "\n" if text else ""
+
+
 def stringify(document: Document) -> str:
-    """``document`` as robots.txt text: groups, then sitemaps, then the other
-    records, with LF line ends.
+    """``document`` as robots.txt text: groups, each record where its line
+    number puts it (before the groups, or in a group: an RSL ``License``
+    line applies to its group's agents), then sitemaps, with LF line ends;
+    written as short as it can be (``key:value``, no blank lines) when it
+    would be over what the profile reads (512,000 bytes by default).
 
     ``parse(stringify(d))`` equals ``d`` but for line numbers (compare with
     :meth:`~scrapy_rfc9309.parse.Document.without_lines`), with the same
@@ -91,21 +130,27 @@ def stringify(document: Document) -> str:
     ``from_dict``) with a value holding a line break, a NUL or a ``#``, or
     starting or ending with a space, a group without user-agents, a
     rule-less group before another (their lines would read as one group);
-    of the documents ``parse`` returns, only one with a line read up to the
+    of the documents ``parse`` returns, one with a line read up to the
     length a reader keeps under a misspelt key (``Disalow``), which the
-    right spelling takes past that length.
+    right spelling takes past that length, and one read with a larger
+    ``max_bytes`` that no file of the profile's size can say.
     """
     expect(document, Document, "document", DOCUMENT)
-    blocks = [_group_lines(group) for group in document.groups]
-    blocks.append([_line("Sitemap", url) for url in document.sitemaps])
-    blocks.append([_line(record.name, record.value) for record in document.records])
-    text = "\n\n".join("\n".join(block) for block in blocks if block)
-    text = text + "\n" if text else ""
+    limit = effective_max_bytes(document.profile, MAX_BYTES)
+    text = _text(document, " ", "\n\n")
+    if len(encode(text)) > limit:
+        # As short as it can be written, rather than cut by every reader.
+        text = _text(document, "", "\n")
+        if len(encode(text)) > limit:
+            raise ValueError(
+                f"robots.txt cannot say this document in {limit:,} bytes, what"
+                f" the {document.profile} profile reads: it takes"
+                f" {len(encode(text)):,}"
+            )
     # What the text says, read back as the document's profile reads it: the
     # one check that holds for every field and every profile.
     said = document.without_lines()
-    back = parse(text, profile=document.profile, max_bytes=4 * len(text) + 1)
-    back = back.without_lines()
+    back = parse(text, profile=document.profile).without_lines()
     if back != said:
         raise ValueError(
             f"robots.txt cannot say {_unsaid(said, back)}: written, it reads"

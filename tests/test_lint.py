@@ -125,6 +125,8 @@ def test_diagnostic_shape() -> None:
         ("User-agent: *\nDisallow: /x\nDisallow: /x\n", [(3, "duplicate-rule")]),
         ("User-agent: *\nDisallow: /x\nAllow: /x\n", [(3, "conflicting-rules")]),
         ("User-agent: a\nDisallow: /\nUser-agent: b\n", [(3, "group-without-rules")]),
+        # Its agent's rules are in another group, which it is merged with.
+        ("User-agent: a\nDisallow: /\n\nUser-agent: a\nCrawl-delay: 3\n", []),
         ("Sitemap: https://a/s\n", [(0, "no-groups")]),
         (b"\xef\xbb\xbfUser-agent: *\nAllow: /\n", [(1, "byte-order-mark")]),
         (

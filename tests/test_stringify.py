@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from scrapy_rfc9309.licenses import robots_licenses
 from scrapy_rfc9309.parse import Document, Group, Record, Rule, parse
 from scrapy_rfc9309.stringify import readable, rule_line, signal_text, stringify
 
@@ -24,13 +25,13 @@ def test_layout() -> None:
         "Crawl-delay: 2.0\n"
         "Content-Signal: ai-train=no, search=yes, other=later\n"
         "Disallow: /x\n"
+        # Where it was: in the first group (a License line applies to it).
+        "host: a\n"
         "\n"
         "User-agent: *\n"
         "Allow: /\n"
         "\n"
         "Sitemap: https://a/s.xml\n"
-        "\n"
-        "host: a\n"
     )
 
 
@@ -159,3 +160,54 @@ def test_undecodable_octets_are_shown_as_their_percent_escapes() -> None:
     assert (readable("/café %E9 \U0001f600"),) == ("/café %E9 \U0001f600",)
     for text in ("/\udce9", "\udcff\ud800\udfff", "a\udc80b"):
         assert readable(text).isascii(), ascii(readable(text))
+
+
+def _rules(count: int) -> bytes:
+    # Compact lines: 504,013 bytes, under the 512,000 a reader keeps.
+    return b"User-agent:*\n" + b"".join(b"Disallow:/p%06d\n" % n for n in range(count))
+
+
+@pytest.mark.parametrize("profile", ["rfc9309", "yandex"])
+def test_a_file_near_the_limit_is_written_as_short_as_it_can_be(profile: str) -> None:
+    # Written with ": " and blank lines, it took 532,014 bytes: a reader (this
+    # package's default, Google's 500 KiB) lost its last 1,054 rules, and
+    # Yandex's profile refused it with a message naming no size.
+    document = parse(_rules(28_000), profile=profile)
+    text = stringify(document)
+    assert len(text.encode()) <= 512_000
+    assert parse(text, profile=profile).without_lines() == document.without_lines()
+
+
+def test_a_document_no_file_of_the_limit_can_say_is_refused_by_its_size() -> None:
+    document = parse(_rules(40_000), max_bytes=1_000_000)
+    with pytest.raises(
+        ValueError, match=r"in 512,000 bytes, what the rfc9309 profile reads"
+    ):
+        stringify(document)
+
+
+def test_content_signals_past_one_lines_length_take_several_lines() -> None:
+    # One line of 16,505 bytes read whole, written with ", " between its
+    # values: past the 16,663 bytes a reader keeps of a line.
+    value = ",".join(f"k{n}=yes" for n in range(1_760))
+    document = parse(f"User-agent: *\nContent-Signal: {value}\nDisallow: /x\n")
+    text = stringify(document)
+    assert text.count("Content-Signal:") == 2
+    assert max(len(line.encode()) for line in text.splitlines()) <= 16_663
+    assert parse(text).without_lines() == document.without_lines()
+
+
+def test_license_lines_stay_where_they_apply() -> None:
+    # RSL: a License line before every group is global, one in a group its
+    # agents' own; all were written after the last group.
+    document = parse(
+        "License: https://a/global.xml\n"
+        "User-agent: a\nDisallow: /x\nLicense: https://a/a.xml\n"
+        "User-agent: b\nDisallow: /y\n"
+        "User-agent: c\nDisallow: /z\n"
+    )
+    back = parse(stringify(document))
+    for agent in ("a", "b", "c"):
+        assert robots_licenses(back, agent) == robots_licenses(document, agent)
+    assert robots_licenses(back, "a") == ("https://a/a.xml",)
+    assert robots_licenses(back, "c") == ("https://a/global.xml",)
