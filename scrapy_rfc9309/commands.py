@@ -328,6 +328,7 @@ async def _download(crawler: Crawler, url: str) -> tuple[bytes, str | None]:
         response, decoded = await fetcher.download(url, url, redirects=True)
     except Exception as exc:
         raise CommandFailure(f"cannot fetch {url}: {describe(exc)}") from exc
+    fetcher.mark_truncation(response)
     if not 200 <= response.status < 300:
         raise CommandFailure(
             f"{url} answered HTTP {response.status}: there is no robots.txt body"

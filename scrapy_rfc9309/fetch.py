@@ -363,15 +363,9 @@ class RobotsFetcher:
         route, headers = routing(via)
         meta = {**route, **(meta or {})}
         response, decoded = await self.download(url, origin, meta=meta, headers=headers)
+        self.mark_truncation(response)
         if "cached" not in response.flags:
-            if ("dataloss" in response.flags) != (TRUNCATED_HEADER in response.headers):
-                # What HttpCacheMiddleware stored tells it wrong (no flags
-                # before Scrapy 2.19; a server may send the header): stored
-                # again, marked as it is.
-                self._recache(response, again=True)
             return response, decoded, None
-        if TRUNCATED_HEADER in response.headers and "dataloss" not in response.flags:
-            response.flags.append("dataloss")
         now = self.clock()
         stored = _stored_at(response)
         if stored is not None and stored > now:
@@ -404,6 +398,19 @@ class RobotsFetcher:
         )
         self._recache(response)
         return response, decoded, None
+
+    def mark_truncation(self, response: Response) -> None:
+        """Keep a truncated answer known as one across Scrapy's HTTP cache,
+        which keeps no flags before Scrapy 2.19: a download whose
+        ``dataloss`` flag and :data:`TRUNCATED_HEADER` disagree (a server
+        may send the header) is stored again, marked as it is; a replay
+        marked truncated gets its ``dataloss`` flag back."""
+        truncated = "dataloss" in response.flags
+        if "cached" not in response.flags:
+            if truncated != (TRUNCATED_HEADER in response.headers):
+                self._recache(response, again=True)
+        elif TRUNCATED_HEADER in response.headers and not truncated:
+            response.flags.append("dataloss")
 
     def _held(
         self,

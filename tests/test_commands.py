@@ -756,6 +756,22 @@ def test_lint_url_cut_short_is_not_linted(
     assert f"{url} was cut short (truncated body)" in one_line_error(done)
 
 
+def test_lint_url_cut_short_is_not_linted_from_the_http_cache(
+    site: dict[str, Server], tmp_path: Path
+) -> None:
+    # HttpCacheMiddleware keeps no flags before Scrapy 2.19: the second
+    # run's replay is the cut body alone, not to be linted as the whole
+    # file either.
+    rules = site["rules"]
+    rules.route("/robots.txt", handler=truncated(ROBOTS.encode()))
+    url = rules.url("/robots.txt")
+    settings = ("-s", "DOWNLOAD_FAIL_ON_DATALOSS=False", "-s", "HTTPCACHE_ENABLED=1")
+    for _ in range(2):
+        done = scrapy(tmp_path, "lint", url, *settings)
+        assert f"{url} was cut short (truncated body)" in one_line_error(done)
+    assert rules.count("/robots.txt") == 1
+
+
 def _multi_member_bomb() -> bytes:
     """Rules in a small gzip member, then 4 members of 16 MiB of NULs each
     (64 MiB decoded from ~65 KB)."""
