@@ -195,6 +195,8 @@ class Politeness:
         # The event loop's latest lags (seconds a callback ran later than
         # asked): how late a request handed over now may reach the wire.
         self._lags: deque[float] = deque(maxlen=_LAGS)
+        # How long the latest turns took the store to answer (:meth:`_trip`).
+        self._trips: deque[float] = deque(maxlen=_LAGS)
         #: Whether a 429 or 503 with Retry-After pauses its origin
         #: (``ROBOTS_RETRY_AFTER``), and for at most how long.
         self.retry_after = config.retry_after
@@ -265,7 +267,7 @@ class Politeness:
         due = monotonic()
         await gate.enter()
         try:
-            missed = 0
+            missed, late = 0, 0.0
             while True:
                 due = max(due, await self._own_turn(origin, delay))
                 waited = await slots.ready(key, delay, lambda s: self._sleep(s, origin))
@@ -281,17 +283,19 @@ class Politeness:
                     continue
                 now = monotonic()
                 if self.fleet:
-                    due = max(due, asked)
-                    if now - asked > _MISSED and missed < _TRIES:
-                        # The turn started between the question and now:
-                        # too long ago, another worker may take the next
-                        # one on time.  Left unused, the next taken.
+                    # The turn started during the question: due when its
+                    # answer could have come back (the store's round trip,
+                    # the same for every worker, brings no two closer).
+                    due = max(due, asked + self._trip())
+                    if now - due > _MISSED and missed < _TRIES:
+                        # Too long ago: another worker may take the next
+                        # turn on time.  Left unused, the next taken.
                         missed += 1
-                        self._count_late(now - asked)
+                        late = max(late, now - due)
                         logger.debug(
                             "Turn of %(origin)s taken %(late).3f s late;"
                             " taking the next",
-                            {"origin": origin, "late": now - asked},
+                            {"origin": origin, "late": now - due},
                             extra={"spider": self.crawler.spider},
                         )
                         continue
@@ -299,7 +303,7 @@ class Politeness:
                     # Another origin's request took the slot meanwhile.
                     continue
                 self._left(origin, delay, now)
-                self._count_late(now - due)
+                self._count_late(max(late, now - due))
                 request.meta[TURN_META] = True
                 return
         finally:
@@ -598,13 +602,21 @@ class Politeness:
         turns = self._turns
         if turns is None:
             return 0.0
+        asked = monotonic()
         wait = await turns.reserve(origin, delay, self.turn_limit)
+        self._trips.append(monotonic() - asked)
         if wait is None:
             # The store is gone (and said so): from now on each process
             # keeps the delay on its own.
             self._turns = None
             return 0.0
         return wait
+
+    def _trip(self) -> float:
+        """The store's round trip as its quickest recent turn took (``0``
+        until two are known)."""
+        trips = self._trips
+        return min(trips) if len(trips) > 1 else 0.0
 
     @property
     def entries(self) -> dict[str, int]:

@@ -271,6 +271,44 @@ async def test_a_missed_turn_is_left_unused(
     assert min(gaps) >= DELAY - TOLERANCE, gaps
 
 
+class FarStore(RecordingSQLiteStore):
+    """A store 30 ms away, as a Redis in another data centre: each call
+    takes its round trip."""
+
+    async def reserve(
+        self, origin: str, interval: float, limit: float | None = None
+    ) -> float:
+        await asyncio.sleep(0.015)
+        wait = await super().reserve(origin, interval, limit)
+        await asyncio.sleep(0.015)
+        return wait
+
+
+@coroutine_test
+async def test_a_far_store_costs_no_turn(
+    server: Server, tmp_path: Path, new_crawler: Callable[..., Crawler]
+) -> None:
+    """A round trip over 10 ms, the same for every worker, brings no two
+    requests closer at the site: each page takes one turn.  Each turn was
+    left unused as late, 10 in a row, and the whole fleet waited for each."""
+    server.route("/robots.txt", robots(DELAY))
+    crawler = new_crawler(
+        {
+            **BURST,
+            "ROBOTS_STORE": f"{HERE}.FarStore",
+            "ROBOTS_STORE_URL": str(tmp_path / "robots.sqlite3"),
+        }
+    )
+    pages = 4
+    await crawler.crawl_async(urls=[server.url(f"/{i}") for i in range(pages)])
+    assert len(crawler.spider.crawled) == pages  # type: ignore[union-attr]
+    # Each late request counts once, and takes one more turn for each turn
+    # a busy machine answered later than the store's usual round trip.
+    late = stats(crawler).get("robots/crawl_delay/late", 0)
+    assert late < pages
+    assert 1 + pages <= len(calls("taken")) <= 1 + pages + 10 * late
+
+
 @coroutine_test
 async def test_origins_without_a_crawl_delay_cost_no_store_call(
     make_server: MakeServer,
