@@ -346,14 +346,16 @@ class Politeness:
         return min(2 * lag, LAG_MAX) if lag > _MISSED else 0.0
 
     async def unpaused(self, origin: str) -> None:
-        """Wait until no Retry-After pauses ``origin``."""
-        until = self.paused.get(origin)
-        if until is None:
-            return
-        if until <= monotonic():
-            del self.paused[origin]
-            return
-        await self._sleep(until - monotonic(), origin)
+        """Wait until no Retry-After pauses ``origin``: read again after
+        each wait (the fleet's pauses too, when due), as a longer answer
+        meanwhile, this process's or another worker's, extends the pause."""
+        while (until := self.paused.get(origin)) is not None:
+            if until <= monotonic():
+                del self.paused[origin]
+                return
+            await self._sleep(until - monotonic(), origin)
+            if monotonic() >= self.pauses_due:
+                await self.read_pauses()
 
     async def pause(self, response: Response, request: Request) -> None:
         """Pause the origin of ``request`` for as long as ``response`` (a

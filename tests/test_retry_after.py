@@ -4,12 +4,14 @@ time the answer gave, counted from when the server sent it."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -255,6 +257,26 @@ async def test_the_log_line_escapes_the_header(
     assert "\x1b" not in logged[0]
     assert "\x07" not in logged[0]
     assert r"'Fri, 31 Dec 2100 23:59:59 GMT \x1b]0;pwned\x07 \x1b[2J'" in logged[0]
+
+
+@coroutine_test
+async def test_a_pause_made_longer_while_a_request_waits_holds_it() -> None:
+    """A request waiting for the end of a pause leaves at the end of the
+    longer pause an answer (of this worker, or of the fleet) gave meanwhile,
+    not at the end of the first one."""
+    crawler = get_crawler(Spider, {"ADDONS": {"scrapy_rfc9309.Addon": 100}})
+    crawler.spider = Spider("x")
+    crawler.engine = SimpleNamespace(running=True, _slot=None)  # type: ignore[assignment]
+    politeness = Politeness(crawler)
+    request = Request("http://a.example/page")
+    origin = "http://a.example/robots.txt"  # origins are named so
+    politeness.carried(request, (origin, time.time() + 0.2))
+    waiting = asyncio.ensure_future(politeness.unpaused(origin))
+    await asyncio.sleep(0)
+    politeness.carried(request, (origin, time.time() + 0.6))
+    assert not waiting.done()
+    await waiting
+    assert politeness.paused.get(origin, 0.0) <= time.monotonic()
 
 
 def _slow_503(
