@@ -43,7 +43,7 @@ from ._compat import DownloadTimeoutError, crawl_engine, download, run_in_thread
 from ._config import RobotsConfig
 from ._decode import ACCEPT_ENCODING, BoundedDecoder, codings, decode
 from ._retryafter import http_date
-from ._routing import ROUTING_META, routing
+from ._routing import ROUTING_META, ZyteApi, routing
 from ._ssrf import is_public as _is_public
 from .outcome import (
     UNREACHABLE,
@@ -233,6 +233,7 @@ class RobotsFetcher:
         self.max_bytes = config.max_bytes
         self.max_redirects = config.max_redirects
         self.ssrf_guard = config.ssrf_guard
+        self.zyte_api = ZyteApi.from_settings(crawler.settings)
         self.stats = crawler.stats
         self._robots_in_flight = 0
 
@@ -360,7 +361,7 @@ class RobotsFetcher:
         (``dont_cache``), counted in ``robots/httpcache/bypassed``, and the
         new answer stored in the cache in its place (:meth:`_recache`).
         """
-        route, headers = routing(via)
+        route, headers = routing(via, self.zyte_api)
         meta = {**route, **(meta or {})}
         response, decoded = await self.download(url, origin, meta=meta, headers=headers)
         self.mark_truncation(response)

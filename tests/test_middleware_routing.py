@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import pytest
 from scrapy import Request
+from scrapy.crawler import Crawler
 
 from scrapy_rfc9309._compat import spider_argument
 from tests.support.crawl_helpers import (
@@ -178,18 +179,29 @@ async def test_robots_txt_takes_the_pages_slot_and_local_address(
 
 @spider_argument
 class ZyteApiManual:
-    """As scrapy-zyte-api without its transparent mode (its downloader
-    middleware at 633): a request whose ``zyte_api`` or ``zyte_api_automap``
-    meta asks for it goes through Zyte API (here the proxy ``api``), any
-    other straight to the site (the proxy ``direct``: the site as it
+    """As scrapy-zyte-api (its downloader middleware at 633), its
+    transparent mode as ``ZYTE_API_TRANSPARENT_MODE`` says: a request goes
+    through Zyte API (here the proxy ``api``) when its ``zyte_api`` meta is
+    a dict (``{}`` included) or ``True``, or else its ``zyte_api_automap``
+    meta (the transparent mode when it has none) is anything but ``False``;
+    any other straight to the site (the proxy ``direct``: the site as it
     answers the crawler's own address).  Records the Zyte API meta of each
     robots.txt request."""
 
     api = direct = ""
     seen: ClassVar[list[Any]] = []
 
+    def __init__(self, crawler: Crawler) -> None:
+        self.transparent = crawler.settings.getbool("ZYTE_API_TRANSPARENT_MODE")
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ZyteApiManual:
+        return cls(crawler)
+
     def process_request(self, request: Request) -> None:
-        zyte = request.meta.get("zyte_api") or request.meta.get("zyte_api_automap")
+        raw = request.meta.get("zyte_api", False)
+        automap = request.meta.get("zyte_api_automap", self.transparent)
+        zyte = raw == {} or bool(raw) or automap is not False
         request.meta["proxy"] = self.api if zyte else self.direct
         if request.url.endswith("/robots.txt"):
             self.seen.append(request.meta.get("zyte_api_automap", "unset"))
@@ -209,6 +221,10 @@ class ZyteApiManual:
             {"ipType": "residential"},
         ),
         ({"zyte_api_automap": {"browserHtml": True}}, True),
+        # scrapy-zyte-api's defaults (ZYTE_API_DEFAULT_PARAMS and
+        # ZYTE_API_AUTOMAP_PARAMS): through Zyte API all the same.
+        ({"zyte_api": {}}, True),
+        ({"zyte_api_automap": {}}, True),
         # A page kept out of Zyte API (in its transparent mode): robots.txt too.
         ({"zyte_api_automap": False}, False),
     ],
@@ -219,6 +235,49 @@ async def test_robots_txt_goes_through_zyte_api_as_the_page(
 ) -> None:
     """scrapy-zyte-api's meta keys route robots.txt as the page: through
     Zyte API, for its raw body, from the page's place and kind of address."""
+    await _through_zyte_api(make_server, {}, meta, sent)
+
+
+#: scrapy-zyte-api's add-on, its defaults asking for a browser's rendering.
+TRANSPARENT = {
+    "ZYTE_API_TRANSPARENT_MODE": True,
+    "ZYTE_API_AUTOMAP_PARAMS": {"browserHtml": True, "geolocation": "DE"},
+}
+
+
+@pytest.mark.parametrize(
+    ("settings", "meta", "sent"),
+    [
+        # The defaults' browserHtml unset, their geolocation kept.
+        (TRANSPARENT, {}, {"browserHtml": None}),
+        (
+            TRANSPARENT,
+            {"zyte_api_automap": {"ipType": "residential"}},
+            {"browserHtml": None, "ipType": "residential"},
+        ),
+        (TRANSPARENT, {"zyte_api_automap": False}, False),
+        ({"ZYTE_API_TRANSPARENT_MODE": True}, {}, True),
+        # An empty default scrapy-zyte-api drops: nothing to unset.
+        (
+            {**TRANSPARENT, "ZYTE_API_AUTOMAP_PARAMS": {"browserHtml": None}},
+            {},
+            True,
+        ),
+    ],
+)
+@coroutine_test
+async def test_robots_txt_is_no_rendering_of_the_zyte_api_defaults(
+    make_server: MakeServer, settings: dict[str, Any], meta: dict[str, Any], sent: Any
+) -> None:
+    """ZYTE_API_AUTOMAP_PARAMS asking for a browser's rendering (or a
+    screenshot, actions) of every request: a robots.txt so fetched would be
+    an HTML page of no rules, everything allowed."""
+    await _through_zyte_api(make_server, settings, meta, sent)
+
+
+async def _through_zyte_api(
+    make_server: MakeServer, settings: dict[str, Any], meta: dict[str, Any], sent: Any
+) -> None:
     api, direct = make_server(), make_server()
     api.route(f"{SITE}/robots.txt", RULES)
     # The site refuses the crawler's own address everything.
@@ -233,7 +292,7 @@ async def test_robots_txt_goes_through_zyte_api_as_the_page(
     Zyte.meta = meta
     crawler = await crawl(
         [f"{SITE}/a", f"{SITE}/private/1"],
-        {"DOWNLOADER_MIDDLEWARES": {f"{__name__}.ZyteApiManual": 633}},
+        {**settings, "DOWNLOADER_MIDDLEWARES": {f"{__name__}.ZyteApiManual": 633}},
         spidercls=Zyte,
     )
     assert ZyteApiManual.seen == [sent]
