@@ -82,58 +82,83 @@ class Addon:
         # priority, which an add-on cannot override; taking the built-in out
         # of the chain keeps it from fetching robots.txt a second time and
         # from judging requests by its own, different rules.
-        settings.set_in_component_priority_dict(
-            "DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware, None
-        )
+        _disable(settings, "DOWNLOADER_MIDDLEWARES", RobotsTxtMiddleware)
         if version_info < (2, 15):
             # Scrapy 2.13 and 2.14 tell a class from its import path, the key of
             # DOWNLOADER_MIDDLEWARES_BASE: the built-in is named that way too.
-            _set_by_path(settings, "DOWNLOADER_MIDDLEWARES", BUILTIN_MIDDLEWARE, None)
-        settings.setdefault_in_component_priority_dict(
-            "DOWNLOADER_MIDDLEWARES", RobotsMiddleware, DOWNLOADER_PRIORITY
+            _set(settings, "DOWNLOADER_MIDDLEWARES", BUILTIN_MIDDLEWARE, None)
+        _setdefault(
+            settings, "DOWNLOADER_MIDDLEWARES", RobotsMiddleware, DOWNLOADER_PRIORITY
         )
-        _setdefault_by_path(
+        _setdefault(
             settings, "DOWNLOADER_MIDDLEWARES", PACING_MIDDLEWARE, PACING_PRIORITY
         )
-        _setdefault_by_path(
+        _setdefault(
             settings, "SPIDER_MIDDLEWARES", DIRECTIVES_MIDDLEWARE, SPIDER_PRIORITY
         )
-        _setdefault_by_path(
-            settings, "SPIDER_MIDDLEWARES", USAGE_MIDDLEWARE, USAGE_PRIORITY
-        )
-        _setdefault_by_path(
+        _setdefault(settings, "SPIDER_MIDDLEWARES", USAGE_MIDDLEWARE, USAGE_PRIORITY)
+        _setdefault(
             settings, "SPIDER_MIDDLEWARES", LICENSES_MIDDLEWARE, LICENSES_PRIORITY
         )
-        _setdefault_by_path(
+        _setdefault(
             settings, "SPIDER_MIDDLEWARES", SITEMAPS_MIDDLEWARE, SITEMAPS_PRIORITY
         )
-        _setdefault_by_path(
-            settings, "DOWNLOADER_MIDDLEWARES", TDM_MIDDLEWARE, TDM_PRIORITY
-        )
-        _setdefault_by_path(
+        _setdefault(settings, "DOWNLOADER_MIDDLEWARES", TDM_MIDDLEWARE, TDM_PRIORITY)
+        _setdefault(
             settings, "SPIDER_MIDDLEWARES", TDM_ITEMS_MIDDLEWARE, TDM_ITEMS_PRIORITY
         )
-        _setdefault_by_path(
+        _setdefault(
             settings, "SPIDER_MIDDLEWARES", PROVENANCE_MIDDLEWARE, PROVENANCE_PRIORITY
         )
 
 
-def _set_by_path(
-    settings: BaseSettings, name: str, path: str, priority: int | None
+def _set(
+    settings: BaseSettings, name: str, path: type | str, priority: int | None
 ) -> None:
-    """Set ``path``'s priority in the component priority dict ``name``."""
+    """Set the priority of ``path`` (a class, or its import path) in the
+    component priority dict ``name``."""
     components: dict[Any, Any] = settings.getdict(name)
     components[path] = priority
     settings.set(name, components, settings.getpriority(name) or 0)
 
 
-def _setdefault_by_path(
-    settings: BaseSettings, name: str, path: str, priority: int
+def _setdefault(
+    settings: BaseSettings, name: str, component: type | str, priority: int
 ) -> None:
-    """``setdefault_in_component_priority_dict`` for a class named by ``path``."""
-    components: dict[Any, Any] = settings.getdict(name)
-    for key in components:
-        component = load_object(key) if isinstance(key, str) else key
-        if f"{component.__module__}.{component.__qualname__}" == path:
+    """Place ``component`` (a class, or its import path) in the component
+    priority dict ``name`` at ``priority``, unless the project placed (or
+    disabled) it, or a subclass of it, already."""
+    path = component
+    if isinstance(path, type):
+        path = f"{path.__module__}.{path.__qualname__}"
+    for key in settings.getdict(name):
+        placed = _loaded(key)
+        if isinstance(placed, type) and any(
+            f"{each.__module__}.{each.__qualname__}" == path for each in placed.__mro__
+        ):
             return
-    _set_by_path(settings, name, path, priority)
+    _set(settings, name, component, priority)
+
+
+def _disable(settings: BaseSettings, name: str, cls: type) -> None:
+    """``set_in_component_priority_dict(name, cls, None)``, which imports
+    every key: a plug-in the project disabled, then uninstalled, would stop
+    a crawl that Scrapy runs."""
+    components: dict[Any, Any] = settings.getdict(name)
+    for key in list(components):
+        if isinstance(key, str) and _loaded(key) is cls:
+            del components[key]
+    components[cls] = None
+    settings.set(name, components, settings.getpriority(name) or 0)
+
+
+def _loaded(key: Any) -> Any:
+    """The component ``key`` names: itself, or what its import path gives;
+    ``None`` when that does not import (a plug-in disabled, then
+    uninstalled: Scrapy runs without it)."""
+    if not isinstance(key, str):
+        return key
+    try:
+        return load_object(key)
+    except (ImportError, AttributeError, ValueError, NameError):
+        return None

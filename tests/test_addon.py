@@ -8,9 +8,10 @@ from typing import Any, ClassVar
 import pytest
 from scrapy import version_info
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from scrapy.utils.conf import build_component_list
 from scrapy.utils.test import get_crawler
 
-from scrapy_rfc9309 import Addon, RobotsMiddleware
+from scrapy_rfc9309 import Addon, DirectivesMiddleware, RobotsMiddleware
 from scrapy_rfc9309._defaults import DEFAULTS
 from scrapy_rfc9309.addon import BUILTIN_MIDDLEWARE
 from tests.support.crawl_helpers import RecordingSpider, crawl, middleware, stats
@@ -69,6 +70,48 @@ def test_addon_respects_middlewares_placed_by_the_project() -> None:
     spider = settings.getdict("SPIDER_MIDDLEWARES")
     assert spider["scrapy_rfc9309.DirectivesMiddleware"] is None
     assert DIRECTIVES not in spider
+
+
+class OwnRobots(RobotsMiddleware):
+    """A project's RobotsMiddleware, overriding a method."""
+
+
+class OwnDirectives(DirectivesMiddleware):
+    pass
+
+
+def test_addon_respects_subclasses_placed_by_the_project() -> None:
+    """A second, base RobotsMiddleware beside the project's own would fetch
+    robots.txt again and judge every request again, overriding nothing."""
+    settings = _settings(
+        {
+            "ADDONS": {"scrapy_rfc9309.Addon": 100},
+            "DOWNLOADER_MIDDLEWARES": {f"{__name__}.OwnRobots": 100},
+            "SPIDER_MIDDLEWARES": {OwnDirectives: 550},
+        }
+    )
+    downloader = settings.getdict("DOWNLOADER_MIDDLEWARES")
+    assert f"{__name__}.OwnRobots" in downloader
+    assert RobotsMiddleware not in downloader
+    assert DIRECTIVES not in settings.getdict("SPIDER_MIDDLEWARES")
+
+
+def _builds(settings: dict[str, Any]) -> bool:
+    """Whether a crawler with ``settings`` gets its downloader middlewares."""
+    try:
+        crawler = get_crawler(RecordingSpider, settings)
+        build_component_list(crawler.settings.getwithbase("DOWNLOADER_MIDDLEWARES"))
+    except ImportError:
+        return False
+    return True
+
+
+def test_addon_fails_no_project_scrapy_alone_runs() -> None:
+    """A plug-in the project disabled, then uninstalled: Scrapy runs
+    without it; the add-on must not import it."""
+    settings = {"DOWNLOADER_MIDDLEWARES": {"not_installed_pkg.ProxyMiddleware": None}}
+    assert _builds(settings)
+    assert _builds({**settings, "ADDONS": {"scrapy_rfc9309.Addon": 100}})
 
 
 @coroutine_test
