@@ -402,10 +402,15 @@ def enabled_components(crawler: Crawler, chain: str) -> list[type] | None:
     """The classes ``chain`` (``SPIDER_MIDDLEWARES``, ...) enables; ``None``
     when Scrapy will refuse it itself (a duplicate, a path that does not
     import): it says so better."""
+    settings = crawler.settings
+    # As Scrapy builds it: from 2.15, a class key replaces the import path of
+    # the same class in the _BASE setting (None disables a built-in).
+    with_base = getattr(settings, "get_component_priority_dict_with_base", None)
     try:
+        components = with_base(chain) if with_base else settings.getwithbase(chain)
         return [
             load_object(key) if isinstance(key, str) else key
-            for key in build_component_list(crawler.settings.getwithbase(chain))
+            for key in build_component_list(components)
         ]
     except Exception:  # Scrapy reports the same error when it builds them
         return None

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 import pytest
 from scrapy import version_info
+from scrapy.downloadermiddlewares.useragent import UserAgentMiddleware
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
@@ -431,6 +432,15 @@ class SendsGoodBot(RecordingSpider):
             },
             RecordingSpider,
             False,
+        ),
+        # Disabled by its class (Scrapy 2.15 and newer read it so).
+        (
+            {
+                "ROBOTS_USER_AGENT": "GoodBot",
+                "DOWNLOADER_MIDDLEWARES": {UserAgentMiddleware: None},
+            },
+            RecordingSpider,
+            version_info < (2, 15),
         ),
     ],
 )
