@@ -28,7 +28,7 @@ from ._settings import (
     flag,
     positive_int,
     robots_profile,
-    robots_user_agent,
+    robots_user_agent_from,
     seconds,
     setting,
     text,
@@ -43,6 +43,9 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 __all__ = ["MODES", "REFUSED", "SCOPES", "RobotsConfig"]
+
+# What a refused agent not named by ROBOTS_USER_AGENT can do.
+_HINT = " (ROBOTS_USER_AGENT sets the robots.txt agent alone)"
 
 #: ``ROBOTS_DIRECTIVES``, ``ROBOTS_USAGE``, ``ROBOTS_TDMREP``.
 MODES = ("drop", "annotate", "off")
@@ -142,7 +145,7 @@ class RobotsConfig:
     ) -> RobotsConfig:
         """Read and validate ``settings`` (:class:`SettingError` naming the
         first bad one); ``spider`` may name the agent."""
-        user_agent = robots_user_agent(settings, spider)
+        user_agent, source = robots_user_agent_from(settings, spider)
         lifetimes = Lifetimes(
             cache=seconds(settings, "ROBOTS_CACHE_LIFETIME"),
             unreachable=seconds(settings, "ROBOTS_UNREACHABLE_LIFETIME"),
@@ -154,9 +157,12 @@ class RobotsConfig:
         except ValueError as exc:
             # A bounded profile answering for another agent would answer
             # under the wrong semantics.
+            named = f"{source} {user_agent!r}"
+            if not source.isupper():  # not a setting: the spider's attribute
+                named = f"{source}, {user_agent!r},"
             raise SettingError(
-                f"ROBOTS_USER_AGENT {user_agent!r} does not suit"
-                f" ROBOTS_PROFILE {profile!r}: {exc}"
+                f"{named} does not suit ROBOTS_PROFILE {profile!r}: {exc}"
+                + ("" if source.startswith(("ROBOTS_", "the robots_")) else _HINT)
             ) from None
         purposes, usage_purposes = crawl_purposes(settings)
         timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) or 180.0

@@ -204,7 +204,16 @@ def text(settings: BaseSettings, name: str) -> str | None:
 
 
 def robots_user_agent(settings: BaseSettings, spider: Spider | None = None) -> str:
-    """The agent whose robots.txt rules apply to this crawl.
+    """The agent whose robots.txt rules apply to this crawl (see
+    :func:`robots_user_agent_from`)."""
+    return robots_user_agent_from(settings, spider)[0]
+
+
+def robots_user_agent_from(
+    settings: BaseSettings, spider: Spider | None = None
+) -> tuple[str, str]:
+    """The agent whose robots.txt rules apply to this crawl, and where it
+    comes from (a setting's name, the spider's attribute).
 
     A spider attribute ``robots_user_agent`` wins, then ``ROBOTS_USER_AGENT``,
     ``ROBOTSTXT_USER_AGENT`` and ``USER_AGENT``; its product token is what is
@@ -224,7 +233,7 @@ def robots_user_agent(settings: BaseSettings, spider: Spider | None = None) -> s
         if value is None or value == "":
             continue
         if isinstance(value, str) and product_token(value):
-            return value
+            return value, source
         error = _refused(source, value, _AGENT_ACCEPTED)
         if source == "USER_AGENT":
             # Also the User-Agent header, which may have to stay as it is.
@@ -232,7 +241,7 @@ def robots_user_agent(settings: BaseSettings, spider: Spider | None = None) -> s
                 f"{error} (ROBOTS_USER_AGENT sets the robots.txt agent alone)",
             )
         raise error
-    return "*"
+    return "*", "the default agent"
 
 
 #: Where the crawl's agent comes from when no spider attribute names it.

@@ -1007,8 +1007,9 @@ def test_check_spider_whose_agent_the_profile_refuses(tmp_path: Path) -> None:
     )
     error = one_line_error(done)
     assert error.startswith(
-        "scrapy robots: error: ROBOTS_USER_AGENT 'ExampleBot/2.0"
-        " (+https://example.com)' does not suit ROBOTS_PROFILE 'bing'"
+        "scrapy robots: error: the robots_user_agent attribute of spider"
+        " 'attribute', 'ExampleBot/2.0 (+https://example.com)', does not suit"
+        " ROBOTS_PROFILE 'bing'"
     ), error
 
 

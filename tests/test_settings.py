@@ -498,12 +498,12 @@ class Quiet(scrapy.Spider):
         (
             "project",
             [],
-            "ROBOTS_USER_AGENT 'QuietBot/1.0' does not suit ROBOTS_PROFILE 'bing':",
+            "USER_AGENT 'QuietBot/1.0' does not suit ROBOTS_PROFILE 'bing':",
         ),
         (
             "project",
             ["-s", "TWISTED_REACTOR_ENABLED=False"],
-            "ROBOTS_USER_AGENT 'QuietBot/1.0' does not suit ROBOTS_PROFILE 'bing':",
+            "USER_AGENT 'QuietBot/1.0' does not suit ROBOTS_PROFILE 'bing':",
         ),
     ],
 )
