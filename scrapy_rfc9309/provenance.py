@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import logging
 import os
@@ -39,7 +40,7 @@ from .urls import robots_url
 from .usage import matched_usage
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping, Sequence
 
     from scrapy import Request
     from scrapy.crawler import Crawler
@@ -63,6 +64,17 @@ EVIDENCE_KEY = "_robots_evidence"
 NOT_CHECKED = "dont_obey_robotstxt"
 NO_ROBOTS_TXT = "no_robots_txt"
 UNJUDGED = "not_judged"
+#: What a record, and each outcome of the report, keeps of a robots.txt's
+#: Content-Signal keys and Content-Usage lines: the first ones in the
+#: file's order, at most this many of each, their text (keys and values,
+#: lines) at most :data:`TEXT_KEPT` characters in all per kind.  The rest
+#: are counted (``content_signal_left_out``, ``content_usage_lines_left_out``):
+#: the ``sha256`` names the whole file.  A hostile file of 500 KB of keys or
+#: lines is thus a few KB of evidence, not megabytes kept for the whole crawl
+#: and copied into every request and item (docs/evidence.md).
+CONTENT_SIGNAL_KEPT = 32
+CONTENT_USAGE_KEPT = 32
+TEXT_KEPT = 4096
 
 
 def iso_time(seconds: float | None) -> str | None:
@@ -75,6 +87,42 @@ def iso_time(seconds: float | None) -> str | None:
 def usage_lines(rules: Iterable[UsageRule]) -> list[dict[str, Any]]:
     """Content-Usage rules as the lines they were read from."""
     return [{"line": rule.line, "text": usage_line(rule)} for rule in rules]
+
+
+def signal_facts(content_signals: Mapping[str, bool | str]) -> dict[str, Any]:
+    """``content_signal``: the first Content-Signal keys and their values
+    (:data:`CONTENT_SIGNAL_KEPT`, :data:`TEXT_KEPT`), and
+    ``content_signal_left_out`` when there were more."""
+    kept: dict[str, str] = {}
+    budget = TEXT_KEPT
+    for key, value in content_signals.items():
+        text = signal_text(value)
+        budget -= len(key) + len(text)
+        if len(kept) == CONTENT_SIGNAL_KEPT or budget < 0:
+            break
+        kept[key] = text
+    facts: dict[str, Any] = {"content_signal": kept}
+    if len(kept) < len(content_signals):
+        facts["content_signal_left_out"] = len(content_signals) - len(kept)
+    return facts
+
+
+def usage_facts(rules: Sequence[UsageRule]) -> dict[str, Any]:
+    """``content_usage_lines``: the first of ``rules`` as their lines
+    (:data:`CONTENT_USAGE_KEPT`, :data:`TEXT_KEPT`), and
+    ``content_usage_lines_left_out`` when there were more."""
+    kept: list[dict[str, Any]] = []
+    budget = TEXT_KEPT
+    for rule in rules:
+        text = usage_line(rule)
+        budget -= len(text)
+        if len(kept) == CONTENT_USAGE_KEPT or budget < 0:
+            break
+        kept.append({"line": rule.line, "text": text})
+    facts: dict[str, Any] = {"content_usage_lines": kept}
+    if len(kept) < len(rules):
+        facts["content_usage_lines_left_out"] = len(rules) - len(kept)
+    return facts
 
 
 def outcome_facts(outcome: Outcome) -> dict[str, Any]:
@@ -98,26 +146,26 @@ def robots_facts(
     now: float,
 ) -> dict[str, Any]:
     """The robots.txt part of the record of a request ``decision`` allowed:
-    the outcome, the deciding line, Content-Signal and Content-Usage."""
+    the outcome, the deciding line, Content-Signal and Content-Usage (the
+    first keys and lines, :func:`signal_facts`, :func:`usage_facts`)."""
     rule = decision.rule
-    facts: dict[str, Any] = {
+    signals: dict[str, Any] = {"content_signal": {}}
+    preferences: dict[str, bool | None] = {}
+    usage: dict[str, Any] = {"content_usage_lines": []}
+    if matcher is not None and not outcome.disallows_all(now):
+        signals = signal_facts(matcher.content_signals)
+        preferences, rules = matched_usage(matcher, url)
+        usage = usage_facts(rules)
+    return {
         "robots_txt": origin,
         **outcome_facts(outcome),
         "reason": decision.reason,
         "line": None if rule is None else rule.line,
         "rule": None if rule is None else rule_line(rule),
-        "content_signal": {},
-        "content_usage_robots_txt": {},
-        "content_usage_lines": [],
+        **signals,
+        "content_usage_robots_txt": preferences,
+        **usage,
     }
-    if matcher is not None and not outcome.disallows_all(now):
-        facts["content_signal"] = {
-            key: signal_text(value) for key, value in matcher.content_signals.items()
-        }
-        preferences, rules = matched_usage(matcher, url)
-        facts["content_usage_robots_txt"] = preferences
-        facts["content_usage_lines"] = usage_lines(rules)
-    return facts
 
 
 def unchecked_facts(origin: str | None, reason: str) -> dict[str, Any]:
@@ -213,7 +261,8 @@ class _Origin:
     __slots__ = ("allowed_by", "dropped", "items_dropped", "items_kept", "outcomes")
 
     def __init__(self) -> None:
-        #: Distinct outcomes, in the order first obtained -> times obtained.
+        #: Digest of an outcome's facts -> (its facts, times obtained), in
+        #: the order first obtained.
         self.outcomes: dict[str, tuple[dict[str, Any], int]] = {}
         #: (cause, why) -> requests dropped.
         self.dropped: Counter[tuple[str, str]] = Counter()
@@ -291,20 +340,20 @@ class Ledger:
         facts = outcome_facts(outcome)
         rules = outcome.rules
         matcher = None if rules is None else compile(rules, self.user_agent)
-        signals_for: dict[str, str] = {}
-        usage: list[dict[str, Any]] = []
         if matcher is not None and not (
             outcome.kind == UNREACHABLE and outcome.disallows_all(outcome.fetched_at)
         ):
-            signals_for = {
-                key: signal_text(value)
-                for key, value in matcher.content_signals.items()
-            }
-            usage = usage_lines(matcher.content_usage)
-        facts.update(content_signal=signals_for, content_usage_lines=usage)
+            # The first keys and lines, counting the others: what the report
+            # keeps of an origin for the whole crawl stays small.
+            facts.update(signal_facts(matcher.content_signals))
+            facts.update(usage_facts(matcher.content_usage))
+        else:
+            facts.update(content_signal={}, content_usage_lines=[])
         # Obtained again with the same facts (the same file fetched again,
-        # or read from a shared store): counted, not listed again.
-        key = json.dumps({**facts, "fetched_at": None}, sort_keys=True)
+        # or read from a shared store): counted, not listed again.  Known by
+        # a digest of the facts, not by their whole text kept a second time.
+        text = json.dumps({**facts, "fetched_at": None}, sort_keys=True)
+        key = hashlib.sha256(text.encode()).hexdigest()
         outcomes = self._origin(origin).outcomes
         first, times = outcomes.get(key, (facts, 0))
         if times:

@@ -20,7 +20,8 @@ crawl=(
     tests/test_directives_crawl.py tests/test_ai_directives_crawl.py tests/test_licenses.py
     tests/test_sitemaps.py tests/test_tdmrep_crawl.py tests/test_tdmrep_fetch.py
     tests/test_content_signals_crawl.py tests/test_usage_crawl.py tests/test_faults.py
-    tests/test_scrapy_conventions.py tests/test_provenance.py tests/test_sitemap_bounds.py
+    tests/test_scrapy_conventions.py tests/test_provenance.py tests/test_provenance_bounds.py
+    tests/test_sitemap_bounds.py
     tests/test_sitemap_failures.py tests/test_sitemap_interplay.py
     tests/test_store_hold.py tests/test_retry_after_shared.py tests/test_config.py
     tests/test_caches.py tests/test_usage_table.py tests/test_coordination.py
