@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 from functools import lru_cache
@@ -127,10 +127,6 @@ def _earlier(a: datetime | None, b: datetime | None) -> datetime | None:
     return min(a, b)
 
 
-def _union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(sorted({*a, *b}))
-
-
 # How two values of one field combine: the more restrictive one wins.
 _COMBINE: dict[str, Callable[[Any, Any], Any]] = {
     "noindex": _either,
@@ -143,9 +139,11 @@ _COMBINE: dict[str, Callable[[Any, Any], Any]] = {
     "max_image_preview": _smaller_preview,
     "max_video_preview": _tighter_limit,
     "unavailable_after": _earlier,
-    "other": _union,
 }
-_FIELDS = tuple(f.name for f in fields(DirectiveSet) if f.name != "bot")
+# ``other`` is the union, gathered in a dict (ordered, for a set) and sorted
+# once by DirectiveSet: a sorted tuple made again for each word made
+# distinct words quadratic.
+_FIELDS = tuple(_COMBINE)
 _EMPTY = DirectiveSet()
 
 
@@ -159,10 +157,12 @@ def merge(*sets: DirectiveSet, bot: str | None = None) -> DirectiveSet:
     if len(sets) == 1 and sets[0].bot == bot:
         return sets[0]
     values = {name: getattr(_EMPTY, name) for name in _FIELDS}
+    other: dict[str, None] = {}
     for one in sets:
         for name in _FIELDS:
             values[name] = _COMBINE[name](values[name], getattr(one, name))
-    return DirectiveSet(bot=bot, **values)
+        other.update(dict.fromkeys(one.other))
+    return DirectiveSet(bot=bot, **values, other=tuple(other))
 
 
 # -- parsing -----------------------------------------------------------------
@@ -255,6 +255,11 @@ class _Scopes:
         old = values.get(name)
         values[name] = value if old is None else _COMBINE[name](old, value)
 
+    def other(self, word: str) -> None:
+        """Keep ``word``, uninterpreted (DirectiveSet sorts them once)."""
+        values = self.values.setdefault(self.bot, {})
+        values.setdefault("other", {})[word] = None
+
     def touch(self) -> None:
         self.values.setdefault(self.bot, {})
 
@@ -265,7 +270,7 @@ class _Scopes:
             for flag in flags:
                 self.set(flag, True)
         elif word not in _VALUE_KEYS and _WORD.fullmatch(word):
-            self.set("other", (word,))
+            self.other(word)
 
 
 def parse_directives(value: str | bytes) -> list[DirectiveSet]:
@@ -360,7 +365,7 @@ def _read_value(scopes: _Scopes, key: str, piece: str, start: int) -> int:
         else:
             scopes.touch()
     elif _WORD.fullmatch(key):
-        scopes.set("other", (f"{key}:{value}",))
+        scopes.other(f"{key}:{value}")
     return match.end()
 
 
