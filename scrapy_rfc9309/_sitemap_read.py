@@ -80,6 +80,10 @@ OPEN = "open_element"
 URLS = "urls"
 URL_BUDGET = "robots_txt_urls"
 MEMBERS = "members"
+#: Not a cut of the reading: the ``xhtml:link`` alternates past
+#: :data:`MAX_ENTRIES` in one sitemap, left out of its entries (no more page
+#: requests are made from one sitemap), every ``<loc>`` read all the same.
+ALTERNATES = "alternates"
 #: Each cut explained, for the log (``%(robots_txt)s``: the robots.txt URL).
 WHY = {
     ELEMENTS: f"over {MAX_ELEMENTS:,} elements",
@@ -90,6 +94,10 @@ WHY = {
     URL_BUDGET: (
         "the sitemaps below %(robots_txt)s gave"
         " ROBOTS_SITEMAP_MAX_URLS_PER_ROBOTSTXT page URLs"
+    ),
+    ALTERNATES: (
+        f"over {MAX_ENTRIES:,} alternate links, the rest left out of its"
+        " entries (every <loc> read)"
     ),
 }
 
@@ -202,6 +210,9 @@ class SitemapReader:
         self.entries: list[dict[str, Any]] = []
         self._keep = keep_entries
         self._fields: dict[str, Any] = {}
+        #: Alternate links kept in :attr:`entries`, and left out past
+        #: ``max_entries`` (:data:`ALTERNATES`).
+        self.alternates = self.alternates_left_out = 0
         #: Why reading stopped before the end (:data:`ELEMENTS`, ...).
         self.cut: str | None = None
         #: Elements read so far.
@@ -328,7 +339,12 @@ class SitemapReader:
             if not self._keep or not local:
                 return True
             if local == "link":
-                if href := element.get("href"):
+                if not (href := element.get("href")):
+                    pass
+                elif self.alternates >= self.max_entries:
+                    self.alternates_left_out += 1
+                else:
+                    self.alternates += 1
                     self._fields.setdefault("alternate", []).append(href)
             else:
                 self._fields[local] = text

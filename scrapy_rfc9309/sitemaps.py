@@ -611,6 +611,8 @@ async def _parse_spider_sitemap(
         return
     if reader.cut is not None:
         _report_cut(spider, response, reader.cut, _robots_txt_of(response))
+    if reader.alternates_left_out:
+        _report_cut(spider, response, _sitemap_read.ALTERNATES, "")
     entries = spider.sitemap_filter(reader.entries)
     for value in iterloc(entries, spider.sitemap_alternate_links):
         url = http_url(response.url, value)

@@ -489,6 +489,26 @@ async def test_reading_a_sitemap_lets_the_event_loop_run(
     assert "robots/sitemaps/cut/elements" not in stats(crawler)
 
 
+def test_reader_keeps_alternates_within_the_entries_limit() -> None:
+    # One <url> with a million xhtml:link alternates was kept whole (70 MiB
+    # held for one sitemap), though no more than 50,000 page requests are
+    # made from one sitemap.
+    links = b'<xhtml:link rel="alternate" href="/x"/>' * 30
+    body = (
+        b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+        b' xmlns:xhtml="http://www.w3.org/1999/xhtml"><url><loc>/a</loc>'
+        + links
+        + b"</url><url><loc>/b</loc>"
+        + links
+        + b"</url></urlset>"
+    )
+    reader = SitemapReader(max_entries=40, keep_entries=True).read([body])
+    assert reader.cut is None
+    assert [entry["loc"] for entry in reader.entries] == ["/a", "/b"]
+    assert [len(entry["alternate"]) for entry in reader.entries] == [30, 10]
+    assert (reader.alternates, reader.alternates_left_out) == (40, 20)
+
+
 class ChoosySitemapSpider(SitemapSpider):
     """Takes alternate links, and only the entries modified in 2024."""
 
@@ -527,6 +547,32 @@ async def test_sitemap_spider_decides_on_the_entries_read(server: Server) -> Non
     assert server.count("/new") == 1
     assert server.count("/de/new") == 1
     assert server.count("/old") == 0
+    assert "robots/sitemaps/cut/alternates" not in stats(crawler)
+
+
+@coroutine_test
+async def test_sitemap_spider_alternates_past_the_limit_are_counted(
+    server: Server, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    kwdefaults = SitemapReader.__init__.__kwdefaults__
+    assert kwdefaults is not None
+    monkeypatch.setitem(kwdefaults, "max_entries", 2)
+    server.route("/robots.txt", "Sitemap: /s.xml\n")
+    links = "".join(f'<xhtml:link rel="alternate" href="/de/{i}"/>' for i in range(3))
+    xml(
+        server,
+        "/s.xml",
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+        ' xmlns:xhtml="http://www.w3.org/1999/xhtml">'
+        f"<url><loc>/new</loc><lastmod>2024-05-01</lastmod>{links}</url>"
+        "</urlset>",
+    )
+    crawler = get_crawler(ChoosySitemapSpider, BASE_SETTINGS)
+    await crawler.crawl_async(sitemap_urls=[server.url("/robots.txt")])
+    assert server.count("/new") == 1
+    assert [server.count(f"/de/{i}") for i in range(3)] == [1, 1, 0]
+    assert stats(crawler)["robots/sitemaps/cut/alternates"] == 1
+    assert "alternate links, the rest left out of its entries" in caplog.text
 
 
 # -- the other-site rule through redirects (issue 24 F10) ---------------------
