@@ -230,6 +230,15 @@ def _has_rule(gap: str, profile: Profile) -> bool:
     return bool(group.rules or group.content_usage)
 
 
+# Per profile (``group_ends``): whether a gap, as _has_rule() takes it, ends the
+# group: a rule, or (Yandex) any line with a colon (before "#", NUL) or blank.
+_ANY_LINE = re.compile(r"\n(?:[^#\0\n:]*:|[ \t\v\f\r]*[#\0\n])").search
+_GAP_ENDS: dict[Profile, Callable[[str, Profile], object]] = {
+    p: _has_rule if r.group_ends == "rule" else lambda gap, _: _ANY_LINE(gap)
+    for p, r in RULES.items()
+}
+
+
 def _read_alone(text: str, profile: Profile) -> Group:
     """The lines of ``text`` read by :func:`read_chunk` as one group."""
     reading = _Reading(line=1)
@@ -262,8 +271,7 @@ class _Reading:
         self.delay: float | None = None
         self.signals: dict[str, bool | str] = {}
         self.usage: list[UsageRule] = []
-        self.line = line
-        self.agents_read = 0
+        self.line, self.agents_read = line, 0
         self.starts: AbstractSet[int] = _NO_STARTS
 
     def end_group(self) -> None:
@@ -304,22 +312,21 @@ def group_starts(
     among the User-agent lines from 0), and the groups naming ``token``
     and those naming ``*``, by number: the one place that decides where a
     group starts.  A User-agent line starts one unless the group being read
-    has no rule yet (RFC 9309 section 2.2.4).  Regular expressions find
-    the User-agent lines and, between two of them, a rule.
+    has no rule yet (RFC 9309 section 2.2.4), or no other line yet (Yandex:
+    ``group_ends``).  Regular expressions find the User-agent lines and,
+    between two of them, what ends a group.
     """
     match = _FIRST_AGENT_LINE(text) if text[:1] in " \t\v\fuU" else None
     if match is None:
         match = _AGENT_LINE_AFTER(text)
     tokens = _AGENT_LINE_TOKENS[profile].data
-    starts: list[int] = []
-    openers: list[int] = []
+    ends = _GAP_ENDS[profile]
+    starts, openers = [], []
     named: list[int] = []
     starred: list[int] = []
     # The number of the User-agent line; where the last one ends, and
     # whether a rule surely follows it.
-    ordinal = 0
-    end = -1
-    ruled = False
+    ordinal, end, ruled = 0, -1, False
     # Hot loop: a cache lookup per User-agent line, seldom a regex search.
     while match is not None:
         start, stop = match.span(1)
@@ -329,14 +336,8 @@ def group_starts(
         if agent is None:
             match = _AGENT_LINE_AFTER(text, stop)
             continue
-        if (
-            end < 0
-            or (
-                end + 1 < start
-                # The gap is cut out, so what is read is linear in the text.
-                and (ruled or _has_rule(text[end:start], profile))
-            )
-        ):
+        # The gap is cut out, so what is read is linear in the text.
+        if end < 0 or (end + 1 < start and (ruled or ends(text[end:start], profile))):
             starts.append(start)
             openers.append(ordinal)
         ordinal += 1
@@ -345,8 +346,7 @@ def group_starts(
                 named.append(len(starts) - 1)
         elif agent == "*" and (not starred or starred[-1] != len(starts) - 1):
             starred.append(len(starts) - 1)
-        end = stop
-        ruled = match.lastindex == 2
+        end, ruled = stop, match.lastindex == 2
         match = _AGENT_LINE_AFTER(text, stop)
     return starts, openers, named, starred
 

@@ -156,6 +156,15 @@ class ProfileRules:
     #: draft's grammar makes it; Google's parser does not know the key, so
     #: there it ends nothing (docs/content-usage.md).
     usage_ends_group: bool = True
+    #: What ends a group, so that a User-agent line after it starts a new
+    #: one: ``rule``, an Allow or Disallow line (RFC 9309 2.2.4, Content-Usage
+    #: as ``usage_ends_group`` says); ``line``, any line but a User-agent
+    #: line, a blank or comment-only one too: Yandex's ``ParseRules`` clears
+    #: its agents at a User-agent line ``if ((prevType != type || wasBlank)
+    #: && type == USER_AGENT)`` (a Crawl-delay, Host, Clean-param, Sitemap,
+    #: unknown key or blank line before it); other text without a colon is
+    #: skipped there and ends nothing.
+    group_ends: Literal["rule", "line"] = "rule"
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -261,6 +270,7 @@ RULES: dict[str, ProfileRules] = {
             "oversize": "unavailable",
         },
         ignores_delay=True,
+        group_ends="line",
     ),
     BING: ProfileRules(
         BING,

@@ -169,6 +169,57 @@ def test_more_of_the_notes(robots: str, agent: str, url: str, allowed: bool) -> 
     assert is_allowed(parse(robots, profile=profile), agent, url) is allowed
 
 
+# Where a group ends (group_ends): Yandex's library (robots_txt.h ParseRules,
+# `if ((prevType != type || wasBlank) && type == USER_AGENT)
+# currentBotIds.clear();`) starts a new set of agents at a User-agent line
+# after any other key: value line or a blank or comment-only line; RFC 9309
+# only after a rule.  (robots.txt, URL, {profile: allowed}, Yandex's
+# Crawl-delay), agent Yandex.
+YANDEX_GROUPS: list[tuple[str, str, dict[str, bool], float | None]] = [
+    (Y + "Crawl-delay: 5\nClean-param: ref /dir/\n\nUser-agent: *\n"
+     "Disallow: /cgi-bin\n", "/cgi-bin/x", {"yandex": True, "rfc9309": False}, 5.0),
+    (Y + "Host: example.com\nUser-agent: *\nDisallow: /\n", "/page",
+     {"yandex": True, "rfc9309": False}, None),
+    (Y + "Sitemap: https://example.com/s.xml\nUser-agent: Googlebot\n"
+     "Disallow: /\n", "/page", {"yandex": True, "rfc9309": False}, None),
+    ("User-agent: YandexBot\nCrawl-delay: 1\n" + Y + "Disallow: /private\n",
+     "/private", {"yandex": True, "rfc9309": False}, 1.0),
+    (Y + "\nUser-agent: *\nDisallow: /\n", "/page",
+     {"yandex": True, "rfc9309": False}, None),
+    (Y + "# everyone else\nUser-agent: *\nDisallow: /\n", "/page",
+     {"yandex": True, "rfc9309": False}, None),
+    (Y + "Crawl-delay: 1\nUser-agent: Googlebot\nAllow: /private/\n\n" + Y
+     + "Disallow: /private\n", "/private/x", {"yandex": False, "rfc9309": True}, 1.0),
+    # Stacked lines, and text without a colon between them, end no group.
+    (Y + "User-agent: *\nDisallow: /\n", "/page",
+     {"yandex": False, "rfc9309": False}, None),
+    (Y + "not a line\nUser-agent: *\nDisallow: /\n", "/page",
+     {"yandex": False, "rfc9309": False}, None),
+    # A blank line before a rule ends no group (tester ydx-03/04).
+    (Y + "\nDisallow: /a\n", "/a", {"yandex": False, "rfc9309": False}, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("robots", "url", "profile", "allowed", "delay"),
+    [
+        (robots, url, profile, answer, delay)
+        for robots, url, answers, delay in YANDEX_GROUPS
+        for profile, answer in answers.items()
+    ],
+)
+def test_where_a_yandex_group_ends(
+    robots: str, url: str, profile: str, allowed: bool, delay: float | None
+) -> None:
+    document = parse(robots, profile=profile)
+    assert is_allowed(document, "Yandex", url) is allowed
+    assert explain(document.for_agent("Yandex"), "Yandex", url).allowed is allowed
+    if profile == "yandex":
+        # A group of agents alone reads as "Allow: /" (AfterParse), with
+        # the Crawl-delay of its own lines only.
+        assert crawl_delay(document, "Yandex") == delay
+
+
 def test_yandex_allows_all_past_its_rule_limit() -> None:
     limit = RULES["yandex"].max_rules
     assert limit is not None

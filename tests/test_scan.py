@@ -30,6 +30,8 @@ from tests.support.utils import Recorder
 PROFILES = ("rfc9309", "google")
 # Whether a Content-Usage line ends a group, per profile (issue 26).
 USAGE_ENDS = {name: rules.usage_ends_group for name, rules in RULES.items()}
+# Whether any line but a User-agent one ends a group, per profile (Yandex).
+ANY_LINE_ENDS = {name: rules.group_ends == "line" for name, rules in RULES.items()}
 # Every profile reads a whole document through group_starts().
 ALL_PROFILES = ("rfc9309", "google", "yandex", "bing")
 TOKENS = ("examplebot", "other", "")
@@ -64,8 +66,10 @@ def document_rules(text: str, profile: str, token: str) -> AgentRules:
 def rfc9309_groups(text: str, profile: str) -> list[tuple[int, list[str], list[int]]]:
     """The groups of ``text`` as RFC 9309 section 2.2.4 draws them, each
     line read alone (by the line reader): a User-agent line starts a group
-    unless the group being read has no rule yet.  Each group as its first
-    line, its User-agent values and the lines of its rules."""
+    unless the group being read has no rule yet (in Yandex's reading, no
+    other line yet: a ``key: value``, blank or comment-only one).  Each
+    group as its first line, its User-agent values and the lines of its
+    rules."""
     groups: list[tuple[int, list[str], list[int]]] = []
     # Whether the group being read has a line that ends it: a rule, or a
     # Content-Usage line where the profile reads it as one.
@@ -87,6 +91,11 @@ def rfc9309_groups(text: str, profile: str) -> list[tuple[int, list[str], list[i
             ended = True
             if rules:
                 groups[-1][2].append(number)
+        elif ANY_LINE_ENDS[profile]:
+            # Yandex's ParseRules: a line with a colon (before a "#" or a
+            # NUL), or a blank one; other text is skipped.
+            content = re.split("[#\0]", line)[0]
+            ended = ended or ":" in content or not content.strip(" \t\v\f\r")
     return groups
 
 
