@@ -28,6 +28,8 @@ __all__ = [
 ]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+# A host Scrapy can request (an IDN is ASCII once escaped): no "%20", no zone.
+_HOST = re.compile(r"[a-z0-9_.-]+|[0-9a-f:.]+").fullmatch
 
 
 def http_url(base: str, value: str | bytes) -> str | None:
@@ -44,7 +46,7 @@ def http_url(base: str, value: str | bytes) -> str | None:
         parts.port  # noqa: B018
     except ValueError:
         return None
-    if parts.scheme not in _DEFAULT_PORTS or not parts.hostname:
+    if parts.scheme not in _DEFAULT_PORTS or not _HOST(parts.hostname or ""):
         return None
     return url
 
@@ -60,13 +62,11 @@ def robots_url(url: str) -> str | None:
     try:
         parts = urlsplit(url.strip())
         scheme = parts.scheme.lower()
-        if scheme not in _DEFAULT_PORTS:
-            return None
         host = parts.hostname
+        if scheme not in _DEFAULT_PORTS or not host:
+            return None
         port = parts.port
     except (ValueError, TypeError, AttributeError):
-        return None
-    if not host:
         return None
     if ":" in host:
         host = f"[{host}]"
@@ -269,11 +269,10 @@ def normal_pattern(pattern: str, percent: str) -> str:
     cache = _NORMALS[percent]
     normal = cache.data.get(pattern)
     if normal is None:
-        normal = (
-            normalize_pattern(pattern)
-            if percent == "normalize"
-            else escape_pattern(pattern, upper_hex=percent == "escape")
-        )
+        if percent == "normalize":
+            normal = normalize_pattern(pattern)
+        else:
+            normal = escape_pattern(pattern, upper_hex=percent == "escape")
         if not cache.full:
             cache.put(pattern, normal)
     return normal

@@ -110,6 +110,9 @@ HTTPX_REFUSES = {"mailto:someone@example.com", "http://[::1:bad/robots.txt"}
         "http://[::1:bad/robots.txt",
         "http://127.0.0.1:99999/robots.txt",
         "http:///robots.txt",
+        # Hosts Scrapy's downloader refuses (Invalid URI): a space, a zone.
+        "http://exa mple.com/robots.txt",
+        "http://[fe80::1%25eth0]/robots.txt",
     ],
 )
 @coroutine_test

@@ -361,7 +361,7 @@ CORE = (
 #: modules), and what is left over 2,000 is documentation and the fast
 #: paths that hold the speed floors (docs/development.md, "The house").
 #: (2,588 until Document.from_dict's checks moved to _checks.py, uncounted.)
-CORE_LINES = 2546
+CORE_LINES = 2545
 
 
 def test_the_engine_does_not_grow() -> None:
