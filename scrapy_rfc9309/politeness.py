@@ -32,9 +32,8 @@ request until its origin may receive it:
 Departures are stamped when the request is handed to the downloader, after
 every wait: a request that leaves late (a busy event loop, a slow store)
 moves the next one of the process back with it.  A fleet turn answered more
-than ``_MISSED`` later than the store's quickest recent answer is left
-unused, since another worker may take the next one on time: the request
-takes the next free turn instead.
+than ``_MISSED`` after it was asked is left unused, since another worker may
+take the next one on time: the request takes the next free turn instead.
 Either is counted in ``robots/crawl_delay/late`` (the largest lateness, in
 seconds, in ``robots/crawl_delay/late_max``).
 
@@ -52,12 +51,15 @@ at most ``ROBOTS_RETRY_AFTER_MAX``): :meth:`Politeness.pause`; in the
 ``fleet`` scope, the fleet too (:func:`keeps_pauses`): the pause is held in
 the store's turn record, and read by every worker every :data:`PAUSES_EVERY`.
 
-Without PacingMiddleware in the chain, RobotsMiddleware waits for the same
-turns at its own place.  A waiting request looks every ``_CLOSE_POLL``
-whether the spider closes (Scrapy waits for the requests in progress before
-``spider_closed``), and is then dropped (:class:`~scrapy_rfc9309.RobotsCancelled`),
-counted in ``robots/cancelled`` (:meth:`Politeness.wait`), with those behind
-it at its origin's gate.
+Without PacingMiddleware in the chain (a project that lists the middlewares
+itself), RobotsMiddleware waits for the same turns at its own place in the
+chain.  A request waiting for a turn looks every ``_CLOSE_POLL`` whether the
+spider is closing, and is then dropped (:class:`~scrapy_rfc9309.RobotsCancelled`,
+an ``IgnoreRequest``): Scrapy waits for the requests in progress before it
+sends ``spider_closed``.  :meth:`Politeness.wait` counts each request dropped
+so in ``robots/cancelled`` (those that waited for their origin's
+robots.txt or TDMRep file too), and the requests waiting behind it at its
+origin's gate leave at once.
 """
 
 from __future__ import annotations
@@ -193,7 +195,7 @@ class Politeness:
         # The event loop's latest lags (seconds a callback ran later than
         # asked): how late a request handed over now may reach the wire.
         self._lags: deque[float] = deque(maxlen=_LAGS)
-        # How long the latest turns took the store to answer.
+        # How long the latest turns took the store to answer (:meth:`_trip`).
         self._trips: deque[float] = deque(maxlen=_LAGS)
         #: Whether a 429 or 503 with Retry-After pauses its origin
         #: (``ROBOTS_RETRY_AFTER``), and for at most how long.
@@ -282,11 +284,9 @@ class Politeness:
                 now = monotonic()
                 if self.fleet:
                     # The turn started during the question: due when its
-                    # answer could have come back (the store's quickest
-                    # recent round trip, the same for every worker, brings
-                    # no two closer; none until two are known).
-                    trip = min(self._trips) if len(self._trips) > 1 else 0.0
-                    due = max(due, asked + trip)
+                    # answer could have come back (the store's round trip,
+                    # the same for every worker, brings no two closer).
+                    due = max(due, asked + self._trip())
                     if now - due > _MISSED and missed < _TRIES:
                         # Too long ago: another worker may take the next
                         # turn on time.  Left unused, the next taken.
@@ -560,17 +560,14 @@ class Politeness:
         return deadline
 
     async def turn_taken(self, origin: str, delay: float) -> None:
-        """Count a request sent to ``origin`` before the delay was known
-        (its robots.txt) as a turn of ``delay``: the turn it held for its
-        fetch (:meth:`pace`) moved to ``delay`` from now (or, with a store
-        that cannot, the fleet's next turn waited for).  A robots.txt of an
-        origin known under a Crawl-delay took its own (:meth:`own_mark`)."""
+        """Count a request that went to ``origin`` without its turn (its
+        robots.txt, fetched before the delay was known) as one, so that
+        no other worker's request follows it sooner than ``delay``: wait
+        for the fleet's next turn and take it.  A robots.txt of an origin
+        known under a Crawl-delay took its own turn (:meth:`own_mark`)."""
         if origin in self._free_at:
             return
         try:
-            if self._extends is not None and self._turns is not None:
-                await self._extends.extend(origin, delay, self.turn_limit)
-                return
             while (wait := await self._turn(origin, delay)) > 0:
                 await self._sleep(wait, origin)
         except RobotsCancelled:
@@ -586,11 +583,6 @@ class Politeness:
         mark = meta.get(PACE_META)
         if mark is None and FETCH_META in meta:
             mark = self.own_mark(request)
-            origin = origin_of(request)
-            if mark is None and self.fleet and origin is not None:
-                # Held by another worker? (An outcome too large to share,
-                # another ROBOTS_PROFILE's.)  Waited for, held for the fetch.
-                await self.wait(request, self._fleet_free(origin))
         if mark is None:
             return False
         await self.wait(request, self.take_turn(request, *mark))
@@ -608,12 +600,6 @@ class Politeness:
         mark = request.meta[PACE_META] = (origin, delay)
         return mark
 
-    async def _fleet_free(self, origin: str) -> None:
-        """Wait until no worker holds ``origin``'s turn; take it for the
-        fetch (:data:`LAG_MAX`; :meth:`turn_taken` then moves it)."""
-        while (wait := await self._turn(origin, LAG_MAX)) > 0:
-            await self._sleep(wait, origin)
-
     async def _turn(self, origin: str, delay: float) -> float:
         turns = self._turns
         if turns is None:
@@ -627,6 +613,12 @@ class Politeness:
             self._turns = None
             return 0.0
         return wait
+
+    def _trip(self) -> float:
+        """The store's round trip as its quickest recent turn took (``0``
+        until two are known)."""
+        trips = self._trips
+        return min(trips) if len(trips) > 1 else 0.0
 
     @property
     def entries(self) -> dict[str, int]:

@@ -23,7 +23,6 @@ from scrapy.crawler import Crawler
 
 from scrapy_rfc9309._compat import download
 from scrapy_rfc9309.middleware import RobotsMiddleware
-from scrapy_rfc9309.politeness import LAG_MAX
 from scrapy_rfc9309.stores.redis import RedisStore
 from scrapy_rfc9309.stores.sqlite import SQLiteStore
 from tests.support.crawl_helpers import (
@@ -197,36 +196,6 @@ async def test_two_workers_keep_the_delay_between_them(
     assert len(turns) >= 9
 
 
-@pytest.mark.parametrize("apart", ["oversized", "profiles"])
-@coroutine_test
-async def test_a_robots_txt_each_worker_fetches_keeps_the_delay(
-    server: Server,
-    shared: Callable[[], dict[str, Any]],
-    new_crawler: Callable[..., Crawler],
-    departures: Departures,
-    apart: str,
-) -> None:
-    """Each worker fetches robots.txt itself when the outcome is not shared:
-    too large for the store, or read under another ROBOTS_PROFILE.  The
-    second fetch, by a worker that knows no delay yet, left with no turn:
-    0.1-0.2 s after the first worker's request."""
-    server.route("/robots.txt", robots(DELAY))
-    settings = [{**BURST, **shared()} for _ in range(2)]
-    if apart == "oversized":
-        for each in settings:
-            each["ROBOTS_STORE_MAX_ENTRY_BYTES"] = 10
-    else:
-        settings[1]["ROBOTS_PROFILE"] = "google"
-    workers = [new_crawler(each) for each in settings]
-    pages = [[server.url(f"/w{w}/{i}") for i in range(2)] for w in range(2)]
-    await crawl_together(workers, pages)
-    assert sum(len(w.spider.crawled) for w in workers) == 4  # type: ignore[union-attr]
-    assert server.count("/robots.txt") == 2
-    gaps = departures.gaps(*workers, key=server.host)
-    assert len(gaps) == len(server.hits) - 1, gaps
-    assert min(gaps) >= DELAY - TOLERANCE, gaps
-
-
 @coroutine_test
 async def test_a_slower_slot_never_sends_a_request_after_its_turn(
     server: Server,
@@ -353,13 +322,12 @@ async def test_origins_without_a_crawl_delay_cost_no_store_call(
     crawler = new_crawler({**BURST, **shared()})
     await crawler.crawl_async(urls=urls)
     assert len(crawler.spider.crawled) == 8  # type: ignore[union-attr]
-    # robots.txt of the free origin went through the store once, its request
-    # holding the origin's turn for its fetch (another worker may hold it);
-    # its pages never did.
+    # robots.txt of the free origin went through the store once; its pages
+    # never did.
     origin = free.url("/robots.txt")
     free_calls = [name for name, called, _ in Recording.calls if called == origin]
-    assert free_calls == ["get", "acquire", "get", "reserve", "taken", "put", "release"]
-    assert calls("reserve", free) == [LAG_MAX]
+    assert free_calls == ["get", "acquire", "get", "put", "release"]
+    assert calls("reserve", free) == []
     # robots.txt's turn and the page's (and one more for each turn a busy
     # machine left unused: each such turn was counted late).
     late = stats(crawler).get("robots/crawl_delay/late", 0)
@@ -423,8 +391,7 @@ async def test_skipped_origins_take_no_turns(
     )
     await crawler.crawl_async(urls=[server.url(f"/{i}") for i in range(3)])
     assert stats(crawler)["robots/forbidden/crawl_delay"] == 3
-    # Only robots.txt's request, held for its fetch.
-    assert calls("reserve") == [LAG_MAX]
+    assert calls("reserve") == []
 
 
 @pytest.mark.parametrize(
