@@ -162,7 +162,7 @@ class RobotsConfig:
                 named = f"{source}, {user_agent!r},"
             raise SettingError(
                 f"{named} does not suit ROBOTS_PROFILE {profile!r}: {exc}"
-                + ("" if source.startswith(("ROBOTS_", "the robots_")) else _HINT)
+                + (_HINT if source in ("USER_AGENT", "the default agent") else "")
             ) from None
         purposes, usage_purposes = crawl_purposes(settings)
         timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) or 180.0

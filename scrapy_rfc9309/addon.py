@@ -127,15 +127,17 @@ def _setdefault(
 ) -> None:
     """Place ``component`` (a class, or its import path) in the component
     priority dict ``name`` at ``priority``, unless the project placed (or
-    disabled) it, or a subclass of it, already."""
+    disabled) it, or placed a subclass of it (one it disabled, ``None``,
+    leaves the component to be placed: else nothing would obey robots.txt)."""
     path = component
     if isinstance(path, type):
         path = f"{path.__module__}.{path.__qualname__}"
-    for key in settings.getdict(name):
+    for key, value in settings.getdict(name).items():
         placed = _loaded(key)
-        if isinstance(placed, type) and any(
-            f"{each.__module__}.{each.__qualname__}" == path for each in placed.__mro__
-        ):
+        if not isinstance(placed, type):
+            continue
+        names = [f"{each.__module__}.{each.__qualname__}" for each in placed.__mro__]
+        if names[0] == path or (value is not None and path in names):
             return
     _set(settings, name, component, priority)
 

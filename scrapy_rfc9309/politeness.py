@@ -32,8 +32,9 @@ request until its origin may receive it:
 Departures are stamped when the request is handed to the downloader, after
 every wait: a request that leaves late (a busy event loop, a slow store)
 moves the next one of the process back with it.  A fleet turn answered more
-than ``_MISSED`` after it was asked is left unused, since another worker may
-take the next one on time: the request takes the next free turn instead.
+than ``_MISSED`` later than the store's quickest recent answer is left
+unused, since another worker may take the next one on time: the request
+takes the next free turn instead.
 Either is counted in ``robots/crawl_delay/late`` (the largest lateness, in
 seconds, in ``robots/crawl_delay/late_max``).
 

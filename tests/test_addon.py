@@ -96,6 +96,19 @@ def test_addon_respects_subclasses_placed_by_the_project() -> None:
     assert DIRECTIVES not in settings.getdict("SPIDER_MIDDLEWARES")
 
 
+def test_addon_places_its_own_beside_a_subclass_disabled() -> None:
+    """A project's subclass switched off (``None``, a spider turning the
+    project's own middleware off): the add-on's RobotsMiddleware is placed,
+    else nothing would obey robots.txt."""
+    settings = _settings(
+        {
+            "ADDONS": {"scrapy_rfc9309.Addon": 100},
+            "DOWNLOADER_MIDDLEWARES": {f"{__name__}.OwnRobots": None},
+        }
+    )
+    assert settings.getdict("DOWNLOADER_MIDDLEWARES")[RobotsMiddleware] == 100
+
+
 def _builds(settings: dict[str, Any]) -> bool:
     """Whether a crawler with ``settings`` gets its downloader middlewares."""
     try:

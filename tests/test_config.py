@@ -264,3 +264,49 @@ def test_a_crawl_that_never_started_is_collected() -> None:
     del crawler, robots
     gc.collect()
     assert crawled() is None
+
+
+class _Named(Spider):
+    name = "named"
+    robots_user_agent = "MyBot/1.0"
+
+
+@pytest.mark.parametrize(
+    ("settings", "spider", "named", "hint"),
+    [
+        (
+            {"ROBOTS_USER_AGENT": "MyBot/1.0"},
+            None,
+            "ROBOTS_USER_AGENT 'MyBot/1.0'",
+            False,
+        ),
+        (
+            {"ROBOTSTXT_USER_AGENT": "MyBot/1.0"},
+            None,
+            "ROBOTSTXT_USER_AGENT 'MyBot/1.0'",
+            False,
+        ),
+        ({"USER_AGENT": "MyBot/1.0"}, None, "USER_AGENT 'MyBot/1.0'", True),
+        (
+            {"ROBOTS_USER_AGENT": "bingbot"},
+            _Named("named"),
+            "the robots_user_agent attribute of spider 'named', 'MyBot/1.0',",
+            False,
+        ),
+    ],
+)
+def test_an_agent_the_profile_refuses_is_named_where_it_comes_from(
+    settings: dict[str, Any], spider: Spider | None, named: str, hint: bool
+) -> None:
+    """The error names the setting (or the spider's attribute) the agent
+    came from; only an agent taken from USER_AGENT, which is also the
+    header, points at ROBOTS_USER_AGENT."""
+    with pytest.raises(SettingError) as raised:
+        RobotsConfig.from_settings(
+            Settings({"ROBOTS_PROFILE": "bing", **settings}), spider
+        )
+    message = str(raised.value)
+    assert message.startswith(f"{named} does not suit ROBOTS_PROFILE 'bing': ")
+    assert (
+        message.endswith("(ROBOTS_USER_AGENT sets the robots.txt agent alone)") is hint
+    )
