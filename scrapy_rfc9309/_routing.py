@@ -33,26 +33,46 @@ class ZyteApi:
     Zyte API unless its meta says not (``ZYTE_API_TRANSPARENT_MODE``), and
     ask for what ``ZYTE_API_AUTOMAP_PARAMS`` says, which a robots.txt
     request unsets (``None``) but where from: a browser's rendering of the
-    file, a screenshot, actions are no robots.txt."""
+    file, a screenshot, actions are no robots.txt.  A page sent with
+    ``zyte_api`` is fetched from where ``ZYTE_API_DEFAULT_PARAMS`` says
+    (``raw_where``), its robots.txt alike."""
 
     transparent: bool = False
     unset: Mapping[str, None] = field(default_factory=dict)
+    #: Where from ``ZYTE_API_AUTOMAP_PARAMS`` and ``ZYTE_API_DEFAULT_PARAMS``
+    #: fetch every request (``geolocation``, ``ipType``).
+    automap_where: Mapping[str, Any] = field(default_factory=dict)
+    raw_where: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> ZyteApi:
         try:
             transparent = settings.getbool("ZYTE_API_TRANSPARENT_MODE")
-            defaults = settings.getdict("ZYTE_API_AUTOMAP_PARAMS")
+            automap = _defaults(settings, "ZYTE_API_AUTOMAP_PARAMS")
+            raw = _defaults(settings, "ZYTE_API_DEFAULT_PARAMS")
         except (TypeError, ValueError):  # scrapy-zyte-api refuses them itself
             return cls()
-        # Empty values scrapy-zyte-api drops (with a warning): unsetting
-        # them would warn on every robots.txt request.
-        unset = {
-            key: None
-            for key, value in defaults.items()
-            if key not in _ZYTE_API_ROUTING and value not in (None, {})
-        }
-        return cls(transparent, unset)
+        unset = {key: None for key in automap if key not in _ZYTE_API_ROUTING}
+        return cls(transparent, unset, _where(automap), _where(raw))
+
+    def raw_body(self) -> dict[str, Any]:
+        """The meta of a request of the package that is no page's (a
+        sitemap): through Zyte API in its transparent mode, for the raw
+        body, what ``ZYTE_API_AUTOMAP_PARAMS`` renders unset."""
+        if self.transparent and self.unset:
+            return {"zyte_api_automap": dict(self.unset)}
+        return {}
+
+
+def _defaults(settings: BaseSettings, name: str) -> dict[str, Any]:
+    # Without the empty values scrapy-zyte-api drops (with a warning):
+    # unsetting them would warn on every robots.txt request.
+    params = settings.getdict(name)
+    return {key: value for key, value in params.items() if value not in (None, {})}
+
+
+def _where(params: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: params[key] for key in _ZYTE_API_ROUTING if key in params}
 
 
 def routing(
@@ -89,13 +109,18 @@ def _zyte_api(
     ``False``.  Through it, the raw body from where the page is fetched;
     else not through it (``False``), or nothing to say (``None``)."""
     raw = meta.get("zyte_api", False)
+    where: dict[str, Any] = {}
     if raw is not False and (raw or raw == {}):
         params = raw
+        # Where ZYTE_API_DEFAULT_PARAMS sends the page, not where the
+        # automap defaults would send its robots.txt.
+        where = dict.fromkeys(zyte_api.automap_where)
+        if meta.get("zyte_api_default_params", True) is not False:
+            where.update(zyte_api.raw_where)
     else:
         params = meta.get("zyte_api_automap", zyte_api.transparent)
         if params is False:
             return False if "zyte_api_automap" in meta or "zyte_api" in meta else None
-    where = {}
     if isinstance(params, Mapping):
-        where = {key: params[key] for key in _ZYTE_API_ROUTING if key in params}
+        where.update(_where(params))
     return {**zyte_api.unset, **where} or True

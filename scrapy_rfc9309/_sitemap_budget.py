@@ -12,11 +12,13 @@ counted under ``robots/sitemaps/skipped/`` and logged.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from . import _sitemap_read
 from ._config import RobotsConfig
+from ._routing import ZyteApi
 from ._sitemap_read import site as _site
 
 if TYPE_CHECKING:
@@ -64,6 +66,9 @@ class Limits:
     other_sites: bool
     #: Page URLs read from all the sitemaps below one robots.txt.
     urls_per_robots_txt: int
+    #: More meta of every sitemap request: its raw body through Zyte API,
+    #: never a browser's rendering (:meth:`~._routing.ZyteApi.raw_body`).
+    meta: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def for_crawler(cls, crawler: Crawler) -> Limits:
@@ -78,6 +83,7 @@ class Limits:
             max_bytes=max_bytes,
             other_sites=config.sitemap_other_sites,
             urls_per_robots_txt=config.sitemap_max_urls_per_robotstxt,
+            meta=ZyteApi.from_settings(crawler.settings).raw_body(),
         )
 
 

@@ -373,6 +373,7 @@ def _sitemap_request(
     url: str, spider: Spider, callback: CallbackT, depth: int, robots_txt: str
 ) -> Request:
     """The request for a sitemap ``depth`` levels below ``robots_txt``."""
+    limits = crawl_budget(spider).limits
     return Request(
         url,
         callback=callback,
@@ -380,7 +381,8 @@ def _sitemap_request(
         meta={
             DEPTH_KEY: depth,
             ROBOTS_TXT_KEY: robots_txt,
-            "download_maxsize": crawl_budget(spider).limits.max_bytes,
+            "download_maxsize": limits.max_bytes,
+            **limits.meta,
         },
     )
 
@@ -611,7 +613,9 @@ async def _parse_spider_sitemap(
         return
     if reader.cut is not None:
         _report_cut(spider, response, reader.cut, _robots_txt_of(response))
-    if reader.alternates_left_out:
+    if reader.alternates_left_out and spider.sitemap_alternate_links:
+        # Left out of sitemap_filter()'s entries alike, but only then are
+        # any page requests lost.
         _report_cut(spider, response, _sitemap_read.ALTERNATES, "")
     entries = spider.sitemap_filter(reader.entries)
     for value in iterloc(entries, spider.sitemap_alternate_links):
@@ -624,6 +628,7 @@ async def _parse_spider_sitemap(
                     url,
                     callback=getattr(spider, SPIDER_CALLBACK_ATTRIBUTE),
                     errback=getattr(spider, ERRBACK_ATTRIBUTE),
+                    meta=dict(crawl_budget(spider).limits.meta),
                 )
             continue
         for rule, callback in spider._cbs:

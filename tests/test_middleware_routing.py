@@ -263,6 +263,23 @@ TRANSPARENT = {
             {},
             True,
         ),
+        # A zyte_api page goes from where ZYTE_API_DEFAULT_PARAMS says, not
+        # the automap defaults: its robots.txt too.
+        (
+            {"ZYTE_API_DEFAULT_PARAMS": {"geolocation": "FR"}},
+            {"zyte_api": {}},
+            {"geolocation": "FR"},
+        ),
+        (
+            {**TRANSPARENT, "ZYTE_API_DEFAULT_PARAMS": {"ipType": "residential"}},
+            {"zyte_api": True},
+            {"browserHtml": None, "geolocation": None, "ipType": "residential"},
+        ),
+        (
+            {"ZYTE_API_DEFAULT_PARAMS": {"geolocation": "FR"}},
+            {"zyte_api": {"geolocation": "IE"}, "zyte_api_default_params": False},
+            {"geolocation": "IE"},
+        ),
     ],
 )
 @coroutine_test
@@ -273,6 +290,43 @@ async def test_robots_txt_is_no_rendering_of_the_zyte_api_defaults(
     screenshot, actions) of every request: a robots.txt so fetched would be
     an HTML page of no rules, everything allowed."""
     await _through_zyte_api(make_server, settings, meta, sent)
+
+
+@spider_argument
+class ZyteApiRecorder:
+    """Records the Zyte API meta of every request (a stand-in placed where
+    scrapy-zyte-api's downloader middleware is, answering nothing)."""
+
+    seen: ClassVar[dict[str, Any]] = {}
+
+    def process_request(self, request: Request) -> None:
+        self.seen[request.url.rsplit("/", 1)[-1]] = request.meta.get(
+            "zyte_api_automap", "unset"
+        )
+
+
+@coroutine_test
+async def test_sitemaps_are_no_rendering_of_the_zyte_api_defaults(
+    server: Server,
+) -> None:
+    """The sitemaps robots.txt names are requested for their raw body too: a
+    browser's rendering of XML is an HTML page with no <urlset>."""
+    server.route("/robots.txt", "User-agent: *\nSitemap: /s.xml\n")
+    server.route("/s.xml", "<urlset/>")
+    ZyteApiRecorder.seen = {}
+    await crawl(
+        [server.url("/a")],
+        {
+            **TRANSPARENT,
+            "ROBOTS_SITEMAPS": True,
+            "DOWNLOADER_MIDDLEWARES": {f"{__name__}.ZyteApiRecorder": 633},
+        },
+    )
+    assert ZyteApiRecorder.seen == {
+        "robots.txt": {"browserHtml": None},
+        "s.xml": {"browserHtml": None},
+        "a": "unset",
+    }
 
 
 async def _through_zyte_api(

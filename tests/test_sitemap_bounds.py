@@ -573,6 +573,13 @@ async def test_sitemap_spider_alternates_past_the_limit_are_counted(
     assert [server.count(f"/de/{i}") for i in range(3)] == [1, 1, 0]
     assert stats(crawler)["robots/sitemaps/cut/alternates"] == 1
     assert "alternate links, the rest left out of its entries" in caplog.text
+    # A spider taking no alternate links loses no page request: no word.
+    caplog.clear()
+    monkeypatch.setattr(ChoosySitemapSpider, "sitemap_alternate_links", False)
+    crawler = get_crawler(ChoosySitemapSpider, BASE_SETTINGS)
+    await crawler.crawl_async(sitemap_urls=[server.url("/robots.txt")])
+    assert "robots/sitemaps/cut/alternates" not in stats(crawler)
+    assert "alternate links" not in caplog.text
 
 
 # -- the other-site rule through redirects (issue 24 F10) ---------------------
