@@ -13,16 +13,29 @@ outcome judged from a fetch that did not happen.
 
 from __future__ import annotations
 
+import logging
+import pickle
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest
+from scrapy.http.request import NO_CALLBACK
 
 from ._compat import crawl_engine
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from scrapy import Request
     from scrapy.crawler import Crawler
 
-__all__ = ["RobotsCancelled", "closing"]
+__all__ = ["REQUEUED_META", "RobotsCancelled", "closing", "requeue"]
+
+logger = logging.getLogger(__name__)
+
+#: Request meta key: the ``dont_filter`` of a request put back in the queue
+#: at close (:func:`requeue`), past the dupefilter, given back to it when
+#: RobotsMiddleware sees it again (its redirects are filtered as usual).
+REQUEUED_META = "_robots_requeued_dont_filter"
 
 
 class RobotsCancelled(IgnoreRequest):
@@ -52,3 +65,36 @@ def closing(crawler: Crawler) -> bool:
         # its engine_started handlers) and runs no more.
         return not engine.running and engine._closewait is not None
     return bool(stopping)
+
+
+def requeue(crawler: Crawler, request: Request, dropped: Iterable[str]) -> bool:
+    """Put a copy of ``request`` (without the meta keys ``dropped``) in the
+    scheduler's queue, whose persistent queue outlives the crawl
+    (``JOBDIR``, scrapy-redis's ``SCHEDULER_PERSIST``); whether it was.  Not
+    a component's download (``NO_CALLBACK``: media pipelines), nor one the
+    queue cannot keep (a callback not of the spider's, meta that does not
+    pickle), which would end in memory with the crawl, unannounced: their
+    errback hears of the close."""
+    engine = crawl_engine(crawler)
+    if engine is None or request.callback is NO_CALLBACK:
+        return False
+    meta = {key: value for key, value in request.meta.items() if key not in dropped}
+    meta[REQUEUED_META] = request.dont_filter
+    copy = request.replace(meta=meta, dont_filter=True)
+    try:
+        pickle.dumps(copy.to_dict(spider=crawler.spider), protocol=4)
+    except (ValueError, pickle.PicklingError, AttributeError, TypeError):
+        return False
+    try:
+        engine.crawl(copy)
+    except Exception as exc:  # the engine closed meanwhile
+        logger.warning(
+            "Could not put %(request)s back in the queue: %(error)s",
+            {"request": request, "error": exc},
+            extra={"spider": crawler.spider},
+        )
+        return False
+    # The copy put back is the request now: the spider's errback hears
+    # nothing of this one (IgnoreRequest without an errback is silent).
+    request.errback = None
+    return True

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from scrapy.utils.misc import load_object
+
 from ._settings import (
     SettingError,
     choice,
@@ -116,9 +118,9 @@ class RobotsConfig:
     #: The tries of one download: 1, and Scrapy's ``RETRY_TIMES`` more when
     #: ``RETRY_ENABLED`` (a robots.txt that times out is tried again).
     download_tries: int
-    #: Whether the scheduler's queue outlives the crawl: Scrapy's ``JOBDIR``
-    #: (for the resumed crawl), scrapy-redis's ``SCHEDULER_PERSIST`` (for the
-    #: fleet).
+    #: Whether the scheduler's queue outlives the crawl: Scrapy's, with a
+    #: ``JOBDIR`` (for the resumed crawl); scrapy-redis's, with
+    #: ``SCHEDULER_PERSIST`` (for the fleet).
     queue_kept: bool
 
     @classmethod
@@ -211,9 +213,23 @@ class RobotsConfig:
             store_url=text(settings, "ROBOTS_STORE_URL"),
             download_timeout=timeout,
             download_tries=1 + max(retries, 0),
-            queue_kept=bool(settings.get("JOBDIR"))
-            or settings.getbool("SCHEDULER_PERSIST"),
+            queue_kept=_queue_kept(settings),
         )
+
+
+def _queue_kept(settings: BaseSettings) -> bool:
+    """Whether the scheduler's queue outlives the crawl: scrapy-redis's
+    with ``SCHEDULER_PERSIST`` (it reads no ``JOBDIR``), any other with a
+    ``JOBDIR`` (Scrapy's disk queues; ``SCHEDULER_PERSIST`` is not its)."""
+    scheduler = settings.get("SCHEDULER")
+    try:
+        loaded = load_object(scheduler) if isinstance(scheduler, str) else scheduler
+        modules = [each.__module__ for each in loaded.__mro__]
+    except Exception:  # Scrapy refuses it itself
+        modules = [str(scheduler)]
+    if any(module.partition(".")[0] == "scrapy_redis" for module in modules):
+        return settings.getbool("SCHEDULER_PERSIST")
+    return bool(settings.get("JOBDIR"))
 
 
 def _count(settings: BaseSettings, name: str, minimum: int) -> int:

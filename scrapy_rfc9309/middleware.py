@@ -25,7 +25,7 @@ from scrapy.downloadermiddlewares.useragent import UserAgentMiddleware
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.httpobj import urlparse_cached
 
-from ._closing import RobotsCancelled, closing
+from ._closing import REQUEUED_META, RobotsCancelled, closing
 from ._compat import spider_argument
 from ._config import RobotsConfig
 from ._coordination import GuardedStore, Outcomes
@@ -227,6 +227,8 @@ class RobotsMiddleware:
         meta, config = request.meta, self.config
         for key in self._carried:
             meta.pop(key, None)
+        if REQUEUED_META in meta:
+            request.dont_filter = meta.pop(REQUEUED_META)
         if meta.get("dont_obey_robotstxt"):
             if META_KEY in meta and closing(self.crawler):
                 self._closed(request)

@@ -76,9 +76,9 @@ from scrapy import Request
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
-from scrapy_rfc9309._compat import crawl_engine, sleep, spider_argument
+from scrapy_rfc9309._compat import sleep, spider_argument
 
-from ._closing import RobotsCancelled, closing
+from ._closing import RobotsCancelled, closing, requeue
 from ._config import SCOPES, RobotsConfig
 from ._gates import Gate, Moments
 from ._retryafter import RETRY_AFTER_STATUSES, retry_after
@@ -519,31 +519,13 @@ class Politeness:
 
     def keep(self, request: Request) -> None:
         """Put ``request``, cancelled while the spider closes, back in the
-        scheduler when its queue outlives the crawl (``JOBDIR``, scrapy-redis's
-        ``SCHEDULER_PERSIST``): the resumed crawl, or another worker, sends
-        it.  Otherwise the queue ends with the crawl.  The package's own
+        scheduler when its queue outlives the crawl (:func:`requeue`): the
+        resumed crawl, or another worker, sends it.  The package's own
         requests (robots.txt, a TDMRep file) are made again when needed."""
-        engine = crawl_engine(self.crawler)
-        if not self.queue_kept or engine is None or FETCH_META in request.meta:
+        if not self.queue_kept or FETCH_META in request.meta:
             return
-        meta = {
-            key: value
-            for key, value in request.meta.items()
-            if key not in (PACE_META, TURN_META, QUEUE_META)
-        }
-        try:
-            engine.crawl(request.replace(meta=meta, dont_filter=True))
-        except Exception as exc:  # the engine closed meanwhile
-            logger.warning(
-                "Could not put %(request)s back in the queue: %(error)s",
-                {"request": request, "error": exc},
-                extra={"spider": self.crawler.spider},
-            )
-            return
-        # The copy put back is the request now: the spider's errback hears
-        # nothing of this one (IgnoreRequest without an errback is silent).
-        request.errback = None
-        self.stats.inc_value("robots/cancelled/requeued")
+        if requeue(self.crawler, request, (PACE_META, TURN_META, QUEUE_META)):
+            self.stats.inc_value("robots/cancelled/requeued")
 
     async def _sleep(self, seconds: float, origin: str) -> float:
         """Sleep ``seconds``, waking every ``_CLOSE_POLL`` at most to see

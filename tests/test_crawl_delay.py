@@ -18,8 +18,10 @@ from typing import Any
 import pytest
 from scrapy import Request, signals
 from scrapy.http import Response
+from scrapy.http.request import NO_CALLBACK
 
-from scrapy_rfc9309._compat import sleep
+from scrapy_rfc9309 import RobotsCancelled
+from scrapy_rfc9309._compat import download, sleep
 from scrapy_rfc9309._gates import Moments
 from tests.support.crawl_helpers import (
     TIMER_GRANULARITY,
@@ -384,3 +386,74 @@ async def test_requests_dropped_at_close_are_kept_in_jobdir(
     resumed = await crawl(urls, job, spidercls=Burst)
     assert [server.count(f"/{i}") for i in range(3)] == [1, 1, 1]
     assert sorted(resumed.spider.crawled) == urls  # type: ignore[union-attr]
+
+
+@coroutine_test
+async def test_requests_kept_in_jobdir_are_filtered_again_once_resumed(
+    server: Server, tmp_path: Path
+) -> None:
+    """A request put back in the queue passes the dupefilter once, not for
+    good: its redirects are filtered as the same crawl's without a pause
+    (Scrapy's RedirectMiddleware copies dont_filter onto them; OffsiteMiddleware
+    and the dupefilter let such a request through)."""
+    server.route("/robots.txt", "User-agent: *\nCrawl-delay: 20\n")
+    for number in range(3):
+        server.route(f"/r{number}", status=301, headers={"Location": "/home"})
+    job = {**BURST, "JOBDIR": str(tmp_path / "job")}
+    urls = [server.url("/home")] + [server.url(f"/r{number}") for number in range(3)]
+    paused = await crawl(urls, {**job, "CLOSESPIDER_TIMEOUT": 1}, spidercls=Burst)
+    assert stats(paused)["robots/cancelled/requeued"] == 4
+    server.route("/robots.txt", "User-agent: *\n")
+    resumed = await crawl(urls, job, spidercls=Burst)
+    assert server.count("/home") == 1
+    # The start URLs, seen before the pause, and the three redirects.
+    assert stats(resumed, "dupefilter/")["dupefilter/filtered"] == len(urls) + 3
+
+
+class Downloads(RecordingSpider):
+    """Downloads its URLs itself (engine.download_async) as a component
+    does (callback=NO_CALLBACK: media pipelines), and records what came of
+    each."""
+
+    async def start(self) -> AsyncIterator[Any]:
+        for url in self.urls:
+            request = Request(url, callback=NO_CALLBACK, dont_filter=True)
+            try:
+                await download(self.crawler, request)
+            except RobotsCancelled as cancelled:
+                self.errors.append(cancelled)
+        return
+        yield
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        # A component's download: no queue keeps it.
+        {"JOBDIR": "job"},
+        # Scrapy's scheduler keeps nothing with scrapy-redis's setting.
+        {"SCHEDULER_PERSIST": True},
+    ],
+)
+@coroutine_test
+async def test_requests_no_queue_keeps_are_dropped_not_put_back(
+    server: Server, tmp_path: Path, settings: dict[str, Any]
+) -> None:
+    """Put back in a queue that ends with the crawl (in memory), their
+    errback told nothing, counted as requeued: they were lost unannounced."""
+    server.route("/robots.txt", "User-agent: *\nCrawl-delay: 20\n")
+    if "JOBDIR" in settings:
+        settings = {"JOBDIR": str(tmp_path / "job")}
+        spidercls: type[RecordingSpider] = Downloads
+    else:
+        spidercls = Burst
+    urls = [server.url(f"/{number}") for number in range(3)]
+    paused = await crawl(
+        urls, {**BURST, **settings, "CLOSESPIDER_TIMEOUT": 1}, spidercls=spidercls
+    )
+    counted = stats(paused)
+    assert "robots/cancelled/requeued" not in counted
+    # Their errback (or caller) heard of them.
+    errors = paused.spider.errors  # type: ignore[union-attr]
+    assert errors
+    assert len(errors) == counted["robots/cancelled"] or spidercls is Downloads
