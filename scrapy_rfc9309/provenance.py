@@ -75,6 +75,11 @@ UNJUDGED = "not_judged"
 CONTENT_SIGNAL_KEPT = 32
 CONTENT_USAGE_KEPT = 32
 TEXT_KEPT = 4096
+#: The distinct outcomes the report lists for one origin: the first ones
+#: obtained and the latest; the others are counted (``outcomes_left_out``),
+#: as a robots.txt changing at each fetch (every 10 minutes, or each time
+#: memory let the origin go) would add one for the whole crawl.
+OUTCOMES_KEPT = 8
 
 
 def iso_time(seconds: float | None) -> str | None:
@@ -258,12 +263,21 @@ def report_path(crawler: Crawler) -> Path | None:
 class _Origin:
     """What the report keeps of one origin."""
 
-    __slots__ = ("allowed_by", "dropped", "items_dropped", "items_kept", "outcomes")
+    __slots__ = (
+        "allowed_by",
+        "dropped",
+        "items_dropped",
+        "items_kept",
+        "left_out",
+        "outcomes",
+    )
 
     def __init__(self) -> None:
         #: Digest of an outcome's facts -> (its facts, times obtained), in
-        #: the order first obtained.
+        #: the order first obtained (:data:`OUTCOMES_KEPT`).
         self.outcomes: dict[str, tuple[dict[str, Any], int]] = {}
+        #: Times an outcome was obtained that is no longer listed.
+        self.left_out = 0
         #: (cause, why) -> requests dropped.
         self.dropped: Counter[tuple[str, str]] = Counter()
         #: (reason, line, rule) -> items kept.
@@ -354,10 +368,14 @@ class Ledger:
         # a digest of the facts, not by their whole text kept a second time.
         text = json.dumps({**facts, "fetched_at": None}, sort_keys=True)
         key = hashlib.sha256(text.encode()).hexdigest()
-        outcomes = self._origin(origin).outcomes
+        kept = self._origin(origin)
+        outcomes = kept.outcomes
         first, times = outcomes.get(key, (facts, 0))
         if times:
             first["last_fetched_at"] = facts["fetched_at"]
+        elif len(outcomes) >= OUTCOMES_KEPT:
+            # The latest but one gives way: the first ones and the latest stay.
+            kept.left_out += outcomes.pop(next(reversed(outcomes)))[1]
         outcomes[key] = (first, times + 1)
 
     def lines(self) -> list[dict[str, Any]]:
@@ -377,6 +395,7 @@ class Ledger:
                         {**first, "obtained": times}
                         for first, times in facts.outcomes.values()
                     ],
+                    **({"outcomes_left_out": facts.left_out} if facts.left_out else {}),
                     "requests_dropped": _by_cause(facts.dropped),
                     "dropped_because": [
                         {"cause": cause, "why": why, "requests": count}

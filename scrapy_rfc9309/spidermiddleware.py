@@ -173,7 +173,13 @@ class DirectivesMiddleware:
         if reason in AI_STATS:
             self.stats.inc_value(f"robots/directives/{kind}_dropped/{reason}")
         if kind == "items" and self.ledger is not None:
-            self.ledger.item_dropped(response.url, "directives", reason)
+            # Counted by reason, not by each page's own date.
+            why = (
+                reason.partition(":")[0]
+                if reason.startswith("unavailable_after")
+                else reason
+            )
+            self.ledger.item_dropped(response.url, "directives", why)
         logger.debug(
             "Dropped %(output)r of %(url)s: the page says %(reason)s",
             {"output": output, "url": response.url, "reason": reason},

@@ -16,17 +16,20 @@ from pathlib import Path
 from typing import Any
 
 from scrapy import Spider
+from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
-from scrapy_rfc9309 import explain, parse
+from scrapy_rfc9309 import DirectivesMiddleware, directives_for, explain, parse
 from scrapy_rfc9309 import signals as robots_signals
 from scrapy_rfc9309.match import compile
 from scrapy_rfc9309.outcome import Lifetimes, Outcome, parsed
 from scrapy_rfc9309.provenance import (
     CONTENT_SIGNAL_KEPT,
     CONTENT_USAGE_KEPT,
+    OUTCOMES_KEPT,
     TEXT_KEPT,
     Ledger,
+    ledger_for,
     robots_facts,
     signal_facts,
     usage_facts,
@@ -119,6 +122,53 @@ def test_the_report_keeps_a_bounded_outcome_known_by_a_digest(
     # The outcomes are known by a digest, not by their JSON text.
     (key,) = found._origins[origin].outcomes
     assert len(key) == 64
+
+
+def test_the_report_lists_the_first_outcomes_and_the_latest(tmp_path: Path) -> None:
+    """A robots.txt changing at each fetch (a counter in a comment) added a
+    whole outcome to the report at each one, for the whole crawl."""
+    found = ledger(tmp_path)
+    origin = "http://example.com/robots.txt"
+    for fetch in range(20):
+        found.crawler.signals.send_catch_log(
+            signal=robots_signals.robots_outcome,
+            origin=origin,
+            outcome=outcome_of(f"# fetch {fetch}\nUser-agent: *\nDisallow: /a\n"),
+        )
+    (line,) = found.lines()
+    listed = [each["sha256"] for each in line["outcomes"]]
+    fetched = [
+        hashlib.sha256(
+            f"# fetch {n}\nUser-agent: *\nDisallow: /a\n".encode()
+        ).hexdigest()
+        for n in range(20)
+    ]
+    assert listed == fetched[: OUTCOMES_KEPT - 1] + fetched[-1:]
+    assert line["outcomes_left_out"] == 20 - OUTCOMES_KEPT
+
+
+def test_items_dropped_are_counted_by_reason_not_by_date(tmp_path: Path) -> None:
+    """A past unavailable_after date of its own on each page was a key of
+    the report's for each page dropped."""
+    crawler = get_crawler(
+        Spider, {"ROBOTS_REPORT": str(tmp_path / "r.jsonl"), "USER_AGENT": AGENT}
+    )
+    crawler.spider = Spider("x")
+    found = ledger_for(crawler)
+    assert found is not None
+    middleware = DirectivesMiddleware.from_crawler(crawler)
+    for second in range(5):
+        page = Response(
+            f"http://example.com/{second}",
+            headers={"X-Robots-Tag": f"unavailable_after: 2000-01-01T00:00:0{second}Z"},
+        )
+        reason = middleware._item_refusal(directives_for(page, AGENT), (), {}, page)
+        assert reason is not None
+        middleware._dropped("items", {}, page, reason)
+    (line,) = found.lines()
+    assert line["items_dropped_because"] == [
+        {"cause": "directives", "why": "unavailable_after", "items": 5}
+    ]
 
 
 def test_the_text_kept_is_bounded_too() -> None:
