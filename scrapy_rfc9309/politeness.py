@@ -32,7 +32,7 @@ request until its origin may receive it:
 Departures are stamped when the request is handed to the downloader, after
 every wait: a request that leaves late (a busy event loop, a slow store)
 moves the next one of the process back with it.  A fleet turn answered more
-than ``_MISSED`` later than the store's quickest recent answer is left
+than ``_MISSED`` later than the store's quickest answer so far is left
 unused, since another worker may take the next one on time: the request
 takes the next free turn instead.
 Either is counted in ``robots/crawl_delay/late`` (the largest lateness, in
@@ -196,8 +196,10 @@ class Politeness:
         # The event loop's latest lags (seconds a callback ran later than
         # asked): how late a request handed over now may reach the wire.
         self._lags: deque[float] = deque(maxlen=_LAGS)
-        # How long the latest turns took the store to answer (:meth:`_trip`).
-        self._trips: deque[float] = deque(maxlen=_LAGS)
+        # The store's answers to turns (:meth:`_trip`): how many, and the
+        # quickest of them all (a worker whose loop lags gets them all late
+        # for a while: its latest would hide that).
+        self._trips, self._fastest = 0, math.inf
         #: Whether a 429 or 503 with Retry-After pauses its origin
         #: (``ROBOTS_RETRY_AFTER``), and for at most how long.
         self.retry_after = config.retry_after
@@ -589,7 +591,8 @@ class Politeness:
             return 0.0
         asked = monotonic()
         wait = await turns.reserve(origin, delay, self.turn_limit)
-        self._trips.append(monotonic() - asked)
+        self._trips += 1
+        self._fastest = min(self._fastest, monotonic() - asked)
         if wait is None:
             # The store is gone (and said so): from now on each process
             # keeps the delay on its own.
@@ -598,10 +601,9 @@ class Politeness:
         return wait
 
     def _trip(self) -> float:
-        """The store's round trip as its quickest recent turn took (``0``
-        until two are known)."""
-        trips = self._trips
-        return min(trips) if len(trips) > 1 else 0.0
+        """The store's round trip, as its quickest answer to a turn took
+        (``0`` until two are known)."""
+        return self._fastest if self._trips > 1 else 0.0
 
     @property
     def entries(self) -> dict[str, int]:
