@@ -265,8 +265,12 @@ async def _fast_site_first(
         settings["DOWNLOADER_MIDDLEWARES"] = {PACING: None}
     crawler = await crawl(urls, settings, spidercls=Burst)
     assert len(fast.times("/b")) == 8, (fast.times(), slow.times())
-    second_slow = sorted(slow.times("/a"))[1]
-    assert max(fast.times("/b")) < second_slow, (fast.times(), slow.times())
+    # Counted where the last page of ``fast`` arrived: at most the first of
+    # ``slow`` before it.  On a loaded machine CLOSESPIDER_TIMEOUT may end
+    # the crawl before ``slow`` sends its second page: no failure.
+    last_fast = max(fast.times("/b"))
+    slow_before = [t for t in slow.times("/a") if t <= last_fast]
+    assert len(slow_before) <= 1, (fast.times(), slow.times())
     return crawler
 
 
