@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from scrapy.utils.misc import load_object
 
 from ._settings import (
+    AGENT_HINT,
     SettingError,
     choice,
     crawl_purposes,
@@ -45,9 +46,6 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 __all__ = ["MODES", "REFUSED", "SCOPES", "RobotsConfig"]
-
-# What a refused agent not named by ROBOTS_USER_AGENT can do.
-_HINT = " (ROBOTS_USER_AGENT sets the robots.txt agent alone)"
 
 #: ``ROBOTS_DIRECTIVES``, ``ROBOTS_USAGE``, ``ROBOTS_TDMREP``.
 MODES = ("drop", "annotate", "off")
@@ -164,7 +162,7 @@ class RobotsConfig:
                 named = f"{source}, {user_agent!r},"
             raise SettingError(
                 f"{named} does not suit ROBOTS_PROFILE {profile!r}: {exc}"
-                + (_HINT if source in ("USER_AGENT", "the default agent") else "")
+                + (AGENT_HINT if source in ("USER_AGENT", "the default agent") else "")
             ) from None
         purposes, usage_purposes = crawl_purposes(settings)
         timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) or 180.0

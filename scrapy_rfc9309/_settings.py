@@ -237,13 +237,14 @@ def robots_user_agent_from(
         error = _refused(source, value, _AGENT_ACCEPTED)
         if source == "USER_AGENT":
             # Also the User-Agent header, which may have to stay as it is.
-            error.args = (
-                f"{error} (ROBOTS_USER_AGENT sets the robots.txt agent alone)",
-            )
+            error.args = (f"{error}{AGENT_HINT}",)
         raise error
     return "*", "the default agent"
 
 
+#: What to do with an agent taken from ``USER_AGENT`` (also the header) that
+#: cannot be the robots.txt agent.
+AGENT_HINT = " (ROBOTS_USER_AGENT sets the robots.txt agent alone)"
 #: Where the crawl's agent comes from when no spider attribute names it.
 _AGENT_SETTINGS = ("ROBOTS_USER_AGENT", "ROBOTSTXT_USER_AGENT", "USER_AGENT")
 _AGENT_ACCEPTED = (
