@@ -339,13 +339,12 @@ class SitemapReader:
             if not self._keep or not local:
                 return True
             if local == "link":
-                if not (href := element.get("href")):
-                    pass
-                elif self.alternates >= self.max_entries:
-                    self.alternates_left_out += 1
-                else:
+                href = element.get("href")
+                if href and self.alternates < self.max_entries:
                     self.alternates += 1
                     self._fields.setdefault("alternate", []).append(href)
+                elif href:
+                    self.alternates_left_out += 1
             else:
                 self._fields[local] = text
         return True
